@@ -1,0 +1,3 @@
+from linklab.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,63 @@
+"""Errors users see, each carrying the process exit code the CLI returns."""
+
+from __future__ import annotations
+
+# Exit codes: stable, documented in the README and `linklab --help`.
+EXIT_OK = 0
+EXIT_FAILURE = 1  # an operation failed (kernel refused, tool crashed, pre-flight failed)
+EXIT_USAGE = 2  # bad input: invalid topology/experiment file, bad arguments; nothing was changed
+EXIT_STATE = 3  # the lab is not in the state the command needs (not up, already up elsewhere)
+EXIT_ENV = 4  # the machine lacks something (root, a package, the VM would not boot)
+
+
+class LinklabError(Exception):
+    exit_code = EXIT_FAILURE
+
+    def __init__(self, message: str, *, hint: str | None = None):
+        super().__init__(message)
+        self.hint = hint
+
+    def render(self) -> str:
+        text = f"linklab: {self}"
+        if self.hint:
+            text += f"\n  hint: {self.hint}"
+        return text
+
+
+class UsageError(LinklabError):
+    exit_code = EXIT_USAGE
+
+
+class StateError(LinklabError):
+    exit_code = EXIT_STATE
+
+
+class EnvironmentProblem(LinklabError):
+    exit_code = EXIT_ENV
+
+
+class CommandFailed(LinklabError):
+    """A program run through linklab.runner exited non-zero (or timed out)."""
+
+    def __init__(self, argv, returncode, stdout="", stderr="", netns=None, timed_out=False):
+        where = f" in namespace {netns}" if netns else ""
+        what = "timed out" if timed_out else f"exited {returncode}"
+        detail = (stderr or stdout or "").strip().splitlines()[-3:]
+        super().__init__(f"{' '.join(map(str, argv))}{where} {what}" + (": " + " | ".join(detail) if detail else ""))
+        self.argv, self.returncode, self.stdout, self.stderr = argv, returncode, stdout, stderr
+        self.timed_out = timed_out
+
+
+class ValidationFailed(UsageError):
+    """Every problem found in an input file, each with its path; raised once, after collecting all."""
+
+    def __init__(self, source: str, problems: list[str]):
+        self.source = source
+        self.problems = problems
+        n = len(problems)
+        super().__init__(f"{source}: {n} problem{'s' if n != 1 else ''}")
+
+    def render(self) -> str:
+        lines = [f"linklab: {self.source}: {len(self.problems)} problem{'s' if len(self.problems) != 1 else ''}; nothing was changed"]
+        lines += [f"  {p}" for p in self.problems]
+        return "\n".join(lines)

@@ -1,0 +1,87 @@
+"""The one way linklab runs external programs: an argv list, an optional lab namespace, a timeout.
+
+Never a shell string. Programs with no library equivalent (iperf3, ping, ovs-vsctl, ethtool) go
+through here so that every call is logged, time-bounded and namespace-explicit.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+from dataclasses import dataclass
+
+from linklab.errors import CommandFailed
+
+log = logging.getLogger("linklab.runner")
+
+DEFAULT_TIMEOUT = 60.0
+
+
+@dataclass(frozen=True)
+class Result:
+    argv: tuple[str, ...]
+    returncode: int
+    stdout: str
+    stderr: str
+    netns: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0
+
+
+def netns_argv(argv: list[str] | tuple[str, ...], netns: str | None) -> list[str]:
+    """Prefix argv so it runs inside `netns`. `ip netns exec` also bind-mounts
+    /etc/netns/<ns>/hosts over /etc/hosts, which is how lab host names resolve."""
+    argv = [str(a) for a in argv]
+    if not argv:
+        raise ValueError("empty argv")
+    return ["ip", "netns", "exec", netns, *argv] if netns else argv
+
+
+def run(
+    argv: list[str] | tuple[str, ...],
+    *,
+    netns: str | None = None,
+    timeout: float | None = DEFAULT_TIMEOUT,
+    check: bool = True,
+    input: str | None = None,
+    env: dict[str, str] | None = None,
+) -> Result:
+    full = netns_argv(argv, netns)
+    log.debug("run%s: %s", f" [{netns}]" if netns else "", full)
+    try:
+        cp = subprocess.run(
+            full,
+            input=input,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env={**os.environ, **env} if env else None,
+        )
+    except subprocess.TimeoutExpired as e:
+        out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+        err = e.stderr.decode() if isinstance(e.stderr, bytes) else (e.stderr or "")
+        raise CommandFailed(list(argv), -1, out, err, netns=netns, timed_out=True) from None
+    except FileNotFoundError:
+        raise CommandFailed(list(argv), 127, "", f"{full[0]}: not found (run `make setup`)", netns=netns) from None
+    res = Result(tuple(str(a) for a in argv), cp.returncode, cp.stdout, cp.stderr, netns)
+    if check and not res.ok:
+        raise CommandFailed(list(argv), cp.returncode, cp.stdout, cp.stderr, netns=netns)
+    return res
+
+
+def start(
+    argv: list[str] | tuple[str, ...],
+    *,
+    netns: str | None = None,
+    stdout=subprocess.DEVNULL,
+    stderr=subprocess.DEVNULL,
+) -> subprocess.Popen:
+    """Start a long-running program (an iperf3 server, a controller) in the background.
+    The caller owns the Popen and must stop it; lab teardown also kills every process
+    left in a lab namespace."""
+    full = netns_argv(argv, netns)
+    log.debug("start%s: %s", f" [{netns}]" if netns else "", full)
+    return subprocess.Popen(full, stdout=stdout, stderr=stderr, start_new_session=True)

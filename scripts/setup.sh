@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Idempotent set-up: Debian packages the lab needs, then a project virtualenv with pinned Python deps.
+# Safe to rerun: it installs only what is missing and says what it is doing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(iproute2 iputils-ping iperf3 ethtool sysstat procps kmod
+              qemu-system-x86 linux-image-amd64 busybox-static udev openvswitch-switch)
+
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "linklab setup: need root to install: ${missing[*]}" >&2; exit 1
+  fi
+  echo "linklab setup: installing Debian packages: ${missing[*]} (a few minutes the first time)"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  # The distro's Open vSwitch service is not ours to run: linklab starts its own ovsdb/vswitchd per lab.
+  systemctl disable --now openvswitch-switch >/dev/null 2>&1 || true
+else
+  echo "linklab setup: Debian packages present"
+fi
+
+PY=${PYTHON:-python3.11}
+command -v "$PY" >/dev/null || PY=python3
+if [ ! -x .venv/bin/python ]; then
+  echo "linklab setup: creating virtualenv .venv with $($PY --version)"
+  "$PY" -m venv .venv
+fi
+stamp=.venv/.requirements.sha
+want=$(sha256sum requirements.txt | cut -d' ' -f1)
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ] || ! .venv/bin/python -c 'import linklab' 2>/dev/null; then
+  echo "linklab setup: installing Python packages from requirements.txt"
+  .venv/bin/pip install -q --disable-pip-version-check -r requirements.txt
+  .venv/bin/pip install -q --disable-pip-version-check --no-deps -e .
+  echo "$want" > "$stamp"
+else
+  echo "linklab setup: Python packages up to date"
+fi
+echo "linklab setup: done (activate with: . .venv/bin/activate)"
