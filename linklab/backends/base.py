@@ -1,0 +1,48 @@
+"""What a backend is: something that realizes a resolved Lab, reads it back and tears it down.
+
+Backends are registered explicitly in linklab/backends/__init__.py. The model knows nothing of
+them, so a topology can be realized by another backend (Mininet, containerlab) or exported.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any
+
+from linklab.model.resolved import Lab
+
+
+class Backend(ABC):
+    name: str = ""
+
+    @abstractmethod
+    def problems(self, lab: Lab) -> list[str]:
+        """What this backend cannot build in `lab`, on this kernel (empty: buildable)."""
+
+    @abstractmethod
+    def apply(self, lab: Lab, owned: dict[str, Any], say=print) -> dict[str, Any]:
+        """Make the kernel match `lab`, idempotently, changing only what differs.
+
+        `owned` is what the previous apply recorded (empty on first up); returns what the lab
+        owns now, which the caller stores in the state file.
+        """
+
+    @abstractmethod
+    def destroy(self, lab_name: str, owned: dict[str, Any], say=print) -> list[str]:
+        """Remove exactly what `owned` lists; returns what was removed."""
+
+    @abstractmethod
+    def orphans(self, lab_name: str | None) -> list[str]:
+        """Objects carrying this lab's ownership mark (any lab's, if None): what `clean` removes."""
+
+    @abstractmethod
+    def remove_orphans(self, names: list[str], say=print) -> list[str]:
+        ...
+
+    @abstractmethod
+    def inspect(self, lab: Lab) -> dict[str, Any]:
+        """Live state read back from the kernel (not from the state file)."""
+
+    @abstractmethod
+    def exec_argv(self, lab: Lab, node: str, argv: list[str]) -> list[str]:
+        """argv that runs `argv` on `node`."""

@@ -1,0 +1,394 @@
+"""The Linux backend: one network namespace per node, veth pairs, Linux bonds and bridges,
+tc qdiscs, all through netlink (pyroute2).
+
+Every object lives inside a namespace the lab owns; veth pairs are created directly inside
+them, so nothing ever appears in the host's own namespace. `apply` reconciles: it compares the
+live kernel with the resolved lab and changes only what differs, which is what lets a sweep
+change an MTU, a bond mode or an impairment without rebuilding the lab.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import signal
+import time
+import uuid
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+from pyroute2 import IPRoute, netns
+from pyroute2.netlink.exceptions import NetlinkError
+
+from linklab import runner
+from linklab.backends.base import Backend
+from linklab.backends.linux import bond as bondopt
+from linklab.backends.linux import qdisc as tc
+from linklab.backends.linux import sysctl
+from linklab.backends.linux.names import hosts_dir, mark, netns_name, parse_mark
+from linklab.errors import LinklabError, StateError
+from linklab.model.resolved import Lab, Link
+
+IFA_F_NODAD = 0x02
+BRIDGE = "br0"
+
+
+class LinuxBackend(Backend):
+    name = "linux"
+
+    # ---- checks -------------------------------------------------------------------------
+    def problems(self, lab: Lab) -> list[str]:
+        out = []
+        for n in lab.nodes:
+            if n.switch_kind == "ovs":
+                out.append(f"switches.{n.name}: Open vSwitch switches are not built by this version "
+                           "(use kind: bridge)")
+        out += sysctl.problems(lab)
+        return out
+
+    # ---- build / reconcile ---------------------------------------------------------------
+    def apply(self, lab: Lab, owned: dict[str, Any], say=print) -> dict[str, Any]:
+        lab_id = owned.get("id") or uuid.uuid4().hex[:8]
+        the_mark = mark(lab.name, lab_id)
+        want_ns = {n.name: netns_name(lab.name, n.name) for n in lab.nodes}
+        for ns in set(owned.get("namespaces", [])) - set(want_ns.values()):
+            _remove_netns(ns)
+        existing = set(netns.listnetns())
+        for node, ns in want_ns.items():
+            if ns in existing:
+                found = _read_mark(ns)
+                if found != the_mark:
+                    raise StateError(f"namespace {ns} exists but is not this lab's (mark {found!r})",
+                                     hint="another lab or a crashed run owns it: `linklab clean` removes "
+                                          "leftovers of crashed labs")
+            else:
+                netns.create(ns)
+        new = {"id": lab_id, "namespaces": list(want_ns.values()), "interfaces": [],
+               "qdiscs": {}, "hosts_files": [], "global_sysctls": owned.get("global_sysctls", {})}
+        with ExitStack() as stack:
+            ipr = {node: stack.enter_context(IPRoute(netns=ns)) for node, ns in want_ns.items()}
+            for node, ns in want_ns.items():
+                lo = ipr[node].link_lookup(ifname="lo")[0]
+                ipr[node].link("set", index=lo, ifalias=the_mark, state="up")
+                # IPv6 duplicate address detection would delay every lab address by ~1-2 s.
+                sysctl.set_in_netns(ns, {"net.ipv6.conf.all.accept_dad": "0",
+                                         "net.ipv6.conf.default.accept_dad": "0"})
+            b = _Build(lab, ipr, want_ns, the_mark, owned, new)
+            b.interfaces()
+            b.remove_stale()
+            b.bonds()
+            b.bridges()
+            b.mtu_and_up()
+            b.addresses()
+            b.qdiscs()
+            b.iface_settings()
+        new["global_sysctls"].update(sysctl.apply(lab, want_ns))
+        new["hosts_files"] = _write_hosts(lab, want_ns, the_mark)
+        return new
+
+    # ---- teardown ------------------------------------------------------------------------
+    def destroy(self, lab_name: str, owned: dict[str, Any], say=print) -> list[str]:
+        removed = []
+        lab_id = owned.get("id")
+        for ns in owned.get("namespaces", []):
+            if ns in netns.listnetns():
+                found = parse_mark(_read_mark(ns))
+                if found and found != (lab_name, lab_id):
+                    say(f"  leaving {ns}: it now belongs to {found[0]}/{found[1]}")
+                    continue
+                _remove_netns(ns)
+                removed.append(f"netns {ns}")
+        for d in owned.get("hosts_files", []):
+            if _remove_hosts_dir(Path(d), lab_name):
+                removed.append(f"hosts {d}")
+        return removed
+
+    def orphans(self, lab_name: str | None) -> list[str]:
+        out = []
+        for ns in netns.listnetns():
+            found = parse_mark(_read_mark(ns))
+            if found and (lab_name is None or found[0] == lab_name):
+                out.append(ns)
+        return sorted(out)
+
+    def remove_orphans(self, names: list[str], say=print) -> list[str]:
+        removed = []
+        for ns in names:
+            found = parse_mark(_read_mark(ns))
+            _remove_netns(ns)
+            removed.append(f"netns {ns}")
+            if found and _remove_hosts_dir(Path(hosts_dir(ns)), found[0]):
+                removed.append(f"hosts {hosts_dir(ns)}")
+        return removed
+
+    # ---- read back -----------------------------------------------------------------------
+    def inspect(self, lab: Lab) -> dict[str, Any]:
+        from linklab.backends.linux.inspect import inspect_lab
+        return inspect_lab(lab)
+
+    def exec_argv(self, lab: Lab, node: str, argv: list[str]) -> list[str]:
+        lab.node(node)  # KeyError for unknown nodes; the CLI turns it into a usage error
+        return runner.netns_argv(argv, netns_name(lab.name, node))
+
+
+class _Build:
+    """One reconcile pass over all nodes' netlink handles."""
+
+    def __init__(self, lab: Lab, ipr: dict[str, IPRoute], ns: dict[str, str], the_mark: str,
+                 owned: dict[str, Any], new: dict[str, Any]):
+        self.lab, self.ipr, self.ns, self.mark, self.owned, self.new = lab, ipr, ns, the_mark, owned, new
+
+    def idx(self, node: str, ifname: str) -> int | None:
+        found = self.ipr[node].link_lookup(ifname=ifname)
+        return found[0] if found else None
+
+    def own(self, node: str, ifname: str) -> None:
+        self.new["interfaces"].append(f"{node}/{ifname}")
+
+    def interfaces(self) -> None:
+        for link in self.lab.links:
+            for pair in link.veths:
+                ia, ib = self.idx(pair.a.node, pair.a.ifname), self.idx(pair.b.node, pair.b.ifname)
+                if ia is not None and ib is not None and self._peers(pair, ia):
+                    pass
+                else:
+                    for node, ifname, i in ((pair.a.node, pair.a.ifname, ia), (pair.b.node, pair.b.ifname, ib)):
+                        if i is not None:  # half of a pair from an interrupted build
+                            self.ipr[node].link("del", index=i)
+                    self.ipr[pair.a.node].link("add", ifname=pair.a.ifname, kind="veth",
+                                               peer={"ifname": pair.b.ifname, "net_ns_fd": self.ns[pair.b.node]})
+                for end in (pair.a, pair.b):
+                    self.ipr[end.node].link("set", index=self.idx(end.node, end.ifname), ifalias=self.mark)
+                    self.own(end.node, end.ifname)
+
+    def _peers(self, pair, ia: int) -> bool:
+        link = self.ipr[pair.a.node].get_links(ia)[0]
+        info = link.get_attr("IFLA_LINKINFO")
+        return info is not None and info.get_attr("IFLA_INFO_KIND") == "veth"
+
+    def remove_stale(self) -> None:
+        """Interfaces an earlier apply made that the lab no longer has (fewer bond members...)."""
+        keep = set(self.new["interfaces"])
+        keep |= {f"{b.node}/{b.ifname}" for link in self.lab.links for b in link.bonds}
+        keep |= {f"{n.name}/{BRIDGE}" for n in self.lab.nodes if n.kind == "switch"}
+        for item in self.owned.get("interfaces", []):
+            node, _, ifname = item.partition("/")
+            if item not in keep and node in self.ipr:
+                i = self.idx(node, ifname)
+                if i is not None:
+                    self.ipr[node].link("del", index=i)
+
+    def bonds(self) -> None:
+        for link in self.lab.links:
+            for b in link.bonds:
+                ipr = self.ipr[b.node]
+                bi = self.idx(b.node, b.ifname)
+                if bi is None:
+                    ipr.link("add", ifname=b.ifname, kind="bond", bond_mode=bondopt.mode_number(b.mode))
+                    bi = self.idx(b.node, b.ifname)
+                self.own(b.node, b.ifname)
+                members = {m: self.idx(b.node, m) for m in b.members}
+                actual = bondopt.from_netlink(_info_data(ipr.get_links(bi)[0]))
+                wanted = bondopt.desired_options(b.mode, b.options)
+                names = {i: n for n, i in members.items()}
+                diff = bondopt.differs(actual, b.mode, wanted, names)
+                enslaved = {x["index"] for x in ipr.get_links() if x.get_attr("IFLA_MASTER") == bi}
+                if diff:
+                    # Mode and many options can change only on a downed bond without members.
+                    for m in enslaved:
+                        ipr.link("set", index=m, master=0)
+                    enslaved = set()
+                    ipr.link("set", index=bi, state="down")
+                    nl = bondopt.to_netlink({k: v for k, v in wanted.items() if k != "primary"}, members)
+                    ipr.link("set", index=bi, kind="bond", bond_mode=bondopt.mode_number(b.mode), **nl)
+                for m, mi in members.items():
+                    if mi not in enslaved:
+                        ipr.link("set", index=mi, state="down")
+                        ipr.link("set", index=mi, master=bi)
+                if "primary" in wanted and ("primary" in diff or not enslaved):
+                    ipr.link("set", index=bi, kind="bond", **bondopt.to_netlink({"primary": wanted["primary"]}, members))
+                ipr.link("set", index=bi, ifalias=self.mark)
+
+    def bridges(self) -> None:
+        for node in self.lab.nodes:
+            if node.kind != "switch":
+                continue
+            ipr = self.ipr[node.name]
+            br = self.idx(node.name, BRIDGE)
+            if br is None:
+                ipr.link("add", ifname=BRIDGE, kind="bridge", br_stp_state=int(node.stp), br_forward_delay=0)
+                br = self.idx(node.name, BRIDGE)
+            ipr.link("set", index=br, ifalias=self.mark)
+            self.own(node.name, BRIDGE)
+            for link in self.lab.links:
+                for end in link.ends:
+                    if end.node != node.name:
+                        continue
+                    for port in end.bridge_ports:
+                        pi = self.idx(node.name, port)
+                        if ipr.get_links(pi)[0].get_attr("IFLA_MASTER") != br:
+                            ipr.link("set", index=pi, master=br)
+
+    def mtu_and_up(self) -> None:
+        for link in self.lab.links:
+            bonded = {(b.node, m) for b in link.bonds for m in b.members}
+            for pair in link.veths:
+                for end in (pair.a, pair.b):
+                    if (end.node, end.ifname) not in bonded:
+                        self._set_mtu(end.node, end.ifname, link.mtu)
+            for b in link.bonds:
+                self._set_mtu(b.node, b.ifname, link.mtu)  # a bond's MTU is pushed to its members
+        for node in self.lab.nodes:
+            if node.kind == "switch" and node.mtu:
+                self._set_mtu(node.name, BRIDGE, node.mtu)
+        for node, ipr in self.ipr.items():
+            for x in ipr.get_links():
+                if x.get("ifname") != "lo" and x.get("state") != "up":
+                    ipr.link("set", index=x["index"], state="up")
+
+    def _set_mtu(self, node: str, ifname: str, mtu: int) -> None:
+        i = self.idx(node, ifname)
+        if self.ipr[node].get_links(i)[0].get_attr("IFLA_MTU") != mtu:
+            try:
+                self.ipr[node].link("set", index=i, mtu=mtu)
+            except NetlinkError as e:
+                raise LinklabError(f"{node}:{ifname}: the kernel refused MTU {mtu}: {e.args[1] if len(e.args) > 1 else e}") from None
+
+    def addresses(self) -> None:
+        for link in self.lab.links:
+            for end in link.ends:
+                if self.lab.node(end.node).kind != "host":
+                    continue
+                ipr, i = self.ipr[end.node], self.idx(end.node, end.ifname)
+                want = {ipaddress.ip_interface(a) for a in (end.ipv4, end.ipv6 if link.ipv6 else None) if a}
+                have = set()
+                for a in ipr.get_addr(index=i):
+                    if a["scope"] == 0:  # global; link-local fe80:: is the kernel's business
+                        have.add(ipaddress.ip_interface(f"{a.get_attr('IFA_ADDRESS')}/{a['prefixlen']}"))
+                for a in have - want:
+                    ipr.addr("del", index=i, address=str(a.ip), prefixlen=a.network.prefixlen)
+                for a in sorted(want - have, key=str):
+                    # Below MTU 1280 the kernel drops IPv6 from an interface and does not bring the
+                    # addresses back when the MTU rises: reconciling re-adds them here.
+                    extra = {"flags": IFA_F_NODAD} if a.version == 6 else {}
+                    ipr.addr("add", index=i, address=str(a.ip), prefixlen=a.network.prefixlen, **extra)
+
+    def qdiscs(self) -> None:
+        for link in self.lab.links:
+            for pair in link.veths:
+                for end, q in ((pair.a, pair.egress_a), (pair.b, pair.egress_b)):
+                    key = f"{end.node}/{end.ifname}"
+                    sig = json.dumps([q.model_dump() if q else None, link.mtu], sort_keys=True)
+                    i = self.idx(end.node, end.ifname)
+                    if self.owned.get("qdiscs", {}).get(key) != sig or not _root_kind_matches(self.ipr[end.node], i, q):
+                        tc.apply(self.ipr[end.node], i, q, link.mtu)
+                    self.new["qdiscs"][key] = sig
+
+    def iface_settings(self) -> None:
+        for link in self.lab.links:
+            for end in link.ends:
+                ipr, i = self.ipr[end.node], self.idx(end.node, end.ifname)
+                if end.txqueuelen is not None:
+                    ipr.link("set", index=i, txqlen=end.txqueuelen)
+                    for m in _members(link, end.node):
+                        ipr.link("set", index=self.idx(end.node, m), txqlen=end.txqueuelen)
+                if end.offloads:
+                    # Offload features: pyroute2's ethtool module cannot reach a namespace, so this
+                    # is one of the few shell-outs (argv list, in the node's namespace).
+                    args = [x for k, v in sorted(end.offloads.items()) for x in (k, "on" if v else "off")]
+                    for ifname in [end.ifname, *_members(link, end.node)]:
+                        runner.run(["ethtool", "-K", ifname, *args], netns=self.ns[end.node], timeout=10)
+
+
+def _members(link: Link, node: str) -> list[str]:
+    return [m for b in link.bonds if b.node == node for m in b.members]
+
+
+def _info_data(link_msg):
+    info = link_msg.get_attr("IFLA_LINKINFO")
+    return info.get_attr("IFLA_INFO_DATA") if info is not None else None
+
+
+def _root_kind_matches(ipr: IPRoute, index: int, q) -> bool:
+    want = None if q is None else (q.shaper if q.shaper in ("tbf", "htb") else "netem")
+    roots = [x.get_attr("TCA_KIND") for x in ipr.get_qdiscs(index=index) if x["parent"] == 0xFFFFFFFF]
+    have = roots[0] if roots and roots[0] in ("netem", "tbf", "htb") else None
+    return have == want
+
+
+def _read_mark(ns: str) -> str | None:
+    try:
+        with IPRoute(netns=ns) as ipr:
+            lo = ipr.link_lookup(ifname="lo")
+            return ipr.get_links(lo[0])[0].get_attr("IFLA_IFALIAS") if lo else None
+    except Exception:
+        return None
+
+
+def _remove_netns(ns: str) -> None:
+    """Stop every process inside (iperf3 servers, controllers), then delete the namespace."""
+    pids = _netns_pids(ns)
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in pids:
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + 2
+        while pids and time.monotonic() < deadline:
+            pids = [p for p in pids if Path(f"/proc/{p}").exists()]
+            time.sleep(0.05)
+        if not pids:
+            break
+    try:
+        netns.remove(ns)
+    except FileNotFoundError:
+        pass
+
+
+def _netns_pids(ns: str) -> list[int]:
+    res = runner.run(["ip", "netns", "pids", ns], check=False, timeout=10)
+    return [int(p) for p in res.stdout.split() if p.isdigit()]
+
+
+def _hosts_text(lab: Lab, node: str, the_mark: str) -> str:
+    lines = [f"# {the_mark}: written by linklab, removed by `linklab down`",
+             "127.0.0.1\tlocalhost", "::1\tlocalhost ip6-localhost ip6-loopback", f"127.0.1.1\t{node}"]
+    lines += [f"{addr}\t{name}" for addr, name in lab.node(node).hosts]
+    return "\n".join(lines) + "\n"
+
+
+def _write_hosts(lab: Lab, want_ns: dict[str, str], the_mark: str) -> list[str]:
+    written = []
+    for node, ns in want_ns.items():
+        if lab.node(node).kind != "host":
+            continue
+        d = Path(hosts_dir(ns))
+        d.mkdir(parents=True, exist_ok=True)
+        tmp = d / ".hosts.tmp"
+        tmp.write_text(_hosts_text(lab, node, the_mark))
+        tmp.replace(d / "hosts")
+        written.append(str(d))
+    return written
+
+
+def _remove_hosts_dir(d: Path, lab_name: str) -> bool:
+    hosts = d / "hosts"
+    try:
+        first = hosts.read_text().splitlines()[0]
+    except (OSError, IndexError):
+        return False
+    found = parse_mark(first.lstrip("# ").split(" ")[0].rstrip(":"))
+    if not found or found[0] != lab_name:
+        return False
+    hosts.unlink()
+    for leftover in d.iterdir():
+        if leftover.name == ".hosts.tmp":
+            leftover.unlink()
+    try:
+        d.rmdir()
+    except OSError:
+        pass
+    return True

@@ -1,0 +1,87 @@
+"""Read a lab back from the kernel: what `linklab status` shows and pre-flight checks trust."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyroute2 import IPRoute, netns
+
+from linklab.backends.linux import bond as bondopt
+from linklab.backends.linux import qdisc as tc
+from linklab.backends.linux.names import netns_name
+from linklab.model.resolved import Lab
+
+# IFLA_BOND_SLAVE_MII_STATUS / _STATE values (include/uapi/linux/if_bonding.h)
+MII = {0: "up", 1: "fail", 2: "down", 3: "back"}
+SLAVE_STATE = {0: "active", 1: "backup"}
+
+
+def inspect_lab(lab: Lab) -> dict[str, Any]:
+    present = set(netns.listnetns())
+    nodes = {}
+    for node in lab.nodes:
+        ns = netns_name(lab.name, node.name)
+        if ns not in present:
+            nodes[node.name] = {"netns": ns, "present": False}
+            continue
+        with IPRoute(netns=ns) as ipr:
+            nodes[node.name] = {"netns": ns, "present": True, "kind": node.kind,
+                                "interfaces": _interfaces(ipr)}
+    return {"lab": lab.name, "nodes": nodes}
+
+
+def _interfaces(ipr: IPRoute) -> list[dict[str, Any]]:
+    links = ipr.get_links()
+    by_index = {x["index"]: x.get_attr("IFLA_IFNAME") for x in links}
+    out = []
+    for x in links:
+        name = x.get_attr("IFLA_IFNAME")
+        if name == "lo":
+            continue
+        info = x.get_attr("IFLA_LINKINFO")
+        kind = info.get_attr("IFLA_INFO_KIND") if info is not None else None
+        item: dict[str, Any] = {
+            "ifname": name, "kind": kind, "state": x.get_attr("IFLA_OPERSTATE"),
+            "mtu": x.get_attr("IFLA_MTU"), "mac": x.get_attr("IFLA_ADDRESS"),
+            "master": by_index.get(x.get_attr("IFLA_MASTER")),
+            "addresses": [f"{a.get_attr('IFA_ADDRESS')}/{a['prefixlen']}" for a in ipr.get_addr(index=x["index"])
+                          if a["scope"] == 0],
+            "qdiscs": [q for q in tc.describe(ipr, x["index"]) if q["kind"] not in ("noqueue",)],
+        }
+        if kind == "bond":
+            opts = bondopt.from_netlink(info.get_attr("IFLA_INFO_DATA"))
+            item["bond"] = {
+                "mode": opts.get("mode"),
+                "active_slave": by_index.get(opts.get("active_slave")),
+                "options": {k: v for k, v in opts.items() if k not in ("mode", "active_slave", "ad_info")
+                            and bondopt.applicable(k, str(opts.get("mode")))},
+                "ad_info": opts.get("ad_info"),
+            }
+        slave = info.get_attr("IFLA_INFO_SLAVE_DATA") if info is not None else None
+        if slave is not None and info.get_attr("IFLA_INFO_SLAVE_KIND") == "bond":
+            attrs = dict(slave.get("attrs", []))
+            item["bond_member"] = {
+                "mii": MII.get(attrs.get("IFLA_BOND_SLAVE_MII_STATUS"), attrs.get("IFLA_BOND_SLAVE_MII_STATUS")),
+                "state": SLAVE_STATE.get(attrs.get("IFLA_BOND_SLAVE_STATE")),
+                "aggregator": attrs.get("IFLA_BOND_SLAVE_AD_AGGREGATOR_ID"),
+                "link_failures": attrs.get("IFLA_BOND_SLAVE_LINK_FAILURE_COUNT"),
+            }
+        out.append(item)
+    return out
+
+
+def bond_summary(iface: dict[str, Any], members: list[dict[str, Any]]) -> dict[str, Any]:
+    """For pre-flight and status: members up, LACP aggregated (all members in one aggregator,
+    partner MAC set). Pure, on inspect output."""
+    b = iface.get("bond") or {}
+    up = [m["ifname"] for m in members if (m.get("bond_member") or {}).get("mii") == "up"]
+    out = {"mode": b.get("mode"), "members": len(members), "members_up": len(up)}
+    if b.get("mode") == "802.3ad":
+        ad = b.get("ad_info") or {}
+        aggs = {(m.get("bond_member") or {}).get("aggregator") for m in members}
+        partner = ad.get("partner_mac")
+        out["aggregator"] = ad.get("aggregator")
+        out["partner_mac"] = partner
+        out["lacp_aggregated"] = (len(aggs) == 1 and ad.get("aggregator") in aggs and ad.get("num_ports") == len(members)
+                                  and partner not in (None, "00:00:00:00:00:00"))
+    return out

@@ -1,0 +1,124 @@
+"""Per-host sysctls, written inside the host's namespace.
+
+Most net.* sysctls are per network namespace. Some are not on every kernel (net.core.rmem_max
+became per-namespace only in recent kernels; net.core.netdev_max_backlog is global): those
+would change the whole machine, so linklab sets them only on a kernel the lab owns (the lab
+VM) and refuses natively, saying which keys and why.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from pathlib import Path
+
+from pyroute2.netns import popns, pushns
+
+from linklab.errors import LinklabError, UsageError
+from linklab.kernel import in_lab_vm
+from linklab.model.resolved import Lab
+
+CLONE_NEWNET = 0x40000000
+
+
+def proc_path(key: str) -> Path:
+    return Path("/proc/sys") / key.replace(".", "/")
+
+
+def classify(keys: list[str]) -> dict[str, str]:
+    """key -> 'netns' (exists in a fresh namespace), 'global' (only in the root one) or 'unknown'.
+
+    Looks from a throwaway namespace in a child process, so nothing of the lab exists yet
+    when a bad key is reported.
+    """
+    if not keys:
+        return {}
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child: own network namespace, look, report, exit
+        os.close(r)
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            ok = libc.unshare(CLONE_NEWNET) == 0
+            found = "".join("1" if ok and proc_path(k).exists() else "0" for k in keys)
+            os.write(w, found.encode())
+        finally:
+            os._exit(0)
+    os.close(w)
+    data = b""
+    while chunk := os.read(r, 4096):
+        data += chunk
+    os.close(r)
+    os.waitpid(pid, 0)
+    out = {}
+    for k, flag in zip(keys, data.decode().ljust(len(keys), "0")):
+        out[k] = "netns" if flag == "1" else ("global" if proc_path(k).exists() else "unknown")
+    return out
+
+
+def problems(lab: Lab) -> list[str]:
+    keys = sorted({k for n in lab.nodes for k in n.sysctls})
+    where = classify(keys)
+    out = []
+    for n in lab.nodes:
+        for k in n.sysctls:
+            if where[k] == "unknown":
+                out.append(f"hosts.{n.name}.sysctls.{k}: no such sysctl on this kernel ({proc_path(k)})")
+            elif where[k] == "global" and not in_lab_vm():
+                out.append(f"hosts.{n.name}.sysctls.{k}: not per-namespace on this kernel, so setting it "
+                           "would change the host itself; run the lab in the VM (`linklab up --vm`)")
+    # Global keys are one value for the whole (VM) kernel: two hosts cannot disagree on them.
+    for k in keys:
+        if where[k] == "global":
+            values = {n.sysctls[k] for n in lab.nodes if k in n.sysctls}
+            if len(values) > 1:
+                out.append(f"sysctl {k} is global on this kernel; hosts ask for different values {sorted(values)}")
+    return out
+
+
+def _write(key: str, value: str) -> None:
+    path = proc_path(key)
+    try:
+        path.write_text(str(value))
+    except OSError as e:
+        hint = None
+        if key.endswith("tcp_congestion_control"):
+            avail = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
+            hint = f"available here: {avail.read_text().strip() if avail.exists() else '?'}"
+        raise LinklabError(f"sysctl {key}={value}: {e.strerror}", hint=hint) from None
+
+
+def set_in_netns(ns: str, values: dict[str, str]) -> None:
+    pushns(ns)
+    try:
+        for k, v in values.items():
+            _write(k, v)
+    finally:
+        popns()
+
+
+def apply(lab: Lab, namespaces: dict[str, str]) -> dict[str, str]:
+    """Write every host's sysctls; returns the global ones it set (for the state file)."""
+    keys = sorted({k for n in lab.nodes for k in n.sysctls})
+    where = classify(keys)
+    global_set: dict[str, str] = {}
+    for n in lab.nodes:
+        local = {k: v for k, v in n.sysctls.items() if where.get(k) == "netns"}
+        if local:
+            set_in_netns(namespaces[n.name], local)
+        for k, v in n.sysctls.items():
+            if where.get(k) == "global":
+                if not in_lab_vm():
+                    raise UsageError(f"sysctl {k} is global on this kernel; refusing to change the host")
+                _write(k, v)
+                global_set[k] = v
+    return global_set
+
+
+def read(ns: str, keys: list[str]) -> dict[str, str]:
+    """Current values as seen from inside `ns` (for status and results manifests)."""
+    pushns(ns)
+    try:
+        return {k: proc_path(k).read_text().strip() if proc_path(k).exists() else "" for k in keys}
+    finally:
+        popns()

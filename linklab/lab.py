@@ -1,0 +1,159 @@
+"""Lab lifecycle on the kernel we are running on: up, set, down, status, clean.
+
+The staged pipeline: load (validate) -> override -> resolve -> backend checks -> state file
+('building') -> backend apply -> state file ('up'). Bad input stops before anything changes.
+Where the kernel lacks features, linklab/placement.py runs these same functions inside the VM.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from linklab import __version__, state
+from linklab.backends import get_backend
+from linklab.backends.linux.names import netns_name
+from linklab.errors import StateError, UsageError
+from linklab.model import Context, load_topology, resolve, topology_sha256
+from linklab.model.overrides import split_assignment
+from linklab.model.resolved import Lab
+
+
+def context() -> Context:
+    """Where this lab runs decides `scale: auto`: a software-emulated VM moves ~700 Mbit/s on a
+    plain veth, so 1 Gbit/s links are run at a tenth there and the emulator never binds."""
+    accel = os.environ.get("LINKLAB_VM_ACCEL_USED")
+    if accel == "tcg":
+        return Context(auto_scale=0.1, auto_scale_reason="software-emulated VM (TCG): veth ~700 Mbit/s")
+    if accel:
+        return Context(auto_scale=1.0, auto_scale_reason=f"VM with {accel}")
+    return Context()
+
+
+def placement() -> dict[str, Any]:
+    info = os.environ.get("LINKLAB_VM_INFO")
+    if os.environ.get("LINKLAB_IN_VM") == "1":
+        return {"kind": "vm", "vm": json.loads(info) if info else {}}
+    return {"kind": "native"}
+
+
+def build_lab(topo_path: str | Path, overrides: list[tuple[str, Any]], name: str | None = None,
+              scale: float | None = None) -> Lab:
+    topo = load_topology(topo_path, overrides, name=name)
+    ctx = context()
+    if scale is not None:
+        ctx = Context(ctx.auto_scale, ctx.auto_scale_reason, scale_override=scale)
+    return resolve(topo, ctx)
+
+
+def parse_overrides(texts: list[str]) -> list[tuple[str, Any]]:
+    return [split_assignment(t) for t in texts]
+
+
+def up(topo_path: str | Path, *, name: str | None = None, overrides: list[tuple[str, Any]] = (),
+       scale: float | None = None, backend: str = "linux", say=print) -> dict[str, Any]:
+    lab = build_lab(topo_path, list(overrides), name=name, scale=scale)
+    with state.locked(lab.name):
+        old = state.load(lab.name)
+        if old and Path(old["topology"]["path"]).resolve() != Path(topo_path).resolve():
+            raise StateError(f"lab {lab.name!r} is already up from {old['topology']['path']}",
+                             hint=f"`linklab down {lab.name}` first, or give this one another name with --name")
+        if old and not overrides and scale is None:
+            # Re-running `up` keeps what `set` changed since: up is idempotent, not a reset.
+            overrides = [tuple(o) for o in old["topology"].get("overrides", [])]
+            scale = old["topology"].get("scale_override")
+            lab = build_lab(topo_path, list(overrides), name=name, scale=scale)
+        return _apply(lab, topo_path, list(overrides), scale, old, backend, say)
+
+
+def set_params(lab_name: str, overrides: list[tuple[str, Any]], say=print) -> dict[str, Any]:
+    """Change a running lab: the accumulated overrides are re-validated and reconciled."""
+    with state.locked(lab_name):
+        old = state.require(lab_name)
+        topo = old["topology"]
+        merged = [tuple(o) for o in topo.get("overrides", [])] + list(overrides)
+        lab = build_lab(topo["path"], merged, name=lab_name, scale=topo.get("scale_override"))
+        return _apply(lab, topo["path"], merged, topo.get("scale_override"), old, old.get("backend", "linux"), say)
+
+
+def _apply(lab: Lab, topo_path, overrides, scale, old, backend_name: str, say) -> dict[str, Any]:
+    backend = get_backend(backend_name)
+    problems = backend.problems(lab)
+    if problems:
+        from linklab.errors import ValidationFailed
+        raise ValidationFailed(str(topo_path), problems)
+    owned = dict(old["owned"]) if old else {"id": uuid.uuid4().hex[:8]}
+    # Record intent first: a crash during apply leaves a state file naming what may exist.
+    planned = sorted(set(owned.get("namespaces", [])) | {netns_name(lab.name, n.name) for n in lab.nodes})
+    record = {
+        "lab": lab.name, "backend": backend.name, "status": "building",
+        "created_at": old["created_at"] if old else time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "topology": {"path": str(topo_path), "sha256": topology_sha256(topo_path),
+                     "overrides": [list(o) for o in overrides], "scale_override": scale},
+        "placement": placement(), "kernel": platform.release(), "linklab": __version__,
+        "resolved": lab.model_dump(mode="json"), "owned": {**owned, "namespaces": planned},
+    }
+    state.save(record)
+    t0 = time.monotonic()
+    record["owned"] = backend.apply(lab, owned, say=say)
+    record["status"] = "up"
+    record["apply_seconds"] = round(time.monotonic() - t0, 3)
+    state.save(record)
+    return record
+
+
+def down(lab_name: str, say=print) -> list[str]:
+    with state.locked(lab_name):
+        old = state.require(lab_name)
+        backend = get_backend(old.get("backend", "linux"))
+        removed = backend.destroy(lab_name, old["owned"], say=say)
+        # Anything else carrying this lab's mark (a crash between create and record) goes too.
+        removed += backend.remove_orphans(backend.orphans(lab_name), say=say)
+        state.remove(lab_name)
+        return removed
+
+
+def clean(lab_name: str | None, say=print) -> list[str]:
+    """Remove what crashed labs left behind, found by ownership marks; drop their state files."""
+    backend = get_backend("linux")
+    removed = backend.remove_orphans(backend.orphans(lab_name), say=say)
+    for name in state.all_labs():
+        if lab_name in (None, name):
+            st = state.load(name)
+            if st is None or st.get("placement", {}).get("kind") == placement()["kind"]:
+                state.remove(name)
+                removed.append(f"state {name}")
+    return removed
+
+
+def load_lab(lab_name: str) -> tuple[dict[str, Any], Lab]:
+    st = state.require(lab_name)
+    return st, Lab.model_validate(st["resolved"])
+
+
+def status(lab_name: str) -> dict[str, Any]:
+    st, lab = load_lab(lab_name)
+    live = get_backend(st.get("backend", "linux")).inspect(lab)
+    return {"state": st, "live": live}
+
+
+def exec_argv(lab_name: str, node: str, argv: list[str]) -> list[str]:
+    st, lab = load_lab(lab_name)
+    try:
+        return get_backend(st.get("backend", "linux")).exec_argv(lab, node, argv)
+    except KeyError:
+        raise UsageError(f"unknown node {node!r} in lab {lab_name} (valid: {', '.join(n.name for n in lab.nodes)})") from None
+
+
+def default_lab() -> str:
+    labs = state.all_labs()
+    if len(labs) == 1:
+        return labs[0]
+    if not labs:
+        raise StateError("no lab is up", hint="start one with `make lab-up` or `linklab up TOPOLOGY`")
+    raise UsageError(f"several labs are up ({', '.join(labs)}): name one with --lab")

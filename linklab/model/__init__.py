@@ -1,0 +1,30 @@
+"""Topology model: load (validate) -> override -> resolve. Backend-independent."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+from linklab.model.checks import check_topology
+from linklab.model.loader import load_model, read_yaml
+from linklab.model.overrides import apply_overrides
+from linklab.model.resolve import Context, resolve
+from linklab.model.topology import Topology
+
+__all__ = ["Context", "Topology", "load_topology", "resolve", "topology_sha256"]
+
+
+def load_topology(path: Path | str, overrides: list[tuple[str, Any]] | None = None,
+                  name: str | None = None) -> Topology:
+    """Validate a topology file (with optional overrides and lab-name change); all problems at once."""
+    data, _ = read_yaml(Path(path))
+    if overrides:
+        data = apply_overrides(data, overrides)
+    if name:
+        data = {**data, "name": name}
+    return load_model(path, Topology, data=data, checks=check_topology)
+
+
+def topology_sha256(path: Path | str) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()

@@ -1,0 +1,129 @@
+"""Checks that relate several parts of a topology: names, endpoints, bond modes vs options.
+
+Each check yields (path, message). All of them run, so a user sees every problem at once.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from linklab.model.topology import (
+    IFNAME_RE, MIN_IPV6_MTU, NAME_RE, OPTION_MODES, Impairment, Link, Topology,
+)
+
+Problem = tuple[tuple, str]
+
+BACK_TO_BACK_BROKEN = ("balance-tlb", "balance-alb")
+
+
+def check_topology(t: Topology) -> list[Problem]:
+    return [*_names(t), *(p for i, link in enumerate(t.links) for p in _link(t, i, link))]
+
+
+def _names(t: Topology) -> Iterator[Problem]:
+    for section in ("hosts", "switches"):
+        for name in getattr(t, section):
+            if not NAME_RE.match(name):
+                yield (section, name), (f"bad node name {name!r}: lower-case letters, digits and _, "
+                                        "starting with a letter, at most 12 (it becomes part of namespace names)")
+    for name in set(t.hosts) & set(t.switches):
+        yield ("switches", name), f"{name!r} is both a host and a switch"
+    if not t.hosts:
+        yield ("hosts",), "a lab needs at least one host"
+    for i, link in enumerate(t.links):
+        if link.name is not None and not IFNAME_RE.match(link.name):
+            yield ("links", i, "name"), f"bad link name {link.name!r} (letters, digits, _ and -, at most 15)"
+    seen: dict[str, int] = {}
+    for i, link in enumerate(t.links):
+        if link.name:
+            if link.name in seen:
+                yield ("links", i, "name"), f"link name {link.name!r} is already used by links[{seen[link.name]}]"
+            seen.setdefault(link.name, i)
+    ifnames: dict[tuple[str, str], int] = {}
+    for i, link in enumerate(t.links):
+        for j, ep in enumerate(link.endpoints):
+            if ep.ifname:
+                key = (ep.node, ep.ifname)
+                if key in ifnames:
+                    yield ("links", i, "endpoints", j), f"interface {ep} is already used by links[{ifnames[key]}]"
+                ifnames.setdefault(key, i)
+
+
+def _link(t: Topology, i: int, link: Link) -> Iterator[Problem]:
+    nodes = {**{h: "host" for h in t.hosts}, **{s: "switch" for s in t.switches}}
+    here = ("links", i)
+    ends = [ep.node for ep in link.endpoints]
+    for j, node in enumerate(ends):
+        if node not in nodes:
+            yield here + ("endpoints", j), f"unknown node {node!r} (valid: {', '.join(nodes) or 'none defined'})"
+    if ends[0] == ends[1]:
+        yield here + ("endpoints",), f"both ends are on {ends[0]!r}; a link joins two different nodes"
+    for key in link.addresses:
+        if key not in ends:
+            yield here + ("addresses", key), f"{key!r} is not an end of this link (ends: {', '.join(ends)})"
+        elif nodes.get(key) == "switch":
+            yield here + ("addresses", key), f"{key!r} is a switch; switch ports carry no addresses"
+    for key in link.interfaces:
+        if key not in ends:
+            yield here + ("interfaces", key), f"{key!r} is not an end of this link (ends: {', '.join(ends)})"
+    mtu = link.mtu or t.defaults.mtu
+    if mtu < MIN_IPV6_MTU:
+        for key, a in link.addresses.items():
+            if a.ipv6 is not None:
+                yield (here + ("addresses", key, "ipv6"),
+                       f"IPv6 needs MTU >= {MIN_IPV6_MTU}, this link has MTU {mtu}; remove the address or raise the MTU")
+    yield from _impair(link.impair, here + ("impair",), ends)
+    if link.bond:
+        yield from _bond(t, link, here + ("bond",), ends, nodes)
+
+
+def _impair(imp: Impairment | None, path: tuple, ends: list[str]) -> Iterator[Problem]:
+    if imp is None:
+        return
+    for key in imp.from_:
+        if key not in ends:
+            yield path + ("from", key), f"{key!r} is not an end of this link (ends: {', '.join(ends)})"
+    for part, fields in [((), imp), *((("from", k), v) for k, v in imp.from_.items())]:
+        if fields.jitter and not fields.delay:
+            yield path + part + ("jitter",), "jitter needs a delay to vary around (set delay too)"
+        if fields.burst and fields.shaper == "netem":
+            yield path + part + ("burst",), "burst applies to the tbf and htb shapers, not netem"
+
+
+def _bond(t: Topology, link: Link, path: tuple, ends: list[str], nodes: dict[str, str]) -> Iterator[Problem]:
+    bond = link.bond
+    mode = bond.mode
+    opts = bond.options
+    kinds = [nodes.get(e) for e in ends]
+    for name, modes in OPTION_MODES.items():
+        if getattr(opts, name) is not None and mode not in modes:
+            yield (path + ("options", name),
+                   f"the kernel accepts {name} only in mode {', '.join(modes)} (this bond is {mode})")
+    if (opts.miimon or 0) > 0 and (opts.arp_interval or 0) > 0:
+        yield path + ("options",), "miimon and arp_interval exclude each other: choose one link monitor"
+    if (opts.arp_interval or 0) > 0 and not opts.arp_ip_target:
+        yield path + ("options", "arp_ip_target"), "arp_interval needs arp_ip_target (addresses to probe)"
+    miimon = 100 if opts.miimon is None else opts.miimon
+    for name in ("updelay", "downdelay"):
+        v = getattr(opts, name)
+        if v and miimon and v % miimon:
+            yield path + ("options", name), f"{name} {v} is not a multiple of miimon {miimon} (the kernel rounds it down)"
+        if v and not miimon:
+            yield path + ("options", name), f"{name} needs miimon > 0"
+    if isinstance(opts.primary, int) and not 0 <= opts.primary < bond.members:
+        yield path + ("options", "primary"), f"member index {opts.primary} out of range 0-{bond.members - 1}"
+    if len(bond.member_impair) > bond.members:
+        yield path + ("member",), f"{len(bond.member_impair)} member entries for a bond of {bond.members} members"
+    for k, m in enumerate(bond.member_impair):
+        yield from _impair(m.impair, path + ("member", k, "impair"), ends)
+    if mode in BACK_TO_BACK_BROKEN and kinds == ["host", "host"]:
+        yield (path + ("mode",),
+               f"{mode} bonds back to back lose traffic: each side sends to a member the other side "
+               "does not receive on (measured: 100 % ping loss). Put a switch between them: "
+               "see topologies/bond_switch.yaml")
+    if bond.switch_lag != "auto" and "switch" not in kinds:
+        yield path + ("switch_lag",), "switch_lag applies only to a bond whose far end is a switch"
+    if mode == "802.3ad" and "switch" in kinds and bond.switch_lag in ("none", "static"):
+        yield (path + ("switch_lag",),
+               f"802.3ad needs an LACP partner; with switch_lag {bond.switch_lag} no aggregator forms "
+               "and only one member carries traffic (use switch_lag: lacp or auto)")

@@ -1,0 +1,204 @@
+"""Read a YAML file into a frozen model, collecting every problem with its path and line.
+
+Pydantic's messages are rewritten into the form users act on:
+    links[1].bond.mode (line 14): unknown mode 'rr' (valid: balance-rr, active-backup, ...)
+"""
+
+from __future__ import annotations
+
+import typing
+from pathlib import Path
+from typing import Any, Callable, TypeVar
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from linklab.errors import UsageError, ValidationFailed
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def format_path(loc: tuple) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out or "(top level)"
+
+
+class LineMap:
+    """Path -> line number, from PyYAML's node tree (so errors can point into the file)."""
+
+    def __init__(self, text: str):
+        self.lines: dict[tuple, int] = {}
+        try:
+            root = yaml.compose(text)
+        except yaml.YAMLError:
+            root = None
+        if root is not None:
+            self._walk(root, ())
+
+    def _walk(self, node, path):
+        self.lines.setdefault(path, node.start_mark.line + 1)
+        if isinstance(node, yaml.MappingNode):
+            for k, v in node.value:
+                key = k.value
+                self.lines[path + (key,)] = k.start_mark.line + 1
+                self._walk(v, path + (key,))
+        elif isinstance(node, yaml.SequenceNode):
+            for i, v in enumerate(node.value):
+                self._walk(v, path + (i,))
+
+    def line(self, loc: tuple) -> int | None:
+        loc = tuple(loc)
+        while loc:
+            if loc in self.lines:
+                return self.lines[loc]
+            loc = loc[:-1]
+        return None
+
+
+def read_yaml(path: Path) -> tuple[Any, str]:
+    try:
+        text = Path(path).read_text()
+    except FileNotFoundError:
+        raise UsageError(f"{path}: no such file") from None
+    except OSError as e:
+        raise UsageError(f"{path}: cannot read: {e.strerror}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        problem = getattr(e, "problem", None) or str(e)
+        raise ValidationFailed(str(path), [f"not valid YAML{where}: {problem}"]) from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ValidationFailed(str(path), [f"(top level): expected a mapping of settings, got {type(data).__name__}"])
+    return data, text
+
+
+def _model_at(model: type[BaseModel], loc: tuple) -> type[BaseModel] | None:
+    """The model class that owns the last key of `loc`, for 'valid keys' hints."""
+    cur: Any = model
+    for part in loc[:-1]:
+        cur = _unwrap(cur)
+        if isinstance(part, int):
+            continue  # list index: the element type was already unwrapped
+        if isinstance(cur, type) and issubclass(cur, BaseModel):
+            field = _field_by_name(cur, part)
+            if field is None:
+                return None
+            cur = field.annotation
+        elif typing.get_origin(cur) is dict:
+            cur = typing.get_args(cur)[1]
+        else:
+            return None
+    cur = _unwrap(cur)
+    return cur if isinstance(cur, type) and issubclass(cur, BaseModel) else None
+
+
+def _field_by_name(model: type[BaseModel], name: str):
+    for fname, f in model.model_fields.items():
+        if name in (fname, f.alias):
+            return f
+    return None
+
+
+def _unwrap(tp):
+    """Strip Optional/Annotated/list wrappers down to the element model."""
+    for _ in range(6):
+        origin = typing.get_origin(tp)
+        if origin is typing.Annotated:
+            tp = typing.get_args(tp)[0]
+        elif origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
+            args = [a for a in typing.get_args(tp) if a is not type(None)]
+            models = [a for a in args if isinstance(a, type) and issubclass(a, BaseModel)]
+            tp = models[0] if models else args[0]
+        elif origin is list:
+            tp = typing.get_args(tp)[0]
+        else:
+            break
+    return tp
+
+
+def _valid_keys(model: type[BaseModel]) -> list[str]:
+    return [f.alias or name for name, f in model.model_fields.items()]
+
+
+def _clean_loc(loc: tuple) -> tuple:
+    # Pydantic inserts union branch names ('Host', 'function-before[...]', 'float', 'literal[...]')
+    # into locations; the user's file has none of those.
+    out = []
+    for part in loc:
+        if isinstance(part, str) and (part[:1].isupper() or "[" in part or part in ("float", "int", "str", "bool")):
+            continue
+        out.append(part)
+    return tuple(out)
+
+
+def pydantic_problems(err: ValidationError, model: type[BaseModel], lines: LineMap | None = None,
+                      prefix: tuple = ()) -> list[str]:
+    seen: dict[tuple, str] = {}
+    for e in err.errors(include_url=False):
+        loc = prefix + _clean_loc(tuple(e["loc"]))
+        etype = e["type"]
+        value = e.get("input")
+        if etype == "extra_forbidden":
+            owner = _model_at(model, loc[len(prefix):])
+            valid = f" (valid: {', '.join(_valid_keys(owner))})" if owner else ""
+            msg = f"unknown setting '{loc[-1]}'{valid}"
+        elif etype in ("literal_error", "enum"):
+            expected = e.get("ctx", {}).get("expected", "")
+            field = str(loc[-1]) if loc and isinstance(loc[-1], str) else "value"
+            msg = f"unknown {field} {value!r} (valid: {expected.replace(' or ', ', ')})"
+            msg = msg.replace("'", "'")
+        elif etype == "missing":
+            msg = "required setting is missing"
+        elif etype == "value_error":
+            msg = str(e.get("ctx", {}).get("error", e["msg"]))
+        elif etype == "union_tag_invalid":
+            msg = e["msg"]
+        else:
+            msg = e["msg"][0].lower() + e["msg"][1:] if e["msg"] else etype
+            if value is not None and not isinstance(value, (dict, list)):
+                msg += f", got {value!r}"
+        # Union types report one error per branch; keep the first (most specific) per location.
+        seen.setdefault(loc, msg)
+    return [_located(loc, msg, lines) for loc, msg in seen.items()]
+
+
+def _located(loc: tuple, msg: str, lines: LineMap | None) -> str:
+    line = lines.line(loc) if lines else None
+    at = f" (line {line})" if line else ""
+    return f"{format_path(loc)}{at}: {msg}"
+
+
+def load_model(path: Path | str, model: type[M], *, data: dict | None = None,
+               checks: Callable[[M], list[tuple[tuple, str]]] | None = None) -> M:
+    """Load `path` (or already-parsed `data`, e.g. after overrides) into `model`.
+
+    `checks` returns (loc, message) pairs for problems that span several parts of the file;
+    structural and cross-part problems are reported together.
+    """
+    if data is None:
+        data, text = read_yaml(Path(path))
+        lines = LineMap(text)
+    else:
+        try:
+            lines = LineMap(Path(path).read_text())
+        except OSError:
+            lines = None
+    try:
+        obj = model.model_validate(data)
+    except ValidationError as e:
+        problems = pydantic_problems(e, model, lines)
+        raise ValidationFailed(str(path), problems) from None
+    if checks:
+        problems = [_located(loc, msg, lines) for loc, msg in checks(obj)]
+        if problems:
+            raise ValidationFailed(str(path), problems)
+    return obj

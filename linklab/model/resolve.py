@@ -1,0 +1,328 @@
+"""Topology (as written) -> Lab (fully decided): names, addresses, qdiscs, LAGs, hosts entries.
+
+Pure: the same topology and context give the same Lab, byte for byte (golden tests rely on it).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+
+from linklab.errors import ValidationFailed
+from linklab.model import resolved as r
+from linklab.model.topology import MIN_IPV6_MTU, Impairment, ImpairmentFields, Topology
+
+# The rate netem is given, when only jitter was asked for, so that it queues packets in order.
+# High enough never to bind on a veth (netem's rate field is 32-bit bytes/s: at most ~34 Gbit/s).
+ORDER_KEEPING_RATE_BPS = 30e9
+
+LINKLAB_BOND_DEFAULTS = {"miimon": 100}
+LINKLAB_LACP_DEFAULTS = {"lacp_rate": "fast"}
+
+
+@dataclass(frozen=True)
+class Context:
+    """What resolution needs to know about where the lab will run."""
+
+    auto_scale: float = 1.0
+    auto_scale_reason: str = "native kernel: rates as written"
+    scale_override: float | None = None
+
+
+def resolve(t: Topology, ctx: Context = Context()) -> r.Lab:
+    scale, scale_source = _scale(t, ctx)
+    names = _Names(t)
+    segments = _segments(t)
+    notes: list[str] = []
+    links: list[r.Link] = []
+    problems: list[str] = []
+    alloc = _Addresses(t, segments)
+    for i, link in enumerate(t.links):
+        links.append(_link(t, i, link, names, segments[i], alloc, scale, notes))
+    problems += alloc.problems
+    if problems:
+        raise ValidationFailed(t.name, problems)
+    nodes = _nodes(t, links)
+    return r.Lab(name=t.name, scale=scale, scale_source=scale_source, nodes=nodes, links=links, notes=notes)
+
+
+def _scale(t: Topology, ctx: Context) -> tuple[float, str]:
+    if ctx.scale_override is not None:
+        return ctx.scale_override, "command line"
+    if t.scale == "auto":
+        return ctx.auto_scale, f"auto ({ctx.auto_scale_reason})"
+    return float(t.scale), "topology file"
+
+
+class _Names:
+    """Per-node interface naming: user names are reserved first, then eth1.., bond0.., lag0.."""
+
+    def __init__(self, t: Topology):
+        self.used: dict[str, set[str]] = {}
+        for link in t.links:
+            for ep in link.endpoints:
+                if ep.ifname:
+                    self.used.setdefault(ep.node, set()).add(ep.ifname)
+
+    def take(self, node: str, stem: str, start: int) -> str:
+        used = self.used.setdefault(node, set())
+        n = start
+        while f"{stem}{n}" in used:
+            n += 1
+        used.add(f"{stem}{n}")
+        return f"{stem}{n}"
+
+
+def _segments(t: Topology) -> list[int]:
+    """L2 segment of each link: links into the same switch (or joined switches) share one."""
+    parent = list(range(len(t.links)))
+
+    def find(x):
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    by_switch: dict[str, int] = {}
+    for i, link in enumerate(t.links):
+        for ep in link.endpoints:
+            if ep.node in t.switches:
+                if ep.node in by_switch:
+                    parent[find(i)] = find(by_switch[ep.node])
+                else:
+                    by_switch[ep.node] = i
+    roots: dict[int, int] = {}
+    return [roots.setdefault(find(i), len(roots)) for i in range(len(t.links))]
+
+
+class _Addresses:
+    def __init__(self, t: Topology, segments: list[int]):
+        self.t = t
+        self.v4_nets = {}
+        self.v6_nets = {}
+        self.next_host: dict[int, int] = {}
+        self.taken: set = set()
+        self.problems: list[str] = []
+        v4 = t.addressing.ipv4.subnets(new_prefix=24)
+        v6 = t.addressing.ipv6.subnets(new_prefix=64) if t.addressing.ipv6 else None
+        for seg in sorted(set(segments)):
+            self.v4_nets[seg] = next(v4, None)
+            if v6 is not None:
+                self.v6_nets[seg] = next(v6, None)
+        # Reserve every user-given address first, so auto-assignment steps around them.
+        for i, link in enumerate(t.links):
+            for node, a in link.addresses.items():
+                for addr in (a.ipv4, a.ipv6):
+                    if addr is None:
+                        continue
+                    if addr.ip in self.taken:
+                        self.problems.append(f"links[{i}].addresses.{node}: address {addr.ip} is used twice")
+                    self.taken.add(addr.ip)
+
+    def assign(self, i: int, seg: int, node: str, v6: bool) -> tuple[str | None, str | None]:
+        given = self.t.links[i].addresses.get(node)
+        ipv4 = str(given.ipv4) if given and given.ipv4 else None
+        ipv6 = str(given.ipv6) if given and given.ipv6 else None
+        if ipv4 is None or (v6 and ipv6 is None):
+            n = self.next_host.get(seg, 1)
+            while True:
+                net4, net6 = self.v4_nets.get(seg), self.v6_nets.get(seg)
+                if net4 is None or n > 254:
+                    self.problems.append(f"links[{i}]: address pool {self.t.addressing.ipv4} is exhausted")
+                    return ipv4, ipv6
+                cand4 = net4[n]
+                cand6 = net6[n] if net6 is not None else None
+                n += 1
+                if cand4 not in self.taken and cand6 not in self.taken:
+                    break
+            self.next_host[seg] = n
+            if ipv4 is None:
+                ipv4 = f"{cand4}/24"
+                self.taken.add(cand4)
+            if v6 and ipv6 is None and cand6 is not None:
+                ipv6 = f"{cand6}/64"
+                self.taken.add(cand6)
+        return ipv4, (ipv6 if v6 else None)
+
+
+def _merge(layers: list[ImpairmentFields | None]) -> dict:
+    out: dict = {}
+    for layer in layers:
+        if layer is None:
+            continue
+        for field in ImpairmentFields.model_fields:
+            v = getattr(layer, field)
+            if v is not None:
+                out[field] = v
+    return out
+
+
+def _layers(imp: Impairment | None, sender: str) -> list[ImpairmentFields | None]:
+    if imp is None:
+        return []
+    return [imp, imp.from_.get(sender)]
+
+
+def qdisc_for(fields: dict, scale: float) -> r.Qdisc | None:
+    if not fields:
+        return None
+    rate = fields.get("rate")
+    rate = rate * scale if rate else None
+    shaper = fields.get("shaper") or ("netem" if rate else None)
+    if shaper and not rate:
+        shaper = None  # a shaper without a rate shapes nothing
+    jitter = fields.get("jitter") or 0.0
+    reorder = fields.get("reorder") or 0.0
+    keep_order = jitter > 0 and reorder == 0 and not fields.get("allow_reorder")
+    order_rate = ORDER_KEEPING_RATE_BPS if keep_order and shaper != "netem" else None
+    q = r.Qdisc(
+        shaper=shaper, rate_bps=rate,
+        delay_s=fields.get("delay") or 0.0, jitter_s=jitter,
+        loss_pct=fields.get("loss") or 0.0, duplicate_pct=fields.get("duplicate") or 0.0,
+        corrupt_pct=fields.get("corrupt") or 0.0, reorder_pct=reorder,
+        limit=fields.get("limit"), overhead=fields.get("overhead") or 0, burst=fields.get("burst"),
+        order_rate_bps=order_rate,
+    )
+    return q if (q.shaper or q.needs_netem) else None
+
+
+def _link(t: Topology, i: int, link, names: _Names, seg: int, alloc: _Addresses, scale: float,
+          notes: list[str]) -> r.Link:
+    ep_a, ep_b = link.endpoints
+    kind_of = {**{h: "host" for h in t.hosts}, **{s: "switch" for s in t.switches}}
+    mtu = link.mtu or t.defaults.mtu
+    want_v6 = (link.ipv6 if link.ipv6 is not None else t.defaults.ipv6) and t.addressing.ipv6 is not None
+    v6 = want_v6 and mtu >= MIN_IPV6_MTU
+    v6_note = None
+    if want_v6 and not v6:
+        v6_note = f"IPv6 off on this link: MTU {mtu} < {MIN_IPV6_MTU} (the kernel drops IPv6 below that)"
+
+    def impair_for(sender: str, member: int | None):
+        layers = [*_layers(t.defaults.impair, sender), *_layers(link.impair, sender)]
+        if member is not None and link.bond and member < len(link.bond.member_impair):
+            layers += _layers(link.bond.member_impair[member].impair, sender)
+        return qdisc_for(_merge(layers), scale)
+
+    veths: list[r.VethPair] = []
+    bonds: list[r.BondEnd] = []
+    ends: list[r.LinkEnd] = []
+    end_ifaces: dict[str, str] = {}
+    bridge_ports: dict[str, list[str]] = {}
+    if link.bond is None:
+        a_if = ep_a.ifname or names.take(ep_a.node, "eth", 1)
+        b_if = ep_b.ifname or names.take(ep_b.node, "eth", 1)
+        veths.append(r.VethPair(a=r.Iface(node=ep_a.node, ifname=a_if), b=r.Iface(node=ep_b.node, ifname=b_if),
+                                egress_a=impair_for(ep_a.node, None), egress_b=impair_for(ep_b.node, None)))
+        end_ifaces = {ep_a.node: a_if, ep_b.node: b_if}
+        bridge_ports = {ep_a.node: [a_if], ep_b.node: [b_if]}
+    else:
+        bond = link.bond
+        members: dict[str, list[str]] = {}
+        for ep in (ep_a, ep_b):
+            if kind_of.get(ep.node) == "host":
+                bname = ep.ifname or names.take(ep.node, "bond", 0)
+                members[ep.node] = [f"{bname}-m{k}" for k in range(bond.members)]
+                end_ifaces[ep.node] = bname
+                bonds.append(r.BondEnd(node=ep.node, ifname=bname, mode=bond.mode,
+                                       options=_bond_options(bond, members[ep.node]), members=members[ep.node]))
+            else:
+                members[ep.node] = [names.take(ep.node, "eth", 1) for _ in range(bond.members)]
+                lag = _switch_lag(bond)
+                if lag is None:
+                    end_ifaces[ep.node] = members[ep.node][0]
+                    bridge_ports[ep.node] = members[ep.node]
+                else:
+                    lname = ep.ifname or names.take(ep.node, "lag", 0)
+                    end_ifaces[ep.node] = lname
+                    bridge_ports[ep.node] = [lname]
+                    bonds.append(r.BondEnd(node=ep.node, ifname=lname, mode=lag[0], options=lag[1],
+                                           members=members[ep.node], role="switch-lag"))
+        for k in range(bond.members):
+            veths.append(r.VethPair(
+                a=r.Iface(node=ep_a.node, ifname=members[ep_a.node][k]),
+                b=r.Iface(node=ep_b.node, ifname=members[ep_b.node][k]),
+                egress_a=impair_for(ep_a.node, k), egress_b=impair_for(ep_b.node, k)))
+    for ep in (ep_a, ep_b):
+        ifname = end_ifaces[ep.node]
+        settings = link.interfaces.get(ep.node)
+        if kind_of.get(ep.node) == "host":
+            ipv4, ipv6 = alloc.assign(i, seg, ep.node, v6)
+            ports: list[str] = []
+        else:
+            ipv4 = ipv6 = None
+            ports = bridge_ports.get(ep.node, [ifname])
+        ends.append(r.LinkEnd(node=ep.node, ifname=ifname, ipv4=ipv4, ipv6=ipv6,
+                              txqueuelen=settings.txqueuelen if settings else None,
+                              offloads=dict(settings.offloads) if settings else {}, bridge_ports=ports))
+    name = link.name or f"{ep_a.node}-{ep_b.node}" + (f"-{i}" if _pair_repeats(t, i) else "")
+    if v6_note:
+        notes.append(f"link {name}: {v6_note}")
+    return r.Link(index=i, name=name, kind="bond" if link.bond else "veth", mtu=mtu, ipv6=v6, ipv6_note=v6_note,
+                  ends=ends, veths=veths, bonds=bonds, segment=seg)
+
+
+def _pair_repeats(t: Topology, i: int) -> bool:
+    key = {e.node for e in t.links[i].endpoints}
+    return sum(1 for link in t.links if {e.node for e in link.endpoints} == key) > 1
+
+
+def _bond_options(bond, members: list[str]) -> dict:
+    opts = {k: v for k, v in bond.options.model_dump(exclude_none=True).items()}
+    if "arp_interval" not in opts:
+        for k, v in LINKLAB_BOND_DEFAULTS.items():
+            opts.setdefault(k, v)
+    if bond.mode == "802.3ad":
+        for k, v in LINKLAB_LACP_DEFAULTS.items():
+            opts.setdefault(k, v)
+    if isinstance(opts.get("primary"), int):
+        opts["primary"] = members[opts["primary"]]
+    if "arp_ip_target" in opts:
+        opts["arp_ip_target"] = [str(a) for a in opts["arp_ip_target"]]
+    return opts
+
+
+def _switch_lag(bond) -> tuple[str, dict] | None:
+    """The switch's side of a bond, as a real switch would be configured for that mode."""
+    kind = bond.switch_lag
+    if kind == "auto":
+        kind = {"802.3ad": "lacp", "balance-rr": "static", "balance-xor": "static",
+                "broadcast": "static"}.get(bond.mode, "none")
+    hash_policy = bond.options.xmit_hash_policy or "layer3+4"
+    if kind == "lacp":
+        return "802.3ad", {"miimon": 100, "lacp_rate": bond.options.lacp_rate or "fast",
+                           "xmit_hash_policy": hash_policy}
+    if kind == "static":
+        return "balance-xor", {"miimon": 100, "xmit_hash_policy": hash_policy}
+    return None
+
+
+def _nodes(t: Topology, links: list[r.Link]) -> list[r.Node]:
+    nodes: list[r.Node] = []
+    for name, host in t.hosts.items():
+        sysctls = {**t.defaults.sysctls, **(host.sysctls if host else {})}
+        nodes.append(r.Node(name=name, kind="host", sysctls={k: str(v) for k, v in sysctls.items()},
+                            hosts=_hosts_entries(name, t, links)))
+    for name, sw in t.switches.items():
+        mtus = [link.mtu for link in links if any(e.node == name for e in link.ends)]
+        nodes.append(r.Node(name=name, kind="switch", switch_kind=sw.kind if sw else "bridge",
+                            stp=sw.stp if sw else False, controller=sw.controller if sw else None,
+                            mtu=min(mtus) if mtus else None))
+    return nodes
+
+
+def _hosts_entries(me: str, t: Topology, links: list[r.Link]) -> list[tuple[str, str]]:
+    """Names as seen from `me`: each other host by its address on a segment `me` shares."""
+    my_segments = {link.segment for link in links if any(e.node == me for e in link.ends)}
+    entries: list[tuple[str, str]] = []
+    for other in t.hosts:
+        if other == me:
+            continue
+        mine = [(link, e) for link in links for e in link.ends if e.node == other]
+        shared = [(link, e) for link, e in mine if link.segment in my_segments]
+        pick = (shared or mine)[:1]
+        for link, e in pick:
+            if e.ipv4:
+                entries.append((str(ipaddress.ip_interface(e.ipv4).ip), other))
+            if e.ipv6:
+                entries.append((str(ipaddress.ip_interface(e.ipv6).ip), f"{other}-v6"))
+    return entries

@@ -1,0 +1,116 @@
+"""The resolved lab: every name, address, MTU and qdisc decided, nothing left to defaults.
+
+This is what a backend realizes, what the state file stores and what golden tests compare.
+Still backend-independent: namespaces are named here only as the lab's node identities.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+
+class R(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Qdisc(R):
+    """Effective egress treatment of one interface (after scaling)."""
+
+    shaper: Literal["netem", "tbf", "htb"] | None = None  # None: no rate limit
+    rate_bps: float | None = None
+    delay_s: float = 0.0
+    jitter_s: float = 0.0
+    loss_pct: float = 0.0
+    duplicate_pct: float = 0.0
+    corrupt_pct: float = 0.0
+    reorder_pct: float = 0.0
+    limit: int | None = None
+    overhead: int = 0
+    burst: int | None = None
+    # netem reorders packets when jitter exceeds their spacing; giving netem a rate makes it
+    # queue in order (each packet leaves after the previous), which is what a real link does.
+    order_rate_bps: float | None = None
+
+    @property
+    def needs_netem(self) -> bool:
+        return bool(self.delay_s or self.jitter_s or self.loss_pct or self.duplicate_pct or self.corrupt_pct
+                    or self.reorder_pct or self.order_rate_bps or self.limit
+                    or (self.shaper == "netem" and self.rate_bps))
+
+
+class Iface(R):
+    node: str
+    ifname: str
+
+
+class VethPair(R):
+    a: Iface
+    b: Iface
+    egress_a: Qdisc | None = None  # what traffic sent by a (out of a.ifname) goes through
+    egress_b: Qdisc | None = None
+
+
+class BondEnd(R):
+    node: str
+    ifname: str
+    mode: str
+    options: dict[str, str | int | bool | list[str]]
+    members: list[str]
+    role: Literal["host", "switch-lag"] = "host"
+
+
+class LinkEnd(R):
+    node: str
+    ifname: str  # the interface that carries addresses or joins the bridge (bond, veth or LAG)
+    ipv4: str | None = None
+    ipv6: str | None = None
+    txqueuelen: int | None = None
+    offloads: dict[str, bool] = {}
+    bridge_ports: list[str] = []  # switch ends: the interfaces enslaved to the switch's bridge
+
+
+class Link(R):
+    index: int
+    name: str
+    kind: Literal["veth", "bond"]
+    mtu: int
+    ipv6: bool  # IPv6 addresses present (False when disabled or MTU < 1280)
+    ipv6_note: str | None = None
+    ends: list[LinkEnd]
+    veths: list[VethPair]
+    bonds: list[BondEnd]
+    segment: int
+
+
+class Node(R):
+    name: str
+    kind: Literal["host", "switch"]
+    switch_kind: Literal["bridge", "ovs"] | None = None
+    stp: bool = False
+    controller: str | None = None
+    sysctls: dict[str, str] = {}
+    mtu: int | None = None  # switches: the bridge's MTU (the smallest of its links)
+    hosts: list[tuple[str, str]] = []  # /etc/hosts entries seen from this node: (address, name)
+
+
+class Lab(R):
+    name: str
+    scale: float
+    scale_source: str
+    nodes: list[Node]
+    links: list[Link]
+    notes: list[str] = []
+
+    def node(self, name: str) -> Node:
+        for n in self.nodes:
+            if n.name == name:
+                return n
+        raise KeyError(name)
+
+    def link(self, name: str) -> Link:
+        for link in self.links:
+            if link.name == name:
+                return link
+        raise KeyError(name)

@@ -1,0 +1,245 @@
+"""Typed, frozen models of a topology file, as the user wrote it (before resolution).
+
+Independent of any backend: nothing here knows about namespaces, netlink or VMs, so the same
+model can be realized by the Linux backend, exported to Mininet or containerlab, or drawn.
+Structural checks live here (types, units, enums, per-field ranges); checks that relate
+several parts of the file (endpoints name real nodes, bond modes that need a switch) live in
+linklab/model/checks.py.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+
+from linklab import units
+
+NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,11}$")
+IFNAME_RE = re.compile(r"^[a-zA-Z][a-zA-Z0-9_-]{0,14}$")
+
+BOND_MODES = ("balance-rr", "active-backup", "balance-xor", "broadcast", "802.3ad", "balance-tlb", "balance-alb")
+# Kernel mode numbers (include/uapi/linux/if_bonding.h), used by netlink.
+BOND_MODE_NUMBER = {m: i for i, m in enumerate(BOND_MODES)}
+SWITCH_KINDS = ("bridge", "ovs")
+SHAPERS = ("netem", "tbf", "htb")
+LAG_KINDS = ("auto", "lacp", "static", "none")
+
+MIN_IPV6_MTU = 1280
+
+
+class Model(BaseModel):
+    # Frozen: a loaded topology is a value; changes go through overrides and a re-resolve.
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+def _unit(parse, what):
+    def conv(v):
+        if v is None:
+            return None
+        try:
+            return parse(v)
+        except ValueError as e:
+            raise ValueError(str(e)) from None
+    return BeforeValidator(conv)
+
+
+Rate = Annotated[float, _unit(units.parse_rate, "rate"), Field(gt=0)]
+Time = Annotated[float, _unit(units.parse_time, "time"), Field(ge=0)]
+Percent = Annotated[float, _unit(units.parse_percent, "percent")]
+Size = Annotated[int, _unit(units.parse_size, "size"), Field(gt=0)]
+Mtu = Annotated[int, Field(ge=68, le=65535)]
+
+
+class ImpairmentFields(Model):
+    """What one direction of one veth does to packets. All optional: unset means 'no impairment'."""
+
+    rate: Rate | None = None
+    delay: Time | None = None
+    jitter: Time | None = None
+    loss: Percent | None = None
+    duplicate: Percent | None = None
+    corrupt: Percent | None = None
+    reorder: Percent | None = None  # explicit in-link reordering (netem reorder), off by default
+    limit: Annotated[int, Field(gt=0)] | None = None  # queue length in packets
+    overhead: int | None = None  # per-packet bytes the shaper adds (24 = Ethernet preamble+FCS+IFG)
+    shaper: Literal["netem", "tbf", "htb"] | None = None
+    burst: Size | None = None  # tbf/htb bucket size
+    allow_reorder: bool | None = None  # let jitter reorder packets within the link
+
+
+class Impairment(ImpairmentFields):
+    """Impairment for both directions, with optional per-direction overrides keyed by the
+    sending node: `from: {h1: {delay: 10ms}}` affects traffic h1 sends on this link."""
+
+    from_: dict[str, ImpairmentFields] = Field(default_factory=dict, alias="from")
+
+
+class BondOptions(Model):
+    """Linux bonding options (Documentation/networking/bonding.rst), named as in sysfs."""
+
+    miimon: Annotated[int, Field(ge=0)] | None = None
+    updelay: Annotated[int, Field(ge=0)] | None = None
+    downdelay: Annotated[int, Field(ge=0)] | None = None
+    use_carrier: bool | None = None
+    arp_interval: Annotated[int, Field(ge=0)] | None = None
+    arp_ip_target: list[ipaddress.IPv4Address] | None = None
+    arp_validate: Literal["none", "active", "backup", "all", "filter", "filter_active", "filter_backup"] | None = None
+    arp_all_targets: Literal["any", "all"] | None = None
+    primary: str | int | None = None  # member index or interface name
+    primary_reselect: Literal["always", "better", "failure"] | None = None
+    fail_over_mac: Literal["none", "active", "follow"] | None = None
+    xmit_hash_policy: Literal["layer2", "layer3+4", "layer2+3", "encap2+3", "encap3+4", "vlan+srcmac"] | None = None
+    resend_igmp: Annotated[int, Field(ge=0, le=255)] | None = None
+    num_peer_notif: Annotated[int, Field(ge=0, le=255)] | None = None
+    all_slaves_active: bool | None = None
+    min_links: Annotated[int, Field(ge=0)] | None = None
+    lp_interval: Annotated[int, Field(ge=1)] | None = None
+    packets_per_slave: Annotated[int, Field(ge=0, le=65535)] | None = None
+    lacp_rate: Literal["slow", "fast"] | None = None
+    ad_select: Literal["stable", "bandwidth", "count"] | None = None
+    ad_actor_sys_prio: Annotated[int, Field(ge=1, le=65535)] | None = None
+    ad_user_port_key: Annotated[int, Field(ge=0, le=1023)] | None = None
+    ad_actor_system: str | None = None
+    tlb_dynamic_lb: bool | None = None
+
+
+# Options the kernel refuses outside some modes (drivers/net/bonding/bond_options.c, unsuppmodes).
+OPTION_MODES: dict[str, tuple[str, ...]] = {
+    "packets_per_slave": ("balance-rr",),
+    "lacp_rate": ("802.3ad",),
+    "ad_select": ("802.3ad",),
+    "ad_actor_sys_prio": ("802.3ad",),
+    "ad_user_port_key": ("802.3ad",),
+    "ad_actor_system": ("802.3ad",),
+    "tlb_dynamic_lb": ("balance-tlb",),
+    "primary": ("active-backup", "balance-tlb", "balance-alb"),
+    "arp_interval": ("balance-rr", "active-backup", "balance-xor", "broadcast"),
+    "arp_validate": ("balance-rr", "active-backup", "balance-xor", "broadcast"),
+}
+
+
+class Member(Model):
+    """Per-member settings of a bond (member i is the i-th veth pair)."""
+
+    impair: Impairment | None = None
+
+
+class Bond(Model):
+    members: Annotated[int, Field(ge=1, le=16)] = 2
+    mode: Literal[BOND_MODES] = "balance-rr"  # type: ignore[valid-type]
+    options: BondOptions = BondOptions()
+    member_impair: list[Member] = Field(default_factory=list, alias="member")
+    # What a switch at the far end does with the members: auto = LACP for 802.3ad, a static LAG
+    # for balance-rr/xor/broadcast, plain ports for active-backup/tlb/alb (as a real switch would).
+    switch_lag: Literal[LAG_KINDS] = "auto"  # type: ignore[valid-type]
+
+
+class IfaceSettings(Model):
+    txqueuelen: Annotated[int, Field(ge=0)] | None = None
+    offloads: dict[Literal["tso", "gso", "gro", "lro", "tx", "rx", "sg"], bool] = Field(default_factory=dict)
+
+
+class Addresses(Model):
+    ipv4: ipaddress.IPv4Interface | None = None
+    ipv6: ipaddress.IPv6Interface | None = None
+
+
+class Endpoint(Model):
+    node: str
+    ifname: str | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> "Endpoint":
+        node, _, ifname = str(text).partition(":")
+        return cls(node=node, ifname=ifname or None)
+
+    def __str__(self) -> str:
+        return f"{self.node}:{self.ifname}" if self.ifname else self.node
+
+
+def _endpoint(v):
+    if isinstance(v, str):
+        node, _, ifname = v.partition(":")
+        if ifname and not IFNAME_RE.match(ifname):
+            raise ValueError(f"bad interface name {ifname!r} (letters, digits, _ and -, at most 15)")
+        return {"node": node, "ifname": ifname or None}
+    return v
+
+
+class Link(Model):
+    endpoints: Annotated[list[Annotated[Endpoint, BeforeValidator(_endpoint)]], Field(min_length=2, max_length=2)]
+    name: str | None = None
+    mtu: Mtu | None = None
+    bond: Bond | None = None
+    impair: Impairment | None = None
+    addresses: dict[str, Addresses] = Field(default_factory=dict)  # keyed by node name
+    interfaces: dict[str, IfaceSettings] = Field(default_factory=dict)  # keyed by node name
+    ipv6: bool | None = None
+
+
+class Host(Model):
+    sysctls: dict[str, str | int] = Field(default_factory=dict)
+    description: str | None = None
+
+    @field_validator("sysctls")
+    @classmethod
+    def _sysctl_keys(cls, v):
+        for k in v:
+            if not re.fullmatch(r"[a-z0-9_]+(\.[a-z0-9_]+)+", k):
+                raise ValueError(f"bad sysctl name {k!r} (write it dotted, e.g. net.ipv4.tcp_reordering)")
+        return v
+
+
+class Switch(Model):
+    kind: Literal[SWITCH_KINDS] = "bridge"  # type: ignore[valid-type]
+    stp: bool = False
+    controller: str | None = None  # OVS only: an OpenFlow controller (SDN issue)
+    description: str | None = None
+
+
+class Addressing(Model):
+    ipv4: ipaddress.IPv4Network = ipaddress.IPv4Network("10.77.0.0/16")
+    ipv6: ipaddress.IPv6Network | None = ipaddress.IPv6Network("fd00:77::/48")
+
+    @model_validator(mode="after")
+    def _room(self):
+        if self.ipv4.prefixlen > 24:
+            raise ValueError(f"ipv4 pool {self.ipv4} is too small: linklab gives each segment a /24")
+        if self.ipv6 is not None and self.ipv6.prefixlen > 64:
+            raise ValueError(f"ipv6 pool {self.ipv6} is too small: linklab gives each segment a /64")
+        return self
+
+
+class Defaults(Model):
+    mtu: Mtu = 1500
+    ipv6: bool = True
+    impair: Impairment | None = None
+    sysctls: dict[str, str | int] = Field(default_factory=dict)
+
+
+class Topology(Model):
+    name: str
+    description: str | None = None
+    scale: float | Literal["auto"] = "auto"
+    defaults: Defaults = Defaults()
+    addressing: Addressing = Addressing()
+    hosts: dict[str, Host | None] = Field(default_factory=dict)
+    switches: dict[str, Switch | None] = Field(default_factory=dict)
+    links: list[Link] = Field(default_factory=list)
+
+    @field_validator("name")
+    @classmethod
+    def _lab_name(cls, v):
+        if not NAME_RE.match(v):
+            raise ValueError(f"bad lab name {v!r}: lower-case letters, digits and _, starting with a letter, at most 12")
+        return v
+
+    @field_validator("scale")
+    @classmethod
+    def _scale(cls, v):
+        if v != "auto" and not 0 < v <= 10:
+            raise ValueError(f"scale must be 'auto' or a factor in (0, 10], got {v}")
+        return v
