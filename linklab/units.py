@@ -44,11 +44,9 @@ def parse_rate(value: str | int | float) -> float:
 def parse_time(value: str | int | float) -> float:
     """'1ms' -> 0.001 s. A bare number is seconds."""
     num, unit = _split(value, "time (e.g. 1ms, 250us)")
-    if unit == "":
-        return num
-    if unit not in TIME_UNITS:
+    if unit and unit not in TIME_UNITS:
         raise ValueError(f"unknown time unit {unit!r} in {value!r} (valid: {', '.join(TIME_UNITS)})")
-    return num * TIME_UNITS[unit]
+    return round(num * TIME_UNITS.get(unit, 1.0), 12)  # no 9.9999e-05 for 100us
 
 
 def parse_percent(value: str | int | float) -> float:

@@ -16,11 +16,14 @@ Problem = tuple[tuple, str]
 BACK_TO_BACK_BROKEN = ("balance-tlb", "balance-alb")
 
 
-def check_topology(t: Topology) -> list[Problem]:
-    return [*_names(t), *(p for i, link in enumerate(t.links) for p in _link(t, i, link))]
+def check_topology(t: Topology, indices: list[int] | None = None) -> list[Problem]:
+    """`indices[j]` is the position in the file of t.links[j] (links that failed structural
+    validation are absent from t.links but keep their numbering in messages)."""
+    numbered = list(zip(indices or range(len(t.links)), t.links))
+    return [*_names(t, numbered), *(p for i, link in numbered for p in _link(t, i, link))]
 
 
-def _names(t: Topology) -> Iterator[Problem]:
+def _names(t: Topology, numbered: list[tuple[int, Link]]) -> Iterator[Problem]:
     for section in ("hosts", "switches"):
         for name in getattr(t, section):
             if not NAME_RE.match(name):
@@ -30,17 +33,17 @@ def _names(t: Topology) -> Iterator[Problem]:
         yield ("switches", name), f"{name!r} is both a host and a switch"
     if not t.hosts:
         yield ("hosts",), "a lab needs at least one host"
-    for i, link in enumerate(t.links):
+    for i, link in numbered:
         if link.name is not None and not IFNAME_RE.match(link.name):
             yield ("links", i, "name"), f"bad link name {link.name!r} (letters, digits, _ and -, at most 15)"
     seen: dict[str, int] = {}
-    for i, link in enumerate(t.links):
+    for i, link in numbered:
         if link.name:
             if link.name in seen:
                 yield ("links", i, "name"), f"link name {link.name!r} is already used by links[{seen[link.name]}]"
             seen.setdefault(link.name, i)
     ifnames: dict[tuple[str, str], int] = {}
-    for i, link in enumerate(t.links):
+    for i, link in numbered:
         for j, ep in enumerate(link.endpoints):
             if ep.ifname:
                 key = (ep.node, ep.ifname)

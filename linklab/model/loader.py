@@ -6,6 +6,7 @@ Pydantic's messages are rewritten into the form users act on:
 
 from __future__ import annotations
 
+import re
 import typing
 from pathlib import Path
 from typing import Any, Callable, TypeVar
@@ -140,6 +141,17 @@ def _clean_loc(loc: tuple) -> tuple:
     return tuple(out)
 
 
+BOUNDS = {
+    "greater_than_equal": "must be at least {ge}", "less_than_equal": "must be at most {le}",
+    "greater_than": "must be more than {gt}", "less_than": "must be less than {lt}",
+    "too_short": "needs at least {min_length} items", "too_long": "takes at most {max_length} items",
+}
+TYPES = {"dict_type": "expected a mapping (name: settings)", "list_type": "expected a list",
+         "int_parsing": "expected a whole number", "int_type": "expected a whole number",
+         "float_parsing": "expected a number", "bool_parsing": "expected true or false",
+         "string_type": "expected text", "model_type": "expected a mapping of settings"}
+
+
 def pydantic_problems(err: ValidationError, model: type[BaseModel], lines: LineMap | None = None,
                       prefix: tuple = ()) -> list[str]:
     seen: dict[tuple, str] = {}
@@ -154,14 +166,17 @@ def pydantic_problems(err: ValidationError, model: type[BaseModel], lines: LineM
         elif etype in ("literal_error", "enum"):
             expected = e.get("ctx", {}).get("expected", "")
             field = str(loc[-1]) if loc and isinstance(loc[-1], str) else "value"
-            msg = f"unknown {field} {value!r} (valid: {expected.replace(' or ', ', ')})"
-            msg = msg.replace("'", "'")
+            valid = expected.replace(" or ", ", ").replace("'", "")
+            msg = f"unknown {field} {value!r} (valid: {valid})"
         elif etype == "missing":
             msg = "required setting is missing"
         elif etype == "value_error":
             msg = str(e.get("ctx", {}).get("error", e["msg"]))
-        elif etype == "union_tag_invalid":
-            msg = e["msg"]
+        elif etype in TYPES:
+            shown = type(value).__name__ if isinstance(value, (dict, list)) else repr(value)
+            msg = f"{TYPES[etype]}, got {shown}"
+        elif etype in BOUNDS:
+            msg = BOUNDS[etype].format(**e.get("ctx", {})) + f", got {value!r}"
         else:
             msg = e["msg"][0].lower() + e["msg"][1:] if e["msg"] else etype
             if value is not None and not isinstance(value, (dict, list)):
@@ -178,11 +193,14 @@ def _located(loc: tuple, msg: str, lines: LineMap | None) -> str:
 
 
 def load_model(path: Path | str, model: type[M], *, data: dict | None = None,
-               checks: Callable[[M], list[tuple[tuple, str]]] | None = None) -> M:
+               checks: Callable[[M, list[int]], list[tuple[tuple, str]]] | None = None,
+               itemwise: str | None = None, lenient: Callable[[dict, list], M | None] | None = None) -> M:
     """Load `path` (or already-parsed `data`, e.g. after overrides) into `model`.
 
-    `checks` returns (loc, message) pairs for problems that span several parts of the file;
-    structural and cross-part problems are reported together.
+    `itemwise` names a list field whose items are validated one by one, so that one bad item
+    does not hide the cross-part problems of the others. `checks(obj, indices)` returns
+    (loc, message) pairs for problems spanning several parts; `indices` maps the positions of
+    the items that validated back to their positions in the file. Everything is reported at once.
     """
     if data is None:
         data, text = read_yaml(Path(path))
@@ -192,13 +210,44 @@ def load_model(path: Path | str, model: type[M], *, data: dict | None = None,
             lines = LineMap(Path(path).read_text())
         except OSError:
             lines = None
+    problems: list[tuple[int, str]] = []
+
+    def add(loc: tuple, msg: str) -> None:
+        problems.append((lines.line(loc) or 0 if lines else 0, _located(loc, msg, lines)))
+
+    items = data.get(itemwise) if itemwise else None
+    good: list[tuple[int, Any]] = []
+    head = data
+    if itemwise and isinstance(items, list):
+        item_model = _unwrap(model.model_fields[itemwise].annotation)
+        for i, item in enumerate(items):
+            try:
+                good.append((i, item_model.model_validate(item)))
+            except ValidationError as e:
+                for p in pydantic_problems(e, item_model, lines, prefix=(itemwise, i)):
+                    problems.append((_line_of(p), p))
+        head = {**data, itemwise: []}
+    obj = None
     try:
-        obj = model.model_validate(data)
+        obj = model.model_validate(head)
     except ValidationError as e:
-        problems = pydantic_problems(e, model, lines)
-        raise ValidationFailed(str(path), problems) from None
-    if checks:
-        problems = [_located(loc, msg, lines) for loc, msg in checks(obj)]
-        if problems:
-            raise ValidationFailed(str(path), problems)
+        for p in pydantic_problems(e, model, lines):
+            problems.append((_line_of(p), p))
+    if obj is not None and itemwise and isinstance(items, list):
+        obj = obj.model_copy(update={itemwise: [x for _, x in good]})
+    elif obj is None and lenient is not None:
+        # The head is invalid, but its good parts still let cross-part checks run.
+        obj = lenient(data, [x for _, x in good])
+    if obj is not None and checks:
+        for loc, msg in checks(obj, [i for i, _ in good] if itemwise else []):
+            add(loc, msg)
+    if problems:
+        problems = list(dict.fromkeys(problems))
+        problems.sort(key=lambda p: p[0])  # file order: users fix top to bottom
+        raise ValidationFailed(str(path), [p for _, p in problems])
     return obj
+
+
+def _line_of(problem: str) -> int:
+    m = re.search(r"\(line (\d+)\)", problem.split(": ", 1)[0])
+    return int(m.group(1)) if m else 0

@@ -103,6 +103,7 @@ class _Addresses:
         self.next_host: dict[int, int] = {}
         self.taken: set = set()
         self.problems: list[str] = []
+        self.user_net: dict[int, set[int]] = {4: set(), 6: set()}
         v4 = t.addressing.ipv4.subnets(new_prefix=24)
         v6 = t.addressing.ipv6.subnets(new_prefix=64) if t.addressing.ipv6 else None
         for seg in sorted(set(segments)):
@@ -118,6 +119,11 @@ class _Addresses:
                     if addr.ip in self.taken:
                         self.problems.append(f"links[{i}].addresses.{node}: address {addr.ip} is used twice")
                     self.taken.add(addr.ip)
+                    # A user-given address decides its segment's subnet: auto-assigned peers join it.
+                    nets = self.v4_nets if addr.version == 4 else self.v6_nets
+                    if segments[i] not in self.user_net[addr.version]:
+                        self.user_net[addr.version].add(segments[i])
+                        nets[segments[i]] = addr.network
 
     def assign(self, i: int, seg: int, node: str, v6: bool) -> tuple[str | None, str | None]:
         given = self.t.links[i].addresses.get(node)
@@ -127,20 +133,20 @@ class _Addresses:
             n = self.next_host.get(seg, 1)
             while True:
                 net4, net6 = self.v4_nets.get(seg), self.v6_nets.get(seg)
-                if net4 is None or n > 254:
+                if net4 is None or n >= net4.num_addresses - 1:
                     self.problems.append(f"links[{i}]: address pool {self.t.addressing.ipv4} is exhausted")
                     return ipv4, ipv6
                 cand4 = net4[n]
-                cand6 = net6[n] if net6 is not None else None
+                cand6 = net6[n] if net6 is not None and n < net6.num_addresses else None
                 n += 1
                 if cand4 not in self.taken and cand6 not in self.taken:
                     break
             self.next_host[seg] = n
             if ipv4 is None:
-                ipv4 = f"{cand4}/24"
+                ipv4 = f"{cand4}/{net4.prefixlen}"
                 self.taken.add(cand4)
             if v6 and ipv6 is None and cand6 is not None:
-                ipv6 = f"{cand6}/64"
+                ipv6 = f"{cand6}/{net6.prefixlen}"
                 self.taken.add(cand6)
         return ipv4, (ipv6 if v6 else None)
 

@@ -1,0 +1,278 @@
+"""linklab's command line. `linklab --help` and `linklab COMMAND --help` teach the tool."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+import time
+
+from linklab import __version__
+from linklab.errors import EXIT_FAILURE, LinklabError, UsageError
+
+DEFAULT_TOPOLOGY = "topologies/bond2.yaml"
+
+EPILOG = """\
+typical session:
+  linklab up topologies/bond2.yaml        build the lab (in a VM if this kernel lacks bonding/netem)
+  linklab status                          nodes, links, bonds, MTU, qdiscs, read back live
+  linklab exec h1 -- ping -c3 h2          run a command on a lab host (names resolve)
+  linklab set 'links[bond].bond.mode=802.3ad'   change a running lab in place
+  linklab sweep experiments/e1_bonding_mtu.yaml --quick
+  linklab down                            remove everything the lab created
+
+exit codes: 0 ok, 1 an operation failed, 2 bad input (nothing changed),
+            3 lab not in the needed state, 4 machine lacks something, 130 interrupted
+"""
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="linklab", description="Declarative network-emulation labs: bonded, "
+                                "impaired links between namespaces, natively or inside a VM.",
+                                epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--version", action="version", version=f"linklab {__version__}")
+    p.add_argument("-v", "--verbose", action="store_true", help="log every netlink step and command")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+
+    def cmd(name, help_, **kw):
+        return sub.add_parser(name, help=help_, description=help_, **kw)
+
+    up = cmd("up", "build a lab from a topology file (idempotent: rerun to repair or apply edits)")
+    up.add_argument("topology", nargs="?", default=DEFAULT_TOPOLOGY, help=f"topology YAML (default {DEFAULT_TOPOLOGY})")
+    up.add_argument("--name", help="lab name (default: the topology's name); lets two copies coexist")
+    up.add_argument("--set", dest="overrides", action="append", default=[], metavar="PATH=VALUE",
+                    help="override a topology setting, e.g. --set links[0].mtu=9000 (repeatable)")
+    up.add_argument("--scale", type=float, help="multiply every link rate (default: the topology's scale; "
+                    "'auto' = 0.1 in a software-emulated VM, 1 natively)")
+    where = up.add_mutually_exclusive_group()
+    where.add_argument("--vm", action="store_true", help="run the lab inside the lab VM even if this kernel could host it")
+    where.add_argument("--native", action="store_true", help="run on this kernel even if it lacks features (fails where it does)")
+
+    down = cmd("down", "remove everything a lab created (and stop the lab VM when no lab uses it)")
+    down.add_argument("lab", nargs="?", help="lab name (default: the only lab up)")
+
+    st = cmd("status", "show a lab as the kernel reports it now")
+    st.add_argument("lab", nargs="?")
+    st.add_argument("--json", action="store_true", help="machine-readable output")
+
+    ex = cmd("exec", "run a command on a lab node: linklab exec h1 -- ping -c3 h2",
+             epilog="host names of the lab resolve inside nodes; NAME-v6 gives a host's IPv6 address")
+    ex.add_argument("--lab")
+    ex.add_argument("node")
+    ex.add_argument("argv", nargs=argparse.REMAINDER, help="the command, after --")
+
+    s = cmd("set", "change settings of a running lab in place (MTU, bond mode, impairments, sysctls)",
+            epilog="examples:\n  linklab set 'links[*].mtu=9000'\n  linklab set 'links[bond].bond.mode=802.3ad'\n"
+                   "  linklab set 'links[0].impair.delay=10ms'\n"
+                   "  linklab set 'hosts.h1.sysctls.\"net.ipv4.tcp_reordering\"=127'",
+            formatter_class=argparse.RawDescriptionHelpFormatter)
+    s.add_argument("--lab")
+    s.add_argument("assignments", nargs="+", metavar="PATH=VALUE")
+
+    v = cmd("validate", "check topology or experiment files; prints every problem with its path")
+    v.add_argument("files", nargs="+")
+
+    sh = cmd("show", "print the resolved lab (names, addresses, qdiscs) without building it")
+    sh.add_argument("topology", nargs="?", default=DEFAULT_TOPOLOGY)
+    sh.add_argument("--set", dest="overrides", action="append", default=[], metavar="PATH=VALUE")
+    sh.add_argument("--scale", type=float)
+
+    c = cmd("clean", "remove what crashed labs left behind (found by ownership marks, never by name patterns)")
+    c.add_argument("lab", nargs="?", help="only this lab's leftovers (default: every linklab lab's)")
+
+    vm = cmd("vm", "the lab VM: status, or stop it")
+    vm.add_argument("action", choices=["status", "stop"])
+
+    from linklab.sweep import cli as sweep_cli
+    sweep_cli.add_commands(sub)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose or os.environ.get("LINKLAB_DEBUG") else logging.WARNING,
+                        format="%(name)s: %(message)s")
+    if not args.command:
+        _parser().print_help()
+        return 2
+    try:
+        return COMMANDS[args.command](args, argv) or 0
+    except LinklabError as e:
+        print(e.render(), file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print("linklab: interrupted", file=sys.stderr)
+        return 130
+
+
+def say(msg: str) -> None:
+    print(msg, flush=True)
+
+
+# ---- commands -----------------------------------------------------------------------------
+
+def _forwarded(lab_name: str | None, argv: list[str]) -> int | None:
+    """If the lab lives in the VM and we are on the host, run the command there."""
+    from linklab import kernel, placement
+    if kernel.in_lab_vm():
+        return None
+    if lab_name is None:
+        from linklab import state
+        labs = state.all_labs()
+        lab_name = labs[0] if len(labs) == 1 else None
+    if lab_name and placement.lab_is_in_vm(lab_name):
+        return placement.forward(argv, say=say, boot=False)
+    return None
+
+
+def cmd_up(args, argv) -> int:
+    from linklab import lab, placement
+    use_vm, why = placement.want_vm_for_up(args.vm, args.native)
+    overrides = lab.parse_overrides(args.overrides)
+    if use_vm:
+        # Validate on the host first: bad input must not cost a VM boot.
+        lab_obj = lab.build_lab(args.topology, overrides, name=args.name, scale=args.scale)
+        say(f"linklab: lab {lab_obj.name} runs in the lab VM ({why})")
+        return placement.forward(argv, say=say)
+    t0 = time.monotonic()
+    rec = lab.up(args.topology, name=args.name, overrides=overrides, scale=args.scale, say=say)
+    res = rec["resolved"]
+    say(f"linklab: lab {rec['lab']} is up ({len(res['nodes'])} nodes, {len(res['links'])} links, "
+        f"scale {res['scale']:g} — {res['scale_source']}) in {time.monotonic() - t0:.1f} s")
+    for note in res.get("notes", []):
+        say(f"  note: {note}")
+    return 0
+
+
+def cmd_down(args, argv) -> int:
+    from linklab import kernel, lab, placement, state
+    name = args.lab or lab.default_lab()
+    if not kernel.in_lab_vm() and placement.lab_is_in_vm(name):
+        vm = placement.lab_vm()
+        rc = 0
+        if vm.running():
+            rc = placement.forward(argv, say=say, boot=False)
+        else:
+            state.remove(name)  # the VM (and the lab in it) is gone already
+        if rc == 0 and not placement.vm_labs():
+            say("linklab: stopping the lab VM (no lab uses it any more)")
+            vm.stop(say=say)
+        return rc
+    removed = lab.down(name, say=say)
+    say(f"linklab: lab {name} is down ({len(removed)} objects removed)")
+    return 0
+
+
+def cmd_status(args, argv) -> int:
+    from linklab import lab
+    name = args.lab or lab.default_lab()
+    fwd = _forwarded(name, argv)
+    if fwd is not None:
+        return fwd
+    from linklab.status_view import render
+    data = lab.status(name)
+    if args.json:
+        print(json.dumps(data, indent=1, default=str))
+    else:
+        print(render(data))
+    return 0
+
+
+def cmd_exec(args, argv) -> int:
+    from linklab import lab
+    cmd = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
+    if not cmd:
+        raise UsageError("no command given", hint="linklab exec h1 -- ping -c3 h2")
+    name = args.lab or lab.default_lab()
+    fwd = _forwarded(name, argv)
+    if fwd is not None:
+        return fwd
+    full = lab.exec_argv(name, args.node, cmd)
+    sys.stdout.flush()
+    try:
+        os.execvp(full[0], full)  # replace ourselves: the user's command owns the terminal
+    except FileNotFoundError:
+        raise UsageError(f"{full[0]}: not found") from None
+    return EXIT_FAILURE
+
+
+def cmd_set(args, argv) -> int:
+    from linklab import lab
+    name = args.lab or lab.default_lab()
+    fwd = _forwarded(name, argv)
+    if fwd is not None:
+        return fwd
+    t0 = time.monotonic()
+    lab.set_params(name, lab.parse_overrides(args.assignments), say=say)
+    say(f"linklab: lab {name} updated in {time.monotonic() - t0:.2f} s")
+    return 0
+
+
+def cmd_validate(args, argv) -> int:
+    from linklab.validate import validate_file
+    failed = 0
+    for f in args.files:
+        try:
+            kind = validate_file(f)
+            say(f"{f}: valid {kind}")
+        except LinklabError as e:
+            print(e.render(), file=sys.stderr)
+            failed = e.exit_code
+    return failed
+
+
+def cmd_show(args, argv) -> int:
+    import yaml
+    from linklab import lab
+    lab_obj = lab.build_lab(args.topology, lab.parse_overrides(args.overrides), scale=args.scale)
+    print(yaml.safe_dump(lab_obj.model_dump(mode="json"), sort_keys=False, width=120), end="")
+    return 0
+
+
+def cmd_clean(args, argv) -> int:
+    from linklab import kernel, lab, placement
+    removed = []
+    if not kernel.in_lab_vm():
+        from linklab.vm.launcher import find_orphan_vms
+        vm = placement.lab_vm()
+        if vm.running():
+            rc = placement.forward(argv, say=say, boot=False)
+            if rc:
+                return rc
+            if not placement.vm_labs():
+                vm.stop(say=say)
+                removed.append("lab VM")
+        for pid in find_orphan_vms(placement.state.state_dir()):
+            os.kill(pid, 9)
+            removed.append(f"orphan lab VM pid {pid}")
+    removed += lab.clean(args.lab, say=say)
+    for r in removed:
+        say(f"  removed {r}")
+    say(f"linklab: clean: {len(removed)} objects removed")
+    return 0
+
+
+def cmd_vm(args, argv) -> int:
+    from linklab import placement
+    vm = placement.lab_vm()
+    if args.action == "stop":
+        vm.stop(say=say)
+        return 0
+    info = vm.info() if vm.running() else None
+    if not info:
+        say("lab VM: not running")
+        return 0
+    say(f"lab VM: running, pid {info.get('pid')}, kernel {info.get('kernel_release')}, accel {info.get('accel')}, "
+        f"{info.get('cpus')} vCPUs, {info.get('memory')}, labs: {', '.join(placement.vm_labs()) or 'none'}")
+    return 0
+
+
+COMMANDS = {"up": cmd_up, "down": cmd_down, "status": cmd_status, "exec": cmd_exec, "set": cmd_set,
+            "validate": cmd_validate, "show": cmd_show, "clean": cmd_clean, "vm": cmd_vm}
+
+
+def register(name: str, fn) -> None:
+    COMMANDS[name] = fn

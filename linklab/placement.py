@@ -1,0 +1,78 @@
+"""Where a command runs: on this kernel, or inside the lab VM.
+
+A lab needs bonding, sch_netem and (for SDN labs) openvswitch. Where this kernel lacks them,
+or with --vm, the whole linklab command is forwarded into a persistent VM (virtme-ng over the
+host's root filesystem) and runs there natively; the project directory is shared, so state
+files and results land on the host as usual.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+from linklab import kernel, state
+
+# Pure commands never need a lab kernel.
+LOCAL_COMMANDS = {"validate", "show", "report", "vm", "results"}
+
+
+def lab_vm():
+    from linklab.vm.launcher import LabVM
+    return LabVM(state.state_dir(), rwdirs=_rwdirs())
+
+
+def _rwdirs() -> list[Path]:
+    dirs = [Path.cwd().resolve()]
+    sd = state.state_dir().resolve()
+    if not any(sd == d or d in sd.parents for d in dirs):
+        dirs.append(sd)
+    return dirs
+
+
+def want_vm_for_up(force_vm: bool, force_native: bool) -> tuple[bool, str]:
+    if kernel.in_lab_vm():
+        return False, "inside the lab VM"
+    if force_native:
+        return False, "--native"
+    if force_vm:
+        return True, "--vm"
+    missing = kernel.missing_features()
+    if missing:
+        return True, f"this kernel lacks {', '.join(missing)}"
+    return False, "this kernel has bonding, netem and openvswitch"
+
+
+def lab_is_in_vm(lab_name: str) -> bool:
+    st = state.load(lab_name)
+    return bool(st) and st.get("placement", {}).get("kind") == "vm"
+
+
+def forward(argv: list[str], say=print, boot: bool = True) -> int:
+    """Run `linklab <argv>` inside the lab VM (booting it if `boot`), streaming its output."""
+    vm = lab_vm()
+    if boot:
+        info = vm.ensure_running(say=say)
+    else:
+        if not vm.running():
+            from linklab.errors import StateError
+            raise StateError("the lab VM is not running (stopped, or the machine restarted)",
+                             hint="`linklab up` rebuilds the lab; `linklab clean` forgets it")
+        info = vm.info() or {}
+    env = {
+        "LINKLAB_STATE_DIR": str(state.state_dir().resolve()),
+        "LINKLAB_VM_ACCEL_USED": str(info.get("accel", "")),
+        "LINKLAB_VM_INFO": json.dumps({k: info.get(k) for k in ("kernel_release", "accel", "cpus", "memory",
+                                                                "started_at", "kernel")}),
+        "PYTHONUNBUFFERED": "1",
+    }
+    for passthrough in ("LINKLAB_DEBUG", "COLUMNS"):
+        if passthrough in os.environ:
+            env[passthrough] = os.environ[passthrough]
+    return vm.run([sys.executable, "-m", "linklab", *argv], cwd=str(Path.cwd()), env=env)
+
+
+def vm_labs() -> list[str]:
+    return [name for name in state.all_labs() if lab_is_in_vm(name)]

@@ -1,0 +1,73 @@
+"""Human-readable `linklab status`: one table of interfaces, then bonds, from live kernel data."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from linklab.backends.linux.inspect import bond_summary
+from linklab.units import format_rate
+
+
+def _qdisc_text(qs: list[dict[str, Any]]) -> str:
+    parts = []
+    for q in qs:
+        if q["kind"] in ("noqueue", "pfifo_fast", "fq_codel", "mq"):
+            continue
+        bits = [q["kind"]]
+        if q.get("rate_bps") and q["rate_bps"] < 25e9:  # above: netem's order-keeping rate, not a limit
+            bits.append(f"rate {format_rate(q['rate_bps'])}")
+        if q.get("delay_ms"):
+            bits.append(f"delay {q['delay_ms']:g}ms" + (f"±{q['jitter_ms']:g}" if q.get("jitter_ms") else ""))
+        if q.get("loss_pct"):
+            bits.append(f"loss {q['loss_pct']:g}%")
+        if q.get("reorder_pct"):
+            bits.append(f"reorder {q['reorder_pct']:g}%")
+        parts.append(" ".join(bits))
+    return " / ".join(parts)
+
+
+def render(data: dict[str, Any]) -> str:
+    st, live = data["state"], data["live"]
+    res = st["resolved"]
+    pl = st.get("placement", {})
+    where = "native kernel " + st.get("kernel", "")
+    if pl.get("kind") == "vm":
+        vm = pl.get("vm") or {}
+        where = (f"lab VM: kernel {vm.get('kernel_release') or st.get('kernel')}, {vm.get('accel') or '?'}, "
+                 f"{vm.get('cpus') or '?'} vCPUs, {vm.get('memory') or '?'}")
+    lines = [f"lab {st['lab']}: {st['status']} — {where}",
+             f"topology {st['topology']['path']} (sha256 {st['topology']['sha256'][:12]}), "
+             f"scale {res['scale']:g} ({res['scale_source']})"]
+    if st["topology"].get("overrides"):
+        lines.append("overrides: " + ", ".join(f"{p}={v}" for p, v in st["topology"]["overrides"]))
+    rows = [("NODE", "IFACE", "KIND", "STATE", "MTU", "ADDRESSES / MEMBER OF", "QDISC")]
+    bonds = []
+    for node, info in live["nodes"].items():
+        if not info.get("present"):
+            rows.append((node, "-", "-", "MISSING", "-", f"namespace {info['netns']} does not exist", ""))
+            continue
+        ifaces = info["interfaces"]
+        for it in ifaces:
+            member = it.get("bond_member")
+            where_ = f"member of {it['master']} (mii {member['mii']}" + (
+                f", agg {member['aggregator']})" if member.get("aggregator") else ")") if member else (
+                f"port of {it['master']}" if it.get("master") else " ".join(it["addresses"]))
+            rows.append((node, it["ifname"], it["kind"] or "", it["state"], str(it["mtu"]), where_,
+                         _qdisc_text(it["qdiscs"])))
+            if it.get("bond"):
+                members = [m for m in ifaces if m.get("master") == it["ifname"]]
+                bonds.append((node, it, bond_summary(it, members)))
+            node = ""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    if bonds:
+        lines.append("bonds:")
+        for node, it, s in bonds:
+            text = f"  {node or '?'}:{it['ifname']} {s['mode']}, members {s['members_up']}/{s['members']} up"
+            if it["bond"].get("active_slave"):
+                text += f", active {it['bond']['active_slave']}"
+            if s["mode"] == "802.3ad":
+                text += (f", aggregator {s['aggregator']}, partner {s['partner_mac']} — "
+                         + ("LACP aggregated" if s["lacp_aggregated"] else "NOT aggregated"))
+            lines.append(text)
+    return "\n".join(lines)

@@ -1,0 +1,1 @@
+"""Sweeps: run an experiment matrix against a lab, measure, and keep every result."""

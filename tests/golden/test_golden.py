@@ -1,0 +1,54 @@
+"""Golden tests: topology in -> resolved model out; bad file in -> exact error text out.
+
+Regenerate after an intended change with:  LINKLAB_UPDATE_GOLDEN=1 make test-unit
+(then read the diff: it is the review of what changed for users).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import yaml
+
+from linklab.errors import LinklabError
+from linklab.model import Context, load_topology, resolve
+
+ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).parent / "topologies"
+UPDATE = os.environ.get("LINKLAB_UPDATE_GOLDEN") == "1"
+
+GOOD = sorted((ROOT / "topologies").glob("*.yaml")) + sorted((HERE / "good").glob("*.yaml"))
+BAD = sorted((HERE / "bad").glob("*.yaml"))
+# Resolution depends on where the lab runs (scale: auto); golden files pin one context.
+VM_CONTEXT = Context(auto_scale=0.1, auto_scale_reason="software-emulated VM (TCG): veth ~700 Mbit/s")
+
+
+def _compare(actual: str, expected_path: Path) -> None:
+    if UPDATE or not expected_path.exists():
+        if not UPDATE:
+            pytest.fail(f"no golden file {expected_path}; create it with LINKLAB_UPDATE_GOLDEN=1")
+        expected_path.write_text(actual)
+    assert actual == expected_path.read_text(), f"output differs from {expected_path}"
+
+
+def _rel(p: Path) -> str:
+    return str(p.relative_to(ROOT))
+
+
+@pytest.mark.parametrize("path", GOOD, ids=lambda p: p.stem)
+def test_good_topology_resolves_as_recorded(path: Path, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    lab = resolve(load_topology(_rel(path)), VM_CONTEXT)
+    out = yaml.safe_dump(lab.model_dump(mode="json"), sort_keys=False, width=120)
+    _compare(out, HERE / "expected" / f"{path.parent.name}_{path.stem}.resolved.yaml")
+
+
+@pytest.mark.parametrize("path", BAD, ids=lambda p: p.stem)
+def test_bad_topology_fails_with_recorded_message(path: Path, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    with pytest.raises(LinklabError) as err:
+        resolve(load_topology(_rel(path)), VM_CONTEXT)
+    assert err.value.exit_code == 2
+    _compare(err.value.render() + "\n", HERE / "expected" / f"bad_{path.stem}.error.txt")
