@@ -8,6 +8,7 @@ Where the kernel lacks features, linklab/placement.py runs these same functions 
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
 import os
 import platform
 import time
@@ -71,14 +72,21 @@ def up(topo_path: str | Path, *, name: str | None = None, overrides: list[tuple[
         return _apply(lab, topo_path, list(overrides), scale, old, backend, say)
 
 
-def set_params(lab_name: str, overrides: list[tuple[str, Any]], say=print) -> dict[str, Any]:
-    """Change a running lab: the accumulated overrides are re-validated and reconciled."""
-    with state.locked(lab_name):
+def set_params(lab_name: str, overrides: list[tuple[str, Any]], say=print, replace: bool = False,
+               lock: bool = True) -> dict[str, Any]:
+    """Change a running lab: overrides (added to earlier ones, or replacing them) are
+    re-validated like a file and reconciled; only what differs is touched."""
+    with state.locked(lab_name) if lock else _nolock():
         old = state.require(lab_name)
         topo = old["topology"]
-        merged = [tuple(o) for o in topo.get("overrides", [])] + list(overrides)
+        merged = ([] if replace else [tuple(o) for o in topo.get("overrides", [])]) + list(overrides)
         lab = build_lab(topo["path"], merged, name=lab_name, scale=topo.get("scale_override"))
         return _apply(lab, topo["path"], merged, topo.get("scale_override"), old, old.get("backend", "linux"), say)
+
+
+@contextmanager
+def _nolock():
+    yield  # the caller (a sweep) already holds the lab's lock
 
 
 def _apply(lab: Lab, topo_path, overrides, scale, old, backend_name: str, say) -> dict[str, Any]:

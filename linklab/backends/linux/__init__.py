@@ -66,7 +66,7 @@ class LinuxBackend(Backend):
             else:
                 netns.create(ns)
         new = {"id": lab_id, "namespaces": list(want_ns.values()), "interfaces": [],
-               "qdiscs": {}, "hosts_files": [], "global_sysctls": owned.get("global_sysctls", {})}
+               "qdiscs": {}, "hosts_files": [], "sysctl_originals": {}}
         with ExitStack() as stack:
             ipr = {node: stack.enter_context(IPRoute(netns=ns)) for node, ns in want_ns.items()}
             for node, ns in want_ns.items():
@@ -84,7 +84,7 @@ class LinuxBackend(Backend):
             b.addresses()
             b.qdiscs()
             b.iface_settings()
-        new["global_sysctls"].update(sysctl.apply(lab, want_ns))
+        new["sysctl_originals"] = sysctl.apply(lab, want_ns, owned.get("sysctl_originals", {}))
         new["hosts_files"] = _write_hosts(lab, want_ns, the_mark)
         return new
 

@@ -97,22 +97,39 @@ def set_in_netns(ns: str, values: dict[str, str]) -> None:
         popns()
 
 
-def apply(lab: Lab, namespaces: dict[str, str]) -> dict[str, str]:
-    """Write every host's sysctls; returns the global ones it set (for the state file)."""
-    keys = sorted({k for n in lab.nodes for k in n.sysctls})
+def apply(lab: Lab, namespaces: dict[str, str], originals: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
+    """Write every host's sysctls and put back the original value of any key the lab set
+    before but no longer wants (a sweep moving from a tuned profile back to the default).
+
+    `originals` maps a namespace (or "global") to {key: value before linklab first wrote it};
+    the updated map is returned for the state file.
+    """
+    keys = sorted({k for n in lab.nodes for k in n.sysctls} | {k for o in originals.values() for k in o})
     where = classify(keys)
-    global_set: dict[str, str] = {}
+    out = {ns: dict(o) for ns, o in originals.items()}
+    wanted: dict[str, dict[str, str]] = {}
     for n in lab.nodes:
-        local = {k: v for k, v in n.sysctls.items() if where.get(k) == "netns"}
-        if local:
-            set_in_netns(namespaces[n.name], local)
         for k, v in n.sysctls.items():
-            if where.get(k) == "global":
-                if not in_lab_vm():
-                    raise UsageError(f"sysctl {k} is global on this kernel; refusing to change the host")
+            scope = namespaces[n.name] if where.get(k) == "netns" else "global"
+            wanted.setdefault(scope, {})[k] = v
+    if wanted.get("global") and not in_lab_vm():
+        raise UsageError(f"sysctls {', '.join(sorted(wanted['global']))} are global on this kernel; "
+                         "refusing to change the host")
+    for scope in sorted(set(wanted) | set(out)):
+        want = wanted.get(scope, {})
+        orig = out.setdefault(scope, {})
+        restore = {k: v for k, v in orig.items() if k not in want}
+        if scope == "global":
+            for k in want:
+                orig.setdefault(k, proc_path(k).read_text().strip())
+            for k, v in {**restore, **want}.items():
                 _write(k, v)
-                global_set[k] = v
-    return global_set
+        elif scope in namespaces.values():
+            orig.update({k: v for k, v in read(scope, [k for k in want if k not in orig]).items()})
+            set_in_netns(scope, {**restore, **want})
+        for k in restore:
+            del orig[k]
+    return {scope: o for scope, o in out.items() if o}
 
 
 def read(ns: str, keys: list[str]) -> dict[str, str]:

@@ -1,0 +1,56 @@
+# linklab: the commands users type. Every target that needs the tools runs `setup` first
+# (idempotent and quick when nothing is missing), so a fresh clone works with
+#   make lab-up && make sweep
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+LINKLAB := $(PY) -m linklab
+TOPO ?= topologies/bond2.yaml
+EXP ?= experiments/e1_bonding_mtu.yaml
+SWEEP_ARGS ?= --quick
+PYTEST_ARGS ?=
+
+.PHONY: help setup lab-up lab-down status sweep report test test-unit test-integration bench clean
+
+help:
+	@echo "make setup             install Debian packages and the project virtualenv (idempotent)"
+	@echo "make lab-up [TOPO=…]   build a lab (default $(TOPO)); in a VM if this kernel lacks bonding/netem"
+	@echo "make status            show the lab as the kernel reports it"
+	@echo "make sweep [EXP=…]     run an experiment (default: $(EXP) $(SWEEP_ARGS))"
+	@echo "make lab-down          remove everything the lab created"
+	@echo "make test              unit + golden + integration tests (integration builds real labs)"
+	@echo "make bench             benchmarks (bench/): lab up/down times, sweep overhead"
+
+setup:
+	@bash scripts/setup.sh
+
+lab-up: setup
+	$(LINKLAB) up $(TOPO)
+
+lab-down: setup
+	$(LINKLAB) down
+
+status: setup
+	$(LINKLAB) status
+
+sweep: setup
+	$(LINKLAB) sweep $(EXP) $(SWEEP_ARGS)
+
+report: setup
+	$(LINKLAB) report $(RESULTS)
+
+test: setup
+	$(PY) -m pytest tests $(PYTEST_ARGS)
+
+test-unit: setup
+	$(PY) -m pytest tests/unit tests/golden $(PYTEST_ARGS)
+
+test-integration: setup
+	$(PY) -m pytest tests/integration $(PYTEST_ARGS)
+
+bench: setup
+	$(PY) bench/lab_up.py
+	$(PY) bench/sweep_overhead.py
+
+clean: setup
+	$(LINKLAB) clean

@@ -1,0 +1,187 @@
+"""Experiment files: which topology, which matrix, how often, what to measure.
+
+Axes of the matrix are either
+  topology axes  -> overrides applied to the running lab before the point is measured
+                    (mtu, bond_mode, bond, sysctl_profile, cc, or any override path such as
+                    `links[bond].bond.member[1].impair.delay`), or
+  tool axes      -> parameters of the measurement (streams, parallel, protocol, udp_rate,
+                    mss, length, ip, duration, client, server).
+The two meanings of "MTU" in the papers are separate axes: `mtu` changes every interface,
+`mss` (iperf3 -M) and `length` (iperf3 -l) change only what the application sends; each result
+row says which one was varied (`mtu_varied`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BeforeValidator, Field, field_validator, model_validator
+
+from linklab import units
+from linklab.model.loader import load_model, read_yaml
+from linklab.model.topology import BOND_MODES, Model
+
+TOPOLOGY_AXES = ("mtu", "bond_mode", "bond", "sysctl_profile", "cc")
+TOOL_AXES = ("streams", "parallel", "protocol", "udp_rate", "mss", "length", "ip", "duration", "client", "server")
+MEASUREMENTS = ("throughput", "ping", "cpu", "bond_counters", "nstat")
+CC_ALGORITHMS = ("cubic", "bbr", "reno", "htcp", "dctcp", "vegas", "westwood")
+
+
+def _secs(v):
+    return None if v is None else units.parse_time(v)
+
+
+Seconds = Annotated[float, BeforeValidator(_secs), Field(ge=0)]
+
+
+class Tool(Model):
+    """Measurement defaults; tool axes override them per point."""
+
+    duration: Seconds = 10.0
+    protocol: Literal["tcp", "udp"] = "tcp"
+    streams: Annotated[int, Field(ge=1, le=128)] = 1
+    parallel: Literal["threads", "processes"] = "threads"  # -P N in one iperf3, or N iperf3 processes
+    udp_rate: str = "1gbit"
+    mss: Annotated[int, Field(ge=88, le=9216)] | None = None
+    length: Annotated[int, Field(ge=1)] | None = None
+    ip: Literal[4, 6] = 4
+    ping_count: Annotated[int, Field(ge=1)] = 20
+    ping_interval: Seconds = 0.2
+    port: int = 5201
+
+    @field_validator("udp_rate")
+    @classmethod
+    def _rate(cls, v):
+        units.parse_rate(v)
+        return v
+
+
+class Quick(Model):
+    """The short variant: replaces axes' value lists, repetitions and tool settings."""
+
+    matrix: dict[str, list[Any]] = Field(default_factory=dict)
+    repetitions: Annotated[int, Field(ge=1)] | None = None
+    tool: dict[str, Any] = Field(default_factory=dict)
+    warmup: Seconds | None = None
+    settle: Seconds | None = None
+
+
+class Experiment(Model):
+    name: str
+    description: str | None = None
+    source: str | None = None  # the published document this reproduces
+    topology: str
+    client: str
+    server: str
+    matrix: dict[str, list[Any]]
+    exclude: list[dict[str, Any]] = Field(default_factory=list)
+    repetitions: Annotated[int, Field(ge=1, le=1000)] = 3
+    warmup: Seconds = 1.0  # iperf3 --omit: the first seconds are measured but not counted
+    settle: Seconds = 1.0  # after changing the lab, before measuring (LACP, ARP, queues)
+    pause: Seconds = 0.5  # between repetitions
+    tool: Tool = Tool()
+    measure: list[Literal[MEASUREMENTS]] = ["throughput", "cpu", "bond_counters", "nstat"]  # type: ignore[valid-type]
+    profiles: dict[str, dict[str, str | int]] = Field(default_factory=dict)
+    quick: Quick | None = None
+    reference: str | None = None  # published figures, beside the experiment file
+    notes: list[str] = Field(default_factory=list)
+
+    @field_validator("matrix")
+    @classmethod
+    def _axes(cls, v):
+        for axis, values in v.items():
+            if not isinstance(values, list) or not values:
+                raise ValueError(f"axis {axis!r} needs a non-empty list of values")
+            if not is_path_axis(axis) and axis not in TOPOLOGY_AXES + TOOL_AXES:
+                raise ValueError(f"unknown axis {axis!r} (valid: {', '.join(TOPOLOGY_AXES + TOOL_AXES)}, "
+                                 "or an override path such as links[0].impair.delay)")
+        return v
+
+    @model_validator(mode="after")
+    def _values(self):
+        problems = []
+        for axis, values in self.matrix.items():
+            for i, value in enumerate(values):
+                msg = check_axis_value(axis, value, self)
+                if msg:
+                    problems.append(f"matrix.{axis}[{i}]: {msg}")
+        if self.quick:
+            for axis in self.quick.matrix:
+                if axis not in self.matrix:
+                    problems.append(f"quick.matrix.{axis}: not an axis of the matrix (axes: {', '.join(self.matrix)})")
+            for key in self.quick.tool:
+                if key not in Tool.model_fields:
+                    problems.append(f"quick.tool.{key}: unknown setting (valid: {', '.join(Tool.model_fields)})")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+
+def is_path_axis(axis: str) -> bool:
+    return "." in axis or "[" in axis
+
+
+def check_axis_value(axis: str, value: Any, exp: Experiment) -> str | None:
+    if axis == "mtu" and not (isinstance(value, int) and 68 <= value <= 65535):
+        return f"MTU must be a whole number 68-65535, got {value!r}"
+    if axis == "bond_mode" and value not in BOND_MODES:
+        return f"unknown bond mode {value!r} (valid: {', '.join(BOND_MODES)})"
+    if axis == "bond" and not isinstance(value, dict):
+        return "each value is a mapping of bond settings, e.g. {mode: 802.3ad, options: {lacp_rate: fast}}"
+    if axis == "sysctl_profile" and value not in exp.profiles:
+        return f"unknown profile {value!r} (valid: {', '.join(exp.profiles) or 'none defined under profiles:'})"
+    if axis == "cc" and value not in CC_ALGORITHMS:
+        return f"unknown congestion control {value!r} (valid: {', '.join(CC_ALGORITHMS)})"
+    if axis == "streams" and not (isinstance(value, int) and 1 <= value <= 128):
+        return f"streams must be 1-128, got {value!r}"
+    if axis == "parallel" and value not in ("threads", "processes"):
+        return f"unknown parallel {value!r} (valid: threads, processes)"
+    if axis == "protocol" and value not in ("tcp", "udp"):
+        return f"unknown protocol {value!r} (valid: tcp, udp)"
+    if axis == "ip" and value not in (4, 6):
+        return f"unknown ip version {value!r} (valid: 4, 6)"
+    if axis == "udp_rate":
+        try:
+            units.parse_rate(value)
+        except ValueError as e:
+            return str(e)
+    return None
+
+
+def load_experiment(path: str | Path, quick: bool = False) -> Experiment:
+    """Validate an experiment file, its topology, and every point's overrides; nothing runs."""
+    from linklab.sweep.plan import check_experiment_points
+    exp = load_model(path, Experiment, checks=lambda e, _idx: check_experiment_points(Path(path), e))
+    return apply_quick(exp) if quick else exp
+
+
+def apply_quick(exp: Experiment) -> Experiment:
+    if not exp.quick:
+        return exp
+    q = exp.quick
+    return exp.model_copy(update={
+        "matrix": {axis: q.matrix.get(axis, values) for axis, values in exp.matrix.items()},
+        "repetitions": q.repetitions or exp.repetitions,
+        "tool": Tool.model_validate({**exp.tool.model_dump(), **q.tool}),
+        "warmup": exp.warmup if q.warmup is None else q.warmup,
+        "settle": exp.settle if q.settle is None else q.settle,
+    })
+
+
+def topology_path(exp_path: str | Path, exp: Experiment) -> Path:
+    """The topology named by an experiment, relative to the experiment file (or the cwd)."""
+    p = Path(exp.topology)
+    if p.is_absolute():
+        return p
+    beside = Path(exp_path).parent / p
+    return beside if beside.exists() else p
+
+
+def file_sha256(path: str | Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def raw_data(path: str | Path) -> dict:
+    return read_yaml(Path(path))[0]

@@ -1,0 +1,110 @@
+"""From a matrix point to what must change: topology overrides and the tool's settings.
+
+Pure: the same experiment, topology and point give the same plan (validation runs every
+point's plan through the topology loader before anything is measured).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from linklab.errors import LinklabError, ValidationFailed
+from linklab.sweep.experiment import TOOL_AXES, Experiment, Tool, is_path_axis, topology_path
+
+CC_SYSCTL = "net.ipv4.tcp_congestion_control"
+
+
+@dataclass(frozen=True)
+class PointPlan:
+    overrides: tuple[tuple[str, Any], ...]
+    tool: Tool
+    client: str
+    server: str
+    cc: str | None
+    mtu_varied: str  # interface | mss | length | interface+mss ... | none
+
+
+def _bond_links(topo: dict) -> list[int]:
+    return [i for i, link in enumerate(topo.get("links") or []) if isinstance(link, dict) and link.get("bond")]
+
+
+def _hosts(topo: dict) -> list[str]:
+    return list((topo.get("hosts") or {}).keys())
+
+
+def plan_point(exp: Experiment, topo: dict, axes: dict[str, Any]) -> PointPlan:
+    overrides: list[tuple[str, Any]] = []
+    tool = exp.tool.model_dump()
+    client, server, cc = exp.client, exp.server, None
+    for axis, value in axes.items():
+        if axis == "mtu":
+            overrides.append(("links[*].mtu", value))
+        elif axis == "bond_mode":
+            overrides += [(f"links[{i}].bond.mode", value) for i in _bond_links(topo)]
+        elif axis == "bond":
+            overrides += [(f"links[{i}].bond.{k}", v) for i in _bond_links(topo) for k, v in value.items()]
+        elif axis == "sysctl_profile":
+            profile = exp.profiles[value]
+            # Every key any profile sets is named at every point: keys a profile leaves out go
+            # back to the value the host had before the sweep (the backend restores originals).
+            overrides += [(f'hosts.{h}.sysctls."{k}"', v) for h in _hosts(topo) for k, v in profile.items()]
+        elif axis == "cc":
+            cc = value
+            overrides += [(f'hosts.{h}.sysctls."{CC_SYSCTL}"', value) for h in _hosts(topo)]
+        elif axis in ("client", "server"):
+            client, server = (value, server) if axis == "client" else (client, value)
+        elif axis in TOOL_AXES:
+            tool[axis] = value
+        elif is_path_axis(axis):
+            overrides.append((axis, value))
+    varied = [name for name, hit in (("interface", "mtu" in axes or any(is_path_axis(a) and a.endswith(".mtu") for a in axes)),
+                                     ("mss", "mss" in axes), ("length", "length" in axes)) if hit]
+    return PointPlan(overrides=tuple(overrides), tool=Tool.model_validate(tool), client=client, server=server,
+                     cc=cc, mtu_varied="+".join(varied) or "none")
+
+
+def check_experiment_points(exp_path: Path, exp: Experiment) -> list[tuple[tuple, str]]:
+    """Every point of the full and quick matrix must give a valid lab: checked before running."""
+    from linklab.model import load_topology
+    from linklab.model.loader import read_yaml
+    from linklab.sweep.experiment import apply_quick
+    from linklab.sweep.matrix import expand
+
+    tpath = topology_path(exp_path, exp)
+    try:
+        topo_raw = read_yaml(tpath)[0]
+        base = load_topology(tpath)
+    except ValidationFailed as e:
+        return [(("topology",), f"{tpath}: {p}") for p in e.problems]
+    except LinklabError as e:
+        return [(("topology",), str(e))]
+    problems: list[tuple[tuple, str]] = []
+    for role in ("client", "server"):
+        name = getattr(exp, role)
+        if name not in base.hosts:
+            problems.append(((role,), f"unknown host {name!r} in {tpath} (valid: {', '.join(base.hosts)})"))
+    for axis in ("client", "server"):
+        for i, v in enumerate(exp.matrix.get(axis, [])):
+            if v not in base.hosts:
+                problems.append((("matrix", axis, i), f"unknown host {v!r} (valid: {', '.join(base.hosts)})"))
+    if "bond_mode" in exp.matrix and not _bond_links(topo_raw):
+        problems.append((("matrix", "bond_mode"), f"{tpath} has no bonded link to change the mode of"))
+    if problems:
+        return problems
+    seen: set[str] = set()
+    for variant in (exp, apply_quick(exp)):
+        for point in expand(variant.matrix):
+            plan = plan_point(variant, topo_raw, point.axes)
+            try:
+                load_topology(tpath, list(plan.overrides))
+            except ValidationFailed as e:
+                for p in e.problems:
+                    text = f"point {point.key}: {p}"
+                    if text not in seen:
+                        seen.add(text)
+                        problems.append((("matrix",), text))
+            except LinklabError as e:
+                problems.append((("matrix",), f"point {point.key}: {e}"))
+    return problems

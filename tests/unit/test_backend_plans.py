@@ -1,0 +1,67 @@
+"""Pure parts of the Linux backend: tc call plans and bond option translation."""
+
+from linklab.backends.linux import bond as b
+from linklab.backends.linux import qdisc as tc
+from linklab.backends.linux.inspect import bond_summary
+from linklab.backends.linux.names import mark, parse_mark
+from linklab.model.resolved import Qdisc
+
+
+def test_netem_only_plan_uses_netem_rate_and_microseconds():
+    plan = tc.plan(Qdisc(shaper="netem", rate_bps=1e8, delay_s=0.005, jitter_s=0.001, loss_pct=0.5), 1500)
+    assert plan == [("replace", "netem", {"handle": "1:", "delay": 5000, "jitter": 1000, "loss": 0.5,
+                                          "rate": "100000000bit"})]
+
+
+def test_tbf_with_delay_nests_netem_under_tbf():
+    plan = tc.plan(Qdisc(shaper="tbf", rate_bps=1e7, delay_s=0.02, reorder_pct=5), 1500)
+    assert [c[1] for c in plan] == ["tbf", "netem"]
+    assert plan[1][2]["parent"] == "1:1" and "rate" not in plan[1][2]
+    assert plan[0][2]["burst"] >= 20000
+
+
+def test_htb_plan_has_class_and_leaf():
+    plan = tc.plan(Qdisc(shaper="htb", rate_bps=1e8), 9000)
+    assert [c[:2] for c in plan] == [("replace", "htb"), ("add-class", "htb")]
+    assert plan[1][2]["burst"] >= 2 * 9014
+
+
+def test_no_impairment_no_calls():
+    assert tc.plan(None, 1500) == []
+
+
+def test_bond_options_drop_what_mode_refuses_and_restore_defaults():
+    want = b.desired_options("balance-rr", {"miimon": 100})
+    assert want["miimon"] == 100 and want["xmit_hash_policy"] == "layer2"
+    assert "lacp_rate" not in want and "tlb_dynamic_lb" not in want
+    ad = b.desired_options("802.3ad", {"lacp_rate": "fast"})
+    assert ad["lacp_rate"] == "fast" and "packets_per_slave" not in ad
+
+
+def test_to_netlink_maps_enums_booleans_and_primary():
+    nl = b.to_netlink({"lacp_rate": "fast", "xmit_hash_policy": "layer3+4", "use_carrier": False,
+                       "primary": "bond0-m1"}, {"bond0-m1": 7})
+    assert nl == {"bond_ad_lacp_rate": 1, "bond_xmit_hash_policy": 1, "bond_use_carrier": 0, "bond_primary": 7}
+
+
+def test_differs_reports_mode_first_and_changed_options():
+    actual = {"mode": "balance-rr", "miimon": 100, "xmit_hash_policy": "layer2"}
+    assert b.differs(actual, "balance-rr", {"miimon": 100, "xmit_hash_policy": "layer2"}, {}) == []
+    assert b.differs(actual, "802.3ad", {"miimon": 50}, {}) == ["mode", "miimon"]
+
+
+def test_lacp_summary_requires_one_aggregator_and_partner():
+    bond = {"bond": {"mode": "802.3ad", "ad_info": {"aggregator": 1, "num_ports": 2, "partner_mac": "02:00:00:00:00:01"}}}
+    members = [{"ifname": "m0", "bond_member": {"mii": "up", "aggregator": 1}},
+               {"ifname": "m1", "bond_member": {"mii": "up", "aggregator": 1}}]
+    assert bond_summary(bond, members)["lacp_aggregated"] is True
+    members[1]["bond_member"]["aggregator"] = 2
+    assert bond_summary(bond, members)["lacp_aggregated"] is False
+    bond["bond"]["ad_info"]["partner_mac"] = "00:00:00:00:00:00"
+    assert bond_summary(bond, members[:1])["lacp_aggregated"] is False
+
+
+def test_ownership_mark_round_trip():
+    assert parse_mark(mark("bond2", "ab12cd34")) == ("bond2", "ab12cd34")
+    assert parse_mark("something else") is None
+    assert parse_mark(None) is None
