@@ -1,7 +1,48 @@
-"""CLI commands for sweeps and reports (registered into linklab.cli)."""
+"""CLI commands for sweeps (registered into linklab.cli)."""
 
 from __future__ import annotations
 
+import argparse
+from pathlib import Path
+
+DEFAULT_EXPERIMENT = "experiments/e1_bonding_mtu.yaml"
+
 
 def add_commands(sub) -> None:
-    """Sweep commands are added by the sweep issue; the core CLI works without them."""
+    from linklab import cli
+    p = sub.add_parser(
+        "sweep", help="run an experiment matrix against its lab, resumably",
+        description="Run an experiment: reconfigure the lab for each matrix point, check it (pre-flight), "
+                    "measure every repetition, and record raw outputs, a tidy CSV and a manifest under "
+                    "results/<experiment>/<timestamp>/. Rerunning resumes an interrupted run and skips what "
+                    "is recorded; --force starts a new run instead.",
+        epilog="examples:\n  linklab sweep experiments/e1_bonding_mtu.yaml --quick\n"
+               "  linklab sweep experiments/e5_rr_tlb_cc.yaml            # hours: shows progress and ETA\n"
+               "  linklab sweep experiments/e1_bonding_mtu.yaml --quick  # again: resumes or says it is complete",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("experiment", nargs="?", default=DEFAULT_EXPERIMENT, help=f"experiment YAML (default {DEFAULT_EXPERIMENT})")
+    p.add_argument("--quick", action="store_true", help="the experiment's short variant: fewer points, shorter runs")
+    p.add_argument("--force", action="store_true", help="start a new run even if one is complete or resumable")
+    p.add_argument("--results", default="results", help="results root directory (default ./results)")
+    p.add_argument("--lab", help="run against this lab (default: the lab named by the experiment's topology)")
+    cli.register("sweep", cmd_sweep)
+
+
+def cmd_sweep(args, argv) -> int:
+    from linklab import cli, kernel, placement, state
+    from linklab.sweep.experiment import load_experiment, raw_data, topology_path
+    from linklab.sweep.engine import Options, run
+
+    exp = load_experiment(args.experiment, quick=args.quick)  # bad input stops here, before any VM boots
+    if not kernel.in_lab_vm():
+        lab_name = args.lab or raw_data(topology_path(args.experiment, exp))["name"]
+        if placement.lab_is_in_vm(lab_name):
+            return placement.forward(argv, say=cli.say, boot=False)
+        if state.load(lab_name) is None:
+            use_vm, why = placement.want_vm_for_up(False, False)
+            if use_vm:
+                cli.say(f"linklab: the sweep runs in the lab VM ({why})")
+                return placement.forward(argv, say=cli.say)
+    run(args.experiment, Options(quick=args.quick, force=args.force, results=Path(args.results), lab_name=args.lab),
+        say=cli.say)
+    return 0

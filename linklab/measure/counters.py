@@ -1,0 +1,91 @@
+"""Per-interface byte/packet counters read over netlink in a named namespace, and how a
+bond's traffic spread over its members.
+
+Counters are the kernel's 64-bit link stats (IFLA_STATS64), read with pyroute2 — no subprocess.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+
+from pyroute2 import IPRoute
+
+from linklab.errors import StateError
+
+FIELDS = ("rx_bytes", "tx_bytes", "rx_packets", "tx_packets", "rx_dropped", "tx_dropped")
+NETNS_DIR = "/var/run/netns"
+
+Counters = dict[str, dict[str, int]]
+
+
+def _open(netns: str | None) -> IPRoute:
+    if netns is None:
+        return IPRoute()
+    # pyroute2 0.9.7 creates a missing namespace by default (flags=O_CREAT): a typo would
+    # silently read an empty new netns. flags=0 opens existing ones only.
+    if not os.path.exists(os.path.join(NETNS_DIR, netns)):
+        raise StateError(f"network namespace {netns!r} does not exist")
+    return IPRoute(netns=netns, flags=0)
+
+
+def read_counters(netns: str | None, ifnames: Iterable[str]) -> Counters:
+    """{ifname: {rx_bytes, tx_bytes, rx_packets, tx_packets, rx_dropped, tx_dropped}}."""
+    wanted = list(ifnames)
+    with _open(netns) as ipr:
+        links = {link.get("ifname"): link for link in ipr.get_links()}
+    where = f" in namespace {netns}" if netns else ""
+    missing = [n for n in wanted if n not in links]
+    if missing:
+        raise StateError(f"no interface {', '.join(missing)}{where}", hint=f"present: {', '.join(sorted(links))}")
+    out: Counters = {}
+    for name in wanted:
+        stats = links[name].get("stats64") or links[name].get("stats")
+        out[name] = {f: int(stats[f]) for f in FIELDS}
+    return out
+
+
+def delta(before: Mapping[str, Mapping[str, int]], after: Mapping[str, Mapping[str, int]]) -> Counters:
+    """after - before per interface and field. A negative step means the interface was
+    recreated between the snapshots, which makes the window meaningless: refuse it."""
+    out: Counters = {}
+    for name, a in after.items():
+        if name not in before:
+            raise ValueError(f"interface {name} missing from the first snapshot")
+        d = {f: a[f] - before[name][f] for f in a}
+        neg = [f for f, v in d.items() if v < 0]
+        if neg:
+            raise ValueError(f"{name}: counters went backwards ({', '.join(neg)}); was it recreated?")
+        out[name] = d
+    return out
+
+
+def spread(deltas: Mapping[str, Mapping[str, int]], unit: str = "bytes") -> dict[str, dict[str, float | None]]:
+    """Each member's share (0..1) of the members' total, per direction.
+
+    {"tx": {"eth0": 0.98, "eth1": 0.02}, "rx": {...}}. None when a direction carried nothing.
+    Pass the members' deltas (not the bond's own): the shares then show the hash at work,
+    e.g. all four streams on one member.
+    """
+    if unit not in ("bytes", "packets"):
+        raise ValueError(f"unit must be bytes or packets, got {unit!r}")
+    out: dict[str, dict[str, float | None]] = {}
+    for direction in ("tx", "rx"):
+        key = f"{direction}_{unit}"
+        total = sum(d[key] for d in deltas.values())
+        out[direction] = {name: (d[key] / total if total else None) for name, d in deltas.items()}
+    return out
+
+
+def spread_row(shares: Mapping[str, Mapping[str, float | None]], prefix: str = "member_",
+               active_threshold: float = 0.05) -> dict[str, float | int | None]:
+    """Flat keys: {prefix}{dir}_share_{ifname}, {prefix}{dir}_max_share, {prefix}{dir}_active
+    (members above active_threshold of the traffic)."""
+    row: dict[str, float | int | None] = {}
+    for direction, by_if in shares.items():
+        for name, share in by_if.items():
+            row[f"{prefix}{direction}_share_{name}"] = share
+        vals = [s for s in by_if.values() if s is not None]
+        row[f"{prefix}{direction}_max_share"] = max(vals) if vals else None
+        row[f"{prefix}{direction}_active"] = sum(1 for s in vals if s > active_threshold) if vals else None
+    return row

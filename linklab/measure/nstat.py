@@ -1,0 +1,128 @@
+"""nstat (iproute2): the kernel's SNMP/TCP counters of one network namespace.
+
+nstat reads /proc/net/{snmp,netstat,snmp6}, which are per namespace: run it inside the lab
+namespace (runner's netns=...) and you get that namespace's TCP stack, not the host's.
+
+nstat normally keeps a history file and prints increments since the last call. We never
+want that state: -a prints absolute values (ignores history), -s never writes the history,
+and NSTAT_HISTORY points at a private temp path anyway so nothing of the user's is touched.
+Deltas are taken here from two absolute snapshots. iproute2 6.1's nstat has --json.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import ClassVar
+
+from linklab import runner
+from linklab.measure.base import MeasurementError, Tool
+
+# The counters that tell reordering from loss, and how the sender recovered.
+KEY_COUNTERS = (
+    "TcpOutSegs",
+    "TcpRetransSegs",
+    "TcpExtTCPSACKReorder",
+    "TcpExtTCPTSReorder",
+    "TcpExtTCPRenoReorder",
+    "TcpExtTCPDSACKRecv",
+    "TcpExtTCPDSACKOldSent",
+    "TcpExtTCPDSACKOfoSent",
+    "TcpExtTCPDSACKUndo",
+    "TcpExtTCPSackRecovery",
+    "TcpExtTCPFastRetrans",
+    "TcpExtTCPLostRetransmit",
+    "TcpExtTCPLossProbes",
+    "TcpExtTCPTimeouts",
+    "TcpExtTCPSpuriousRTOs",
+    "TcpExtTCPOFOQueue",
+    "TcpExtTCPOFODrop",
+    "TcpExtTCPRcvQDrop",
+)
+
+_HISTORY = os.path.join(tempfile.gettempdir(), f"linklab-nstat-{os.getpid()}.hist")
+
+
+@dataclass(frozen=True)
+class Nstat(Tool):
+    name: ClassVar[str] = "nstat"
+    binary: ClassVar[str] = "nstat"
+
+    patterns: tuple[str, ...] = ()  # nstat's own name filters (shell-style, e.g. "Tcp*")
+
+    def argv(self) -> list[str]:
+        return ["nstat", "-a", "-s", "-z", "--json", *self.patterns]
+
+    @staticmethod
+    def parse(text: str) -> dict[str, int]:
+        return parse_nstat(text)
+
+    def run(self, *, netns: str | None = None, timeout: float | None = 10) -> dict[str, int]:
+        res = runner.run(self.argv(), netns=netns, timeout=timeout, env={"NSTAT_HISTORY": _HISTORY})
+        return parse_nstat(res.stdout)
+
+    @classmethod
+    def version_argv(cls) -> list[str]:
+        return ["nstat", "-V"]
+
+    @staticmethod
+    def parse_version(text: str) -> str:
+        """'nstat utility, iproute2-6.1.0' -> 'iproute2-6.1.0'."""
+        m = re.search(r"(iproute2-\S+)", text)
+        if not m:
+            raise MeasurementError(f"not nstat -V output: {text[:80]!r}")
+        return m.group(1)
+
+
+def parse_nstat(text: str) -> dict[str, int]:
+    """nstat --json -> {counter: value}. nstat nests everything under "kernel"."""
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise MeasurementError(f"nstat output is not JSON ({e.msg}); is this nstat without --json?") from None
+    counters = doc.get("kernel") if isinstance(doc, dict) else None
+    if not isinstance(counters, dict):
+        raise MeasurementError("nstat JSON has no 'kernel' object")
+    return {k: int(v) for k, v in counters.items()}
+
+
+def delta(before: Mapping[str, int], after: Mapping[str, int]) -> dict[str, int]:
+    """after - before for counters present in both (new counters count from zero)."""
+    return {k: v - before.get(k, 0) for k, v in after.items()}
+
+
+@dataclass(frozen=True)
+class TcpCounters:
+    """The KEY_COUNTERS of one namespace over a window, with the ratios a report needs."""
+
+    counters: Mapping[str, int | None]
+
+    @property
+    def retrans_ratio(self) -> float | None:
+        out, rtx = self.counters.get("TcpOutSegs"), self.counters.get("TcpRetransSegs")
+        return rtx / out if out and rtx is not None else None
+
+    @property
+    def reorder_events(self) -> int | None:
+        vals = [self.counters.get(k) for k in ("TcpExtTCPSACKReorder", "TcpExtTCPTSReorder", "TcpExtTCPRenoReorder")]
+        vals = [v for v in vals if v is not None]
+        return sum(vals) if vals else None
+
+    def row(self, prefix: str = "nstat_") -> dict[str, int | float | None]:
+        row = {prefix + k: v for k, v in self.counters.items()}
+        row[prefix + "retrans_ratio"] = self.retrans_ratio
+        row[prefix + "reorder_events"] = self.reorder_events
+        return row
+
+
+def pick(deltas: Mapping[str, int], names: Iterable[str] = KEY_COUNTERS) -> TcpCounters:
+    """Keep the counters that matter; one the kernel lacks becomes None (not 0)."""
+    return TcpCounters({k: deltas.get(k) for k in names})
+
+
+def row(deltas: Mapping[str, int], prefix: str = "nstat_", names: Iterable[str] = KEY_COUNTERS) -> dict[str, int | float | None]:
+    return pick(deltas, names).row(prefix)

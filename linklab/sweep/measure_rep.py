@@ -1,0 +1,126 @@
+"""One repetition of one point: snapshot counters, run the traffic, snapshot again, parse.
+
+Returns the raw output of every tool (kept verbatim in the results) and one flat row for the
+tidy table. The parsing is the measure/ classes' pure functions; this module only sequences.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from linklab import runner
+from linklab.backends.linux.names import netns_name
+from linklab.measure import counters, nstat
+from linklab.measure.cpu import CpuSampler
+from linklab.measure.iperf3 import Iperf3Client, Iperf3Server, aggregate, parse_result
+from linklab.measure.ping import Ping
+from linklab.model.resolved import Lab
+from linklab.sweep.plan import PointPlan
+from linklab.units import parse_rate
+
+
+@dataclass
+class Servers:
+    """iperf3 servers on the point's server node, kept up across its repetitions."""
+
+    procs: list[subprocess.Popen]
+    ports: list[int]
+
+    def stop(self) -> None:
+        for p in self.procs:
+            p.terminate()
+        for p in self.procs:
+            try:
+                p.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+
+
+def start_servers(lab: Lab, plan: PointPlan) -> Servers:
+    n = plan.tool.streams if plan.tool.parallel == "processes" else 1
+    servers = Iperf3Server.fleet(n, base_port=plan.tool.port, json_output=False)
+    ns = netns_name(lab.name, plan.server)
+    procs = [runner.start(s.argv(), netns=ns) for s in servers]
+    time.sleep(0.3)  # let them bind; a client's connect timeout covers a slow start
+    return Servers(procs, [s.port for s in servers])
+
+
+def bond_members(lab: Lab, node: str) -> list[str]:
+    return [m for link in lab.links for b in link.bonds if b.node == node for m in b.members]
+
+
+def measure(lab: Lab, plan: PointPlan, measure_what: list[str], omit: float) -> tuple[dict[str, str], dict[str, Any]]:
+    tool = plan.tool
+    cns, sns = netns_name(lab.name, plan.client), netns_name(lab.name, plan.server)
+    target = plan.server if tool.ip == 4 else f"{plan.server}-v6"
+    raw: dict[str, str] = {}
+    row: dict[str, Any] = {}
+
+    if "ping" in measure_what:
+        ping = Ping(target=target, count=tool.ping_count, interval=tool.ping_interval, family=tool.ip)
+        res = runner.run(ping.argv(), netns=cns, timeout=tool.ping_count * tool.ping_interval + 15, check=False)
+        raw["ping.txt"] = res.stdout + res.stderr
+        row.update(ping.parse_result(res).row("ping_"))
+
+    members = {node: bond_members(lab, node) for node in (plan.client, plan.server)}
+    want_counters = "bond_counters" in measure_what and any(members.values())
+    if want_counters:
+        c_before = {node: counters.read_counters(netns_name(lab.name, node), m) for node, m in members.items() if m}
+    if "nstat" in measure_what:
+        n_before = {side: nstat.Nstat().run(netns=ns) for side, ns in (("client", cns), ("server", sns))}
+
+    client = Iperf3Client(
+        server=target, port=tool.port, duration=tool.duration, streams=tool.streams, protocol=tool.protocol,
+        bitrate=parse_rate(tool.udp_rate) * lab.scale if tool.protocol == "udp" else None,
+        mss=tool.mss, length=tool.length, congestion=plan.cc, ipv6=tool.ip == 6, omit=omit)
+    clients = client.as_processes(tool.streams) if tool.parallel == "processes" else [client]
+    timeout = tool.duration + omit + 30
+    sampler = CpuSampler(comms=["iperf3"], interval=1.0) if "cpu" in measure_what else None
+    t0 = time.monotonic()
+    if sampler:
+        sampler.start()
+    try:
+        procs = [runner.start(c.argv(), netns=cns, stdout=subprocess.PIPE, stderr=subprocess.PIPE) for c in clients]
+        outputs = []
+        for p in procs:
+            try:
+                out, err = p.communicate(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                out, err = p.communicate()
+            outputs.append((out.decode(errors="replace"), err.decode(errors="replace")))
+    finally:
+        window = sampler.stop() if sampler else None
+    row["window_s"] = round(time.monotonic() - t0, 3)
+
+    for i, (out, err) in enumerate(outputs):
+        raw[f"iperf3-{i}.json" if len(outputs) > 1 else "iperf3.json"] = out
+        if err.strip():
+            raw[f"iperf3-{i}.stderr" if len(outputs) > 1 else "iperf3.stderr"] = err
+    results = [parse_result(out) for out, _ in outputs]  # raises Iperf3Error on iperf3's {"error": ...}
+    result = results[0] if len(results) == 1 else aggregate(results)
+    row.update(result.row(""))
+    row["streams_as"] = tool.parallel  # threads of one iperf3, or separate processes: CPU results differ
+
+    if window is not None:
+        raw["cpu.json"] = json.dumps({"seconds": window.seconds, "cores": window.cores,
+                                      "series": window.series}, default=str)
+        row.update(window.row("cpu"))
+    if want_counters:
+        c_after = {node: counters.read_counters(netns_name(lab.name, node), m) for node, m in members.items() if m}
+        deltas = {node: counters.delta(c_before[node], c_after[node]) for node in c_after}
+        raw["bond_counters.json"] = json.dumps(deltas, indent=1)
+        for node, d in deltas.items():
+            side = "client" if node == plan.client else "server"
+            row.update(counters.spread_row(counters.spread(d), prefix=f"{side}_member_"))
+    if "nstat" in measure_what:
+        n_after = {side: nstat.Nstat().run(netns=ns) for side, ns in (("client", cns), ("server", sns))}
+        for side in ("client", "server"):
+            d = nstat.delta(n_before[side], n_after[side])
+            raw[f"nstat-{side}.json"] = json.dumps(d, indent=1, sort_keys=True)
+            row.update(nstat.row(d, prefix=f"{side}_nstat_"))
+    return raw, row

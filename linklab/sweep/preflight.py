@@ -1,0 +1,106 @@
+"""Before each point: is the lab what the point says it is? A failed pre-flight is recorded
+as such, never measured silently.
+
+Checks (read back live from the kernel):
+  bonds   mode as planned, every member's link up, 802.3ad: all members in one aggregator with
+          a partner (waits for LACP to converge, up to a deadline)
+  path    a don't-fragment ping of the largest size the path MTU allows passes, one byte more does not
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from linklab.backends.linux.inspect import bond_summary, inspect_lab
+from linklab.backends.linux.names import netns_name
+from linklab.measure.ping import Ping
+from linklab.model.resolved import Lab
+
+IP_HEADER = {4: 28, 6: 48}  # IPv4+ICMP, IPv6+ICMPv6 header bytes before the ping payload
+
+
+@dataclass
+class Preflight:
+    ok: bool = True
+    problems: list[str] = field(default_factory=list)
+    bonds: list[dict[str, Any]] = field(default_factory=list)
+    path_mtu: int | None = None
+    df_fits: str | None = None
+    df_next: str | None = None
+    waited_s: float = 0.0
+
+    def fail(self, msg: str) -> None:
+        self.ok = False
+        self.problems.append(msg)
+
+    def row(self) -> dict[str, Any]:
+        return {"preflight_ok": self.ok, "preflight_problems": "; ".join(self.problems) or None,
+                "path_mtu": self.path_mtu, "preflight_wait_s": round(self.waited_s, 2)}
+
+
+def bond_problems(lab: Lab, nodes: set[str] | None = None) -> tuple[list[str], list[dict[str, Any]]]:
+    live = inspect_lab(lab)
+    problems, summaries = [], []
+    for link in lab.links:
+        for b in link.bonds:
+            if nodes is not None and b.node not in nodes:
+                continue
+            info = live["nodes"].get(b.node, {})
+            ifaces = info.get("interfaces", [])
+            bond = next((i for i in ifaces if i["ifname"] == b.ifname), None)
+            if bond is None or not bond.get("bond"):
+                problems.append(f"{b.node}:{b.ifname} missing")
+                continue
+            members = [i for i in ifaces if i.get("master") == b.ifname]
+            s = bond_summary(bond, members)
+            s["bond"] = f"{b.node}:{b.ifname}"
+            summaries.append(s)
+            if s["mode"] != b.mode:
+                problems.append(f"{b.node}:{b.ifname} is {s['mode']}, planned {b.mode}")
+            if s["members_up"] != len(b.members):
+                problems.append(f"{b.node}:{b.ifname} has {s['members_up']}/{len(b.members)} members up")
+            if b.mode == "802.3ad" and not s.get("lacp_aggregated"):
+                problems.append(f"{b.node}:{b.ifname} LACP not aggregated (aggregator {s.get('aggregator')}, "
+                                f"partner {s.get('partner_mac')})")
+    return problems, summaries
+
+
+def path_mtu(lab: Lab, client: str, server: str) -> int:
+    """The smallest MTU on the way: links of the client's and server's L2 segments."""
+    segs = {link.segment for link in lab.links if any(e.node in (client, server) for e in link.ends)}
+    return min(link.mtu for link in lab.links if link.segment in segs)
+
+
+def run(lab: Lab, client: str, server: str, ip: int, deadline_s: float = 15.0) -> Preflight:
+    pf = Preflight()
+    t0 = time.monotonic()
+    # Bonds: LACP takes a few seconds to converge after a mode change, so poll until a deadline.
+    while True:
+        problems, pf.bonds = bond_problems(lab)
+        if not problems or time.monotonic() - t0 > deadline_s:
+            break
+        time.sleep(0.5)
+    pf.waited_s = time.monotonic() - t0
+    for p in problems:
+        pf.fail(p)
+    mtu = path_mtu(lab, client, server)
+    pf.path_mtu = mtu
+    if ip == 6 and mtu < 1280:
+        pf.fail(f"IPv6 asked for, but the path MTU is {mtu} (< 1280: no IPv6)")
+        return pf
+    ns = netns_name(lab.name, client)
+    target = server if ip == 4 else f"{server}-v6"
+    size = mtu - IP_HEADER[ip]
+    res = Ping(target=target, count=3, interval=0.2, size=size, dont_fragment=True, family=ip, wait=2).run(
+        netns=ns, timeout=15)
+    pf.df_fits = res.verdict
+    if res.received == 0:
+        pf.fail(f"don't-fragment ping of {size} bytes (path MTU {mtu}) to {target} got no reply ({res.verdict})")
+    res2 = Ping(target=target, count=2, interval=0.2, size=size + 1, dont_fragment=True, family=ip, wait=1).run(
+        netns=ns, timeout=15)
+    pf.df_next = res2.verdict
+    if res2.received:
+        pf.fail(f"don't-fragment ping of {size + 1} bytes passed: the path MTU is larger than the planned {mtu}")
+    return pf

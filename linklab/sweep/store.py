@@ -1,0 +1,344 @@
+"""One sweep run on disk: a manifest, every tool's raw output, and a tidy table.
+
+    results/<experiment>/<YYYYmmdd-HHMMSS>[-N]/
+        manifest.json                   what was run (and `complete` once it all was)
+        points/<point_id>/point.json    the point's axes and key
+        points/<point_id>/rep<k>/       raw output of every tool + row.json
+        results.csv                     one row per point x rep, regenerated from row.json
+
+What is done is read from the filesystem, never from a counter: a rep is done iff its final
+directory exists with row.json in it. A rep is written into a temp directory and renamed
+into place, so a crash (even SIGKILL) leaves either nothing or a `*.tmp-<pid>` leftover that
+`clean_partial` removes; never half a result.
+"""
+
+from __future__ import annotations
+
+import csv
+import errno
+import fcntl
+import io
+import json
+import os
+import re
+import shutil
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+
+from linklab.state import write_json_atomic
+from linklab.sweep.matrix import Point
+
+MANIFEST = "manifest.json"
+TABLE = "results.csv"
+ROW = "row.json"
+POINT = "point.json"
+IDENTITY = ("point_index", "point_id", "rep")
+
+_RUN_NAME = re.compile(r"^(\d{8}-\d{6})(?:-(\d+))?$")
+_REP_DIR = re.compile(r"^rep(\d+)$")
+_SAFE_NAME = re.compile(r"^[A-Za-z0-9_+-][A-Za-z0-9._+-]*$")
+
+
+class AlreadyRecorded(Exception):
+    """This (point, rep) already has a result; results are never overwritten."""
+
+
+class RunLocked(Exception):
+    """Another process holds this run (two sweeps must not fill one run at once)."""
+
+
+class ResultsStore:
+    def __init__(self, path: Path, manifest: dict[str, Any]):
+        self.path = Path(path)
+        self.manifest = manifest
+
+    # -- finding and making runs ---------------------------------------------------------
+
+    @classmethod
+    def create(cls, root: Path, experiment: str, manifest: dict[str, Any], *, now: datetime | None = None) -> ResultsStore:
+        """A new run directory, never an existing one (same second -> `-2`, `-3`, ...)."""
+        now = now or datetime.now().astimezone()
+        base = experiment_dir(root, experiment)
+        base.mkdir(parents=True, exist_ok=True)
+        stamp = now.strftime("%Y%m%d-%H%M%S")
+        n = 1
+        while True:
+            name = stamp if n == 1 else f"{stamp}-{n}"
+            try:
+                # mkdir is the claim: two processes racing for one name cannot both win.
+                (base / name).mkdir()
+                break
+            except FileExistsError:
+                n += 1
+        path = base / name
+        data = {**manifest, "experiment": experiment, "run": name,
+                "created_at": now.isoformat(timespec="seconds"), "complete": False}
+        write_json_atomic(path / MANIFEST, data)
+        _fsync_dir(base)
+        return cls.open(path)  # what is on disk (JSON-normalised), not what we were handed
+
+    @classmethod
+    def open(cls, path: Path) -> ResultsStore:
+        return cls(Path(path), json.loads((Path(path) / MANIFEST).read_text()))
+
+    @classmethod
+    def runs(cls, root: Path, experiment: str) -> list[ResultsStore]:
+        """Every run of `experiment` with a readable manifest, oldest first."""
+        base = experiment_dir(root, experiment)
+        if not base.is_dir():
+            return []
+        found = []
+        for d in base.iterdir():
+            m = _RUN_NAME.match(d.name)
+            if not m or not d.is_dir():
+                continue
+            try:
+                store = cls.open(d)
+            except (OSError, ValueError):
+                continue  # crashed before its manifest was written: nothing in it to resume
+            found.append(((m.group(1), int(m.group(2) or 1)), store))
+        return [s for _, s in sorted(found, key=lambda t: t[0])]
+
+    @classmethod
+    def latest(cls, root: Path, experiment: str) -> ResultsStore | None:
+        runs = cls.runs(root, experiment)
+        return runs[-1] if runs else None
+
+    @classmethod
+    def find_resumable(cls, root: Path, experiment: str, fingerprint: str) -> ResultsStore | None:
+        """The newest run with this fingerprint, if it is not complete.
+
+        Only the newest matching run is a candidate: once a later run (say one made with
+        --force) exists, an older unfinished one is superseded and never resumed.
+        """
+        matching = [r for r in cls.runs(root, experiment) if r.manifest.get("fingerprint") == fingerprint]
+        if matching and not matching[-1].manifest.get("complete"):
+            return matching[-1]
+        return None
+
+    # -- the manifest --------------------------------------------------------------------
+
+    def update_manifest(self, **fields: Any) -> None:
+        data = {**self.manifest, **fields}
+        write_json_atomic(self.path / MANIFEST, data)
+        self.manifest = json.loads((self.path / MANIFEST).read_text())
+
+    def mark_complete(self) -> None:
+        self.update_manifest(complete=True, finished_at=datetime.now().astimezone().isoformat(timespec="seconds"))
+
+    @contextmanager
+    def lock(self) -> Iterator[None]:
+        """Hold the run for this process; raises RunLocked if another sweep holds it.
+
+        clean_partial deletes in-flight temp dirs, so it is only safe under this lock.
+        """
+        with open(self.path / ".lock", "w") as f:
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise RunLocked(f"another process is running {self.path}") from None
+            yield
+
+    # -- results -------------------------------------------------------------------------
+
+    @property
+    def points_dir(self) -> Path:
+        return self.path / "points"
+
+    def rep_dir(self, point_id: str, rep: int) -> Path:
+        return self.points_dir / point_id / f"rep{rep}"
+
+    def done(self, point_id: str, rep: int) -> bool:
+        return (self.rep_dir(point_id, rep) / ROW).is_file()
+
+    def completed(self) -> set[tuple[str, int]]:
+        return {(pdir.name, rep) for pdir, rep, _ in self._rep_dirs()}
+
+    def record(self, point: Point, rep: int, raw: Mapping[str, bytes | str], row: Mapping[str, Any]) -> Path:
+        """Store one rep's raw outputs and row, all or nothing; returns the rep directory."""
+        _check_rep(rep)
+        _check_name(point.id, "point id")
+        for name in raw:
+            _check_name(name, "raw file name")
+            if name == ROW:
+                raise ValueError(f"raw file name {ROW!r} is reserved for the row")
+        full = _full_row(point, rep, row)
+        pdir = self.points_dir / point.id
+        final = self.rep_dir(point.id, rep)
+        if final.exists():
+            raise AlreadyRecorded(f"{point.key} rep {rep} is already recorded in {final}")
+        pdir.mkdir(parents=True, exist_ok=True)
+        self._write_point(point)
+
+        tmp = pdir / f".rep{rep}.tmp-{os.getpid()}"
+        if tmp.exists():
+            shutil.rmtree(tmp)  # our own earlier attempt in this process that failed midway
+        tmp.mkdir()
+        try:
+            for name, content in raw.items():
+                _write_synced(tmp / name, content)
+            _write_synced(tmp / ROW, json.dumps(full, indent=1, sort_keys=True, default=str) + "\n")
+            _fsync_dir(tmp)
+            try:
+                # rename(2) of a directory fails if the target exists and is non-empty, so two
+                # writers racing for one rep cannot both succeed.
+                os.rename(tmp, final)
+            except OSError as e:
+                if e.errno in (errno.EEXIST, errno.ENOTEMPTY):
+                    raise AlreadyRecorded(f"{point.key} rep {rep} is already recorded in {final}") from None
+                raise
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        _fsync_dir(pdir)
+        return final
+
+    def clean_partial(self) -> list[Path]:
+        """Remove what a crashed run left half-written; returns what was removed."""
+        removed: list[Path] = []
+        dirs = [self.path]
+        if self.points_dir.is_dir():
+            dirs += [d for d in self.points_dir.iterdir() if d.is_dir()]
+        for d in dirs:
+            for entry in d.iterdir():
+                # Ours are `.<name>.tmp-<pid>`; linklab.state.write_json_atomic leaves `.<name>.<pid>.tmp`.
+                is_tmp = entry.name.startswith(".") and (".tmp-" in entry.name or entry.name.endswith(".tmp"))
+                # A rep dir without row.json is not a result (we never make one) but would block
+                # re-measuring that rep, so it goes too.
+                is_hollow = d != self.path and _REP_DIR.match(entry.name) and not (entry / ROW).is_file()
+                if is_tmp or is_hollow:
+                    if entry.is_dir() and not entry.is_symlink():
+                        shutil.rmtree(entry)
+                    else:
+                        entry.unlink()
+                    removed.append(entry)
+        return sorted(removed)
+
+    def rows(self) -> list[dict[str, Any]]:
+        rows = [json.loads((rdir / ROW).read_text()) for _, _, rdir in self._rep_dirs()]
+        return sorted(rows, key=lambda r: (r["point_index"], r["rep"]))
+
+    def write_table(self) -> Path:
+        """Regenerate results.csv from every row.json: one row per (point, rep)."""
+        rows = self.rows()
+        axes = self._axis_order()
+        columns = list(IDENTITY) + [a for a in axes if a not in IDENTITY]
+        rest = sorted({k for r in rows for k in r} - set(columns))
+        columns += rest
+        buf = io.StringIO()
+        writer = csv.writer(buf, lineterminator="\n")
+        writer.writerow(columns)
+        for r in rows:
+            writer.writerow([_cell(r.get(c)) for c in columns])
+        path = self.path / TABLE
+        write_text_atomic(path, buf.getvalue())
+        return path
+
+    # -- internals -----------------------------------------------------------------------
+
+    def _rep_dirs(self) -> Iterator[tuple[Path, int, Path]]:
+        if not self.points_dir.is_dir():
+            return
+        for pdir in self.points_dir.iterdir():
+            if not pdir.is_dir() or pdir.name.startswith("."):
+                continue
+            for rdir in pdir.iterdir():
+                m = _REP_DIR.match(rdir.name)
+                if m and (rdir / ROW).is_file():
+                    yield pdir, int(m.group(1)), rdir
+
+    def _write_point(self, point: Point) -> None:
+        path = self.points_dir / point.id / POINT
+        if path.exists():
+            have = json.loads(path.read_text())
+            if have.get("key") != point.key:
+                # Same id, different point: the matrix changed under a resumed run.
+                raise ValueError(f"{path} is for {have.get('key')!r}, not {point.key!r}")
+            return
+        # write_json_atomic sorts keys, so the axis order is kept separately.
+        write_json_atomic(path, {"index": point.index, "id": point.id, "key": point.key,
+                                 "axes": point.axes, "axis_order": list(point.axes)})
+
+    def _axis_order(self) -> list[str]:
+        """Axis names in matrix order, as recorded with the points (first point first)."""
+        order: list[str] = []
+        infos = []
+        if self.points_dir.is_dir():
+            for p in self.points_dir.glob(f"*/{POINT}"):
+                try:
+                    infos.append(json.loads(p.read_text()))
+                except (OSError, ValueError):
+                    continue
+        for info in sorted(infos, key=lambda i: i.get("index", 0)):
+            for name in info.get("axis_order", []):
+                if name not in order:
+                    order.append(name)
+        return order
+
+
+def experiment_dir(root: Path, experiment: str) -> Path:
+    _check_name(experiment, "experiment name")
+    return Path(root) / experiment
+
+
+def write_text_atomic(path: Path, content: bytes | str) -> None:
+    """Write-then-rename, fsynced, in the target's directory (so the rename is atomic)."""
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    _write_synced(tmp, content)
+    os.replace(tmp, path)
+    _fsync_dir(path.parent)
+
+
+def _write_synced(path: Path, content: bytes | str) -> None:
+    if isinstance(content, str):
+        data = content.encode()
+    elif isinstance(content, (bytes, bytearray, memoryview)):
+        data = bytes(content)
+    else:  # bytes(5) would quietly write five NULs
+        raise TypeError(f"{path.name}: raw output must be str or bytes, got {type(content).__name__}")
+    with open(path, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _fsync_dir(path: Path) -> None:
+    # Makes a rename durable: without it a power cut can undo the rename after we reported it.
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _full_row(point: Point, rep: int, row: Mapping[str, Any]) -> dict[str, Any]:
+    full: dict[str, Any] = {"point_index": point.index, "point_id": point.id, "rep": rep}
+    for name, value in point.axes.items():
+        if name in full:
+            raise ValueError(f"axis {name!r} clashes with the identity column of that name")
+        full[name] = value
+    for name, value in row.items():
+        if name in full and full[name] != value:
+            raise ValueError(f"row field {name!r}={value!r} contradicts the point's {name}={full[name]!r}")
+        full[name] = value
+    return full
+
+
+def _cell(value: Any) -> Any:
+    if value is None:
+        return ""
+    if isinstance(value, (dict, list, tuple, bool)):
+        return json.dumps(value, sort_keys=True)
+    return value
+
+
+def _check_name(name: str, what: str) -> None:
+    if not isinstance(name, str) or not _SAFE_NAME.match(name) or len(name) > 200:
+        raise ValueError(f"{what} {name!r} is not a safe file name (letters, digits, . _ + -)")
+
+
+def _check_rep(rep: int) -> None:
+    if isinstance(rep, bool) or not isinstance(rep, int) or rep < 0:
+        raise ValueError(f"rep must be a non-negative integer, got {rep!r}")

@@ -1,0 +1,533 @@
+"""The persistent lab VM: boot it once (QEMU via virtme-ng), run commands in it, stop it.
+
+The VM outlives the CLI invocation that booted it; everything another invocation needs to find
+it again lives in <state_dir>/vm/vm.json. QEMU carries an ownership mark (-name linklab-vm-<hash
+of state_dir>) so a VM left behind by a crash can be found by exact match and stopped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import BinaryIO, Callable
+
+import linklab
+from linklab.errors import EnvironmentProblem, StateError, UsageError
+from linklab.kernel import LAB_MODULES
+from linklab.vm.client import AgentGone, Channel, acquire_port
+
+ACCELS = ("auto", "kvm", "tcg")
+ACCEL_ENV = "LINKLAB_VM_ACCEL"
+PORT_NAME = "linklab{}"
+# Host variables a command inside the VM should see; the rest (HOME, SSH_*, DISPLAY...) describe the host session.
+FORWARD_ENV = ("PATH", "LANG", "LANGUAGE", "TERM", "COLUMNS", "LINES", "NO_COLOR", "TZ", "VIRTUAL_ENV")
+FORWARD_PREFIXES = ("LINKLAB_", "LC_", "PYTHON")
+# Characters safe in a QEMU option value and a virtme path argument (no ',', '=', spaces).
+SAFE_PATH = re.compile(r"[A-Za-z0-9_./+@%:-]+")
+
+
+@dataclass(frozen=True)
+class VMConfig:
+    cpus: int = 2
+    memory: str = "2G"
+    kernel: Path | None = None  # None: the newest /boot/vmlinuz-*
+    accel: str = "auto"  # auto | kvm | tcg; env LINKLAB_VM_ACCEL overrides
+    ports: int = 4  # concurrent host commands
+    modules: tuple[str, ...] = LAB_MODULES
+    boot_timeout: float = 240.0  # TCG boots in ~25 s on an idle 2-core host; leave room for a busy one
+    kvm_timeout: float = 40.0  # the known KVM failure is a silent hang right after decompression
+    kvm_stall: float = 15.0  # under KVM a healthy boot never goes this long without console output
+    verbose_console: bool = True  # kernel messages in console.log, for diagnosing boots that fail
+
+
+# -- facts about the host -----------------------------------------------------------------------
+
+
+def kernel_release_of(image: Path) -> str:
+    return image.name.removeprefix("vmlinuz-")
+
+
+def _version_key(release: str) -> list:
+    return [int(p) if p.isdigit() else p for p in re.split(r"[.\-+~]", release)]
+
+
+def newest_kernel(boot: Path = Path("/boot")) -> Path:
+    images = [p for p in boot.glob("vmlinuz-*") if p.is_file()]
+    if not images:
+        raise EnvironmentProblem("no kernel image in /boot for the lab VM",
+                                 hint="install Debian's linux-image-amd64 (scripts/setup.sh does)")
+    return max(images, key=lambda p: _version_key(kernel_release_of(p)))
+
+
+def kvm_usable(dev: str = "/dev/kvm") -> bool:
+    """Whether /dev/kvm opens and speaks the stable API. Says nothing about whether a guest will boot."""
+    try:
+        fd = os.open(dev, os.O_RDWR | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        return fcntl.ioctl(fd, 0xAE00) == 12  # KVM_GET_API_VERSION
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def marker_for(state_dir: Path) -> str:
+    digest = hashlib.sha256(str(Path(state_dir).resolve()).encode()).hexdigest()[:12]
+    return f"linklab-vm-{digest}"
+
+
+def _cmdline(pid: int) -> list[str]:
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return []
+    return raw.decode(errors="replace").split("\0")
+
+
+def _alive(pid: int) -> bool:
+    """Exists and is not a zombie (this machine's init may never reap orphans)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[-1].split()[0] not in ("Z", "X")
+
+
+def _pgid(pid: int) -> int | None:
+    try:
+        return os.getpgid(pid)
+    except OSError:
+        return None
+
+
+def _has_mark(pid: int, marker: str) -> bool:
+    """QEMU itself, with `-name <marker>` (virtme-run's own argv carries the same words: not it)."""
+    args = _cmdline(pid)
+    return Path(args[0]).name.startswith("qemu-system") and any(a == "-name" and b == marker for a, b in zip(args, args[1:]))
+
+
+def find_orphan_vms(state_dir: Path) -> list[int]:
+    """Live QEMU processes carrying this state dir's exact mark, whether or not vm.json knows them."""
+    marker = marker_for(state_dir)
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            pid = int(entry.name)
+            if _has_mark(pid, marker) and _alive(pid):
+                pids.append(pid)
+    return sorted(pids)
+
+
+def forwarded_env(environ: dict[str, str] | None = None) -> dict[str, str]:
+    environ = os.environ if environ is None else environ
+    return {k: v for k, v in environ.items() if k in FORWARD_ENV or k.startswith(FORWARD_PREFIXES)}
+
+
+def _tail(path: Path, lines: int = 25) -> str:
+    try:
+        text = path.read_bytes()[-16384:].replace(b"\0", b"").decode(errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def _write_json_atomic(path: Path, data: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+    with os.fdopen(fd, "w") as f:
+        json.dump(data, f, indent=2, sort_keys=True)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+def _read_json(path: Path) -> dict | None:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+class BootFailed(Exception):
+    """One boot attempt failed; the caller decides between falling back and giving up."""
+
+
+# -- the VM ---------------------------------------------------------------------------------------
+
+
+class LabVM:
+    def __init__(self, state_dir: Path, config: VMConfig = VMConfig(), rwdirs: list[Path] | None = None):
+        self.state_dir = Path(state_dir).resolve()
+        self.config = config
+        self.rwdirs = [Path(d).resolve() for d in (rwdirs if rwdirs is not None else [Path.cwd()])]
+        self.dir = self.state_dir / "vm"
+        self.json_path = self.dir / "vm.json"
+        self.console_log = self.dir / "console.log"
+        self.agent_log = self.dir / "agent.log"
+        self.accel_cache = self.dir / "accel-cache.json"
+        self.marker = marker_for(self.state_dir)
+        self._proc: subprocess.Popen | None = None  # set only in the process that booted the VM
+
+    # -- paths ------------------------------------------------------------------------------
+
+    def _socket_dir(self) -> Path:
+        # Unix socket paths are limited to 108 bytes, and QEMU option values must not contain ','.
+        d = self.dir / "sock"
+        longest = str(d / f"{PORT_NAME.format(self.config.ports - 1)}.sock")
+        if len(longest) < 100 and SAFE_PATH.fullmatch(longest):
+            return d
+        return Path(tempfile.gettempdir()) / self.marker
+
+    def _sockets(self, info: dict | None = None) -> list[Path]:
+        if info and info.get("sockets"):
+            return [Path(s) for s in info["sockets"]]
+        d = self._socket_dir()
+        return [d / f"{PORT_NAME.format(i)}.sock" for i in range(self.config.ports)]
+
+    def _locks(self, n: int) -> list[Path]:
+        return [self.dir / "locks" / f"port{i}.lock" for i in range(n)]
+
+    @contextlib.contextmanager
+    def _boot_lock(self):
+        """Serialises up/down between concurrent CLI invocations on this state dir."""
+        self.dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.dir / "boot.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
+
+    # -- state ------------------------------------------------------------------------------
+
+    def info(self) -> dict | None:
+        return _read_json(self.json_path)
+
+    def running(self) -> bool:
+        info = self.info()
+        pid = info.get("pid") if info else None
+        return isinstance(pid, int) and _alive(pid) and _has_mark(pid, self.marker)
+
+    def host_rss_kb(self) -> int | None:
+        """QEMU's resident memory on the host (guest RAM is touched lazily, so this grows with use)."""
+        info = self.info()
+        try:
+            for line in Path(f"/proc/{info['pid']}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+        except (OSError, TypeError, KeyError, ValueError):
+            pass
+        return None
+
+    # -- accel choice -----------------------------------------------------------------------
+
+    def _kernel(self) -> Path:
+        kernel = Path(self.config.kernel) if self.config.kernel else newest_kernel()
+        if not kernel.is_file():
+            raise EnvironmentProblem(f"lab VM kernel {kernel} does not exist")
+        return kernel
+
+    def _accel_key(self, kernel: Path) -> str:
+        return f"{kernel}|host {os.uname().release}"
+
+    def _kvm_failed_before(self, kernel: Path) -> dict | None:
+        return ((_read_json(self.accel_cache) or {}).get("kvm_failed") or {}).get(self._accel_key(kernel))
+
+    def _record_kvm_failure(self, kernel: Path, reason: str) -> None:
+        cache = _read_json(self.accel_cache) or {}
+        cache.setdefault("kvm_failed", {})[self._accel_key(kernel)] = {
+            "at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "reason": reason}
+        _write_json_atomic(self.accel_cache, cache)
+
+    def _wanted_accel(self) -> str:
+        accel = os.environ.get(ACCEL_ENV) or self.config.accel
+        if accel not in ACCELS:
+            raise UsageError(f"lab VM acceleration {accel!r} is not one of {', '.join(ACCELS)}",
+                             hint=f"check {ACCEL_ENV}" if os.environ.get(ACCEL_ENV) else None)
+        return accel
+
+    # -- up ---------------------------------------------------------------------------------
+
+    def ensure_running(self, say: Callable[[str], None] = print) -> dict:
+        """Boot the VM unless it already runs; returns vm.json's content. Safe to call repeatedly."""
+        with self._boot_lock():
+            info = self.info()
+            if info and self.running():
+                return info
+            self._clear_leftovers(say)
+            kernel = self._kernel()
+            accel = self._wanted_accel()
+            if accel == "auto":
+                accel = "kvm" if kvm_usable() and not self._kvm_failed_before(kernel) else "tcg"
+                if accel == "kvm":
+                    try:
+                        return self._boot(kernel, "kvm", say)
+                    except BootFailed as e:
+                        self._record_kvm_failure(kernel, str(e))
+                        say(f"lab VM: KVM did not boot ({e}); using software emulation from now on "
+                            f"(forget this by deleting {self.accel_cache})")
+                        accel = "tcg"
+            try:
+                return self._boot(kernel, accel, say)
+            except BootFailed as e:
+                raise EnvironmentProblem(
+                    f"lab VM did not boot: {e}\n--- {self.console_log} (tail) ---\n{_tail(self.console_log)}"
+                    f"\n--- {self.agent_log} (tail) ---\n{_tail(self.agent_log)}",
+                    hint=f"retry with {ACCEL_ENV}=tcg" if accel == "kvm" else "check that qemu-system-x86 is installed",
+                ) from None
+
+    def _clear_leftovers(self, say: Callable[[str], None]) -> None:
+        orphans = find_orphan_vms(self.state_dir)
+        if orphans:
+            say(f"lab VM: stopping a VM left over from an earlier run (pid {', '.join(map(str, orphans))})")
+            self._kill(orphans, (_read_json(self.json_path) or {}).get("pgid"))
+        self._remove_runtime_files()
+
+    def _remove_runtime_files(self, info: dict | None = None) -> None:
+        for sock in self._sockets(info):
+            with contextlib.suppress(FileNotFoundError):
+                sock.unlink()
+        with contextlib.suppress(FileNotFoundError):
+            self.json_path.unlink()
+
+    def _command(self, kernel: Path, accel: str, sockets: list[Path]) -> list[str]:
+        bindir = Path(sys.executable).parent
+        virtme_run = bindir / "virtme-run"
+        if not virtme_run.exists():
+            raise EnvironmentProblem(f"{virtme_run} not found (virtme-ng is not installed in this environment)",
+                                     hint="run scripts/setup.sh")
+        for p in [*self.rwdirs, *sockets]:
+            if not SAFE_PATH.fullmatch(str(p)):
+                raise UsageError(f"path {str(p)!r} cannot be shared with the lab VM (use only letters, digits and _./+@%:-)")
+        src_root = Path(linklab.__file__).resolve().parent.parent
+        names = [PORT_NAME.format(i) for i in range(len(sockets))]
+        # cd to the source root so `python -m` imports this very linklab, installed or not.
+        script = shlex.join(["cd", str(src_root)]) + " && exec " + shlex.join([
+            sys.executable, "-m", "linklab.vm.agent", "--ports", ",".join(names),
+            "--modules", ",".join(self.config.modules),
+            *(["--debug"] if os.environ.get("LINKLAB_AGENT_DEBUG") == "1" else [])])
+        qemu = ["-name", self.marker, "-device", "virtio-serial-pci,id=llserial"]
+        for i, (name, sock) in enumerate(zip(names, sockets)):
+            qemu += ["-chardev", f"socket,id=ll{i},path={sock},server=on,wait=off",
+                     "-device", f"virtserialport,bus=llserial.0,chardev=ll{i},name={name}"]
+        # What `vng --run <kernel> --exec ...` hands to virtme-run (virtme-ng 1.42), but as an argv list:
+        # vng joins it into an unquoted shell string. No --net: the guest gets no NIC at all (QEMU -net none).
+        cmd = [str(virtme_run), "--name", "linklab", "--script-sh", script]
+        for d in self.rwdirs:
+            cmd += ["--rwdir", str(d)]
+        for d in ("/etc", "/lib", "/home", "/opt", "/srv", "/usr", "/var", "/tmp"):
+            cmd += ["--overlay-rwdir", d]
+        cmd += ["--pwd", "--kimg", str(kernel), "--mods", "auto",
+                "--cpus", str(self.config.cpus), "--memory", str(self.config.memory)]
+        if accel == "tcg":
+            cmd.append("--disable-kvm")
+        if self.config.verbose_console:
+            cmd += ["--show-boot-console", "--verbose"]
+        return cmd + ["--qemu-opts", *qemu]
+
+    def _boot(self, kernel: Path, accel: str, say: Callable[[str], None]) -> dict:
+        cfg = self.config
+        release = kernel_release_of(kernel)
+        how = ("software emulation (TCG)", "about 25 s") if accel == "tcg" else \
+              ("hardware virtualization (KVM)", "a few seconds")
+        say(f"starting lab VM: kernel {release}, {how[0]}, {cfg.cpus} vCPUs, {cfg.memory} — {how[1]}")
+        sock_dir = self._socket_dir()
+        sock_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        sockets = self._sockets()
+        self._remove_runtime_files()
+        cmd = self._command(kernel, accel, sockets)
+        env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+        t0 = time.monotonic()
+        with open(self.console_log, "wb") as console, open(self.agent_log, "wb") as agent:
+            # Own session: the VM must survive this CLI process and its terminal's signals.
+            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=agent, stderr=console,
+                                    cwd=self.rwdirs[0] if self.rwdirs else None, env=env, start_new_session=True)
+        self._proc = proc
+        try:
+            qemu_pid, guest = self._await_ready(proc, sockets, accel, t0)
+        except BaseException as e:  # including Ctrl-C: never leave a half-booted VM behind
+            self._kill(find_orphan_vms(self.state_dir), proc.pid)
+            if proc.poll() is None:  # QEMU not forked yet: virtme-run alone
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+            self._reap()
+            if isinstance(e, (BootFailed, AgentGone)):
+                raise BootFailed(str(e)) from None
+            raise
+        ready_s = round(time.monotonic() - t0, 1)
+        info = {
+            "pid": qemu_pid, "pgid": proc.pid, "marker": self.marker,
+            "kernel": str(kernel), "kernel_release": guest.get("kernel_release", release),
+            "accel": accel, "cpus": cfg.cpus, "memory": cfg.memory,
+            "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "ready_s": ready_s, "sockets": [str(s) for s in sockets],
+            "modules_failed": guest.get("modules_failed", []),
+            "rwdirs": [str(d) for d in self.rwdirs], "guest": guest,
+            "console_log": str(self.console_log), "agent_log": str(self.agent_log),
+        }
+        _write_json_atomic(self.json_path, info)
+        failed = info["modules_failed"]
+        say(f"lab VM ready in {ready_s:.0f} s" + (f"; modules that failed to load: {' '.join(failed)}" if failed else ""))
+        return info
+
+    def _await_ready(self, proc: subprocess.Popen, sockets: list[Path], accel: str, t0: float) -> tuple[int, dict]:
+        cfg = self.config
+        deadline = t0 + (cfg.kvm_timeout if accel == "kvm" else cfg.boot_timeout)
+        progress = {"size": -1, "at": t0}
+
+        def alive() -> bool:
+            if proc.poll() is not None:
+                raise BootFailed(f"QEMU exited with code {proc.returncode} during boot")
+            if accel == "kvm":  # the known KVM failure mode is silence, so fail fast on it
+                size = sum(p.stat().st_size for p in (self.console_log, self.agent_log) if p.exists())
+                now = time.monotonic()
+                if size != progress["size"]:
+                    progress.update(size=size, at=now)
+                elif now - progress["at"] > cfg.kvm_stall:
+                    raise BootFailed(f"no console output for {cfg.kvm_stall:.0f} s (hung)")
+            if time.monotonic() > deadline:
+                raise BootFailed(f"no answer from the guest agent within {deadline - t0:.0f} s")
+            return True
+
+        qemu_pid = None
+        while qemu_pid is None:  # virtme-run forks QEMU after building the initramfs
+            alive()
+            pids = find_orphan_vms(self.state_dir)
+            qemu_pid = pids[0] if pids else None
+            if qemu_pid is None:
+                time.sleep(0.2)
+        with Channel(sockets[0]) as ch:
+            ch.connect(deadline, alive)
+            guest = ch.handshake(deadline, alive)
+        return qemu_pid, guest
+
+    # -- commands ---------------------------------------------------------------------------
+
+    def _require(self) -> dict:
+        info = self.info()
+        if not info or not self.running():
+            raise StateError("the lab VM is not running", hint="start it with `linklab up`")
+        return info
+
+    def _alive_check(self, info: dict) -> Callable[[], bool]:
+        return lambda: _alive(info["pid"])
+
+    def run(self, argv: list[str], *, cwd: str | Path, env: dict[str, str] | None = None,
+            timeout: float | None = None, stdout: BinaryIO | None = None, stderr: BinaryIO | None = None,
+            port_wait: float = 600.0) -> int:
+        """Run argv inside the VM, streaming its output live; returns its exit code.
+        env: variables layered over the guest's environment (default: forwarded_env()).
+        Ctrl-C is forwarded to the guest command; the command's own exit code comes back."""
+        stdout = stdout if stdout is not None else sys.stdout.buffer
+        stderr = stderr if stderr is not None else sys.stderr.buffer
+        info = self._require()
+        sockets = self._sockets(info)
+        sock, lock = acquire_port(sockets, self._locks(len(sockets)), wait=port_wait)
+        alive = self._alive_check(info)
+        try:
+            for s in (sys.stdout, sys.stderr):  # keep text printed earlier ahead of the streamed bytes
+                with contextlib.suppress(Exception):
+                    s.flush()
+            with Channel(sock) as ch:
+                ch.connect(time.monotonic() + 10, alive)
+                ch.handshake(time.monotonic() + 60, alive)
+                return ch.run([str(a) for a in argv], str(cwd), forwarded_env() if env is None else env,
+                              timeout, stdout, stderr, alive)
+        except AgentGone as e:
+            raise EnvironmentProblem(f"{e}\n--- {self.console_log} (tail) ---\n{_tail(self.console_log, 10)}",
+                                     hint="`linklab down` then `linklab up` restarts the lab VM") from None
+        finally:
+            lock.release()
+
+    def ping(self, timeout: float = 30.0) -> dict:
+        """Handshake with the agent on a free port; returns the guest info plus the round trip in ms."""
+        info = self._require()
+        sockets = self._sockets(info)
+        sock, lock = acquire_port(sockets, self._locks(len(sockets)), wait=timeout)
+        try:
+            t0 = time.monotonic()
+            with Channel(sock) as ch:
+                ch.connect(t0 + timeout, self._alive_check(info))
+                guest = ch.handshake(t0 + timeout, self._alive_check(info))
+            return {**guest, "rtt_ms": round((time.monotonic() - t0) * 1000, 1)}
+        except AgentGone as e:
+            raise EnvironmentProblem(str(e)) from None
+        finally:
+            lock.release()
+
+    # -- down -------------------------------------------------------------------------------
+
+    def stop(self, say: Callable[[str], None] = print, timeout: float = 30.0) -> None:
+        """Shut the VM down: ask the agent (clean guest poweroff), then signals. Idempotent."""
+        with self._boot_lock():
+            info = self.info() or {}
+            pids = set(find_orphan_vms(self.state_dir))
+            if not pids:
+                self._remove_runtime_files(info)
+                self._reap()
+                return
+            say("stopping lab VM")
+            if self._ask_shutdown(info):
+                end = time.monotonic() + timeout
+                while time.monotonic() < end and any(_alive(p) for p in pids):
+                    time.sleep(0.2)
+            self._kill(sorted(p for p in pids if _alive(p)), info.get("pgid"))
+            self._reap()
+            self._remove_runtime_files(info)
+
+    def _ask_shutdown(self, info: dict) -> bool:
+        sockets = self._sockets(info)
+        try:
+            sock, lock = acquire_port(sockets, self._locks(len(sockets)), wait=2.0)
+        except StateError:
+            return False
+        try:
+            with Channel(sock) as ch:
+                ch.connect(time.monotonic() + 5)
+                ch.handshake(time.monotonic() + 10)
+                ch.send({"t": "shutdown"})
+                while ch.recv(time.monotonic() + 10)["t"] != "bye":
+                    pass
+            return True
+        except (AgentGone, OSError):
+            return False
+        finally:
+            lock.release()
+
+    def _kill(self, pids: list[int], pgid: int | None) -> None:
+        """TERM then KILL each marked QEMU and, if it is theirs, the launcher's process group (virtme-run).
+        The group is signalled only while a marked QEMU is in it: a stale pgid may have been reused."""
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            targets = [p for p in pids if _alive(p)]
+            if pgid and any(_pgid(p) == pgid for p in targets):
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(pgid, sig)
+            for p in targets:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(p, sig)
+            end = time.monotonic() + 5.0
+            while time.monotonic() < end and any(_alive(p) for p in targets):
+                time.sleep(0.1)
+            if not any(_alive(p) for p in targets):
+                return
+
+    def _reap(self) -> None:
+        if self._proc is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._proc.wait(10)
+            self._proc = None

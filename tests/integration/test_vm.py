@@ -1,0 +1,185 @@
+"""The lab VM end to end: one real QEMU guest for the whole module (booting takes ~25 s under TCG).
+
+Acceleration: LINKLAB_VM_ACCEL if set, else TCG, so the run does not pay for a KVM attempt that
+hangs on machines like the project's development VM.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from linklab.vm.client import Channel
+from linklab.vm import protocol as P
+from linklab.vm.launcher import LabVM, VMConfig, find_orphan_vms, marker_for
+
+pytestmark = pytest.mark.integration
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _skip_reason() -> str | None:
+    if os.geteuid() != 0:
+        return "needs root (the lab VM shares host directories and loads modules)"
+    if not shutil.which("qemu-system-x86_64"):
+        return "needs qemu-system-x86_64 (Debian package qemu-system-x86)"
+    if not list(Path("/boot").glob("vmlinuz-*")):
+        return "needs a kernel image in /boot (Debian package linux-image-amd64)"
+    if not (Path(sys.executable).parent / "virtme-run").exists():
+        return "needs virtme-ng in this Python environment (scripts/setup.sh)"
+    return None
+
+
+if _skip_reason():
+    pytest.skip(_skip_reason(), allow_module_level=True)
+
+
+@pytest.fixture(scope="module")
+def vm(tmp_path_factory):
+    state = tmp_path_factory.mktemp("vmstate")
+    lab = LabVM(state, VMConfig(accel=os.environ.get("LINKLAB_VM_ACCEL", "tcg")), rwdirs=[REPO])
+    try:
+        lab.ensure_running(say=lambda msg: print(msg, file=sys.stderr))
+        yield lab
+    finally:
+        lab.stop(say=lambda msg: None)
+
+
+@pytest.fixture(scope="module")
+def workdir():
+    """A scratch directory inside the shared repo (.linklab/ is git-ignored)."""
+    d = REPO / ".linklab" / f"test-vm-{os.getpid()}"
+    d.mkdir(parents=True, exist_ok=True)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def run(vm: LabVM, argv, cwd, **kw) -> tuple[int, bytes, bytes]:
+    out, err = io.BytesIO(), io.BytesIO()
+    code = vm.run(argv, cwd=cwd, stdout=out, stderr=err, **kw)
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_guest_runs_the_booted_kernel(vm, workdir):
+    info = vm.info()
+    code, out, _ = run(vm, ["uname", "-r"], workdir)
+    assert code == 0
+    release = out.decode().strip()
+    assert release == info["kernel_release"] == Path(info["kernel"]).name.removeprefix("vmlinuz-")
+    assert release != os.uname().release
+    assert vm.running()
+
+
+def test_lab_modules_are_loaded(vm, workdir):
+    assert vm.info()["modules_failed"] == []
+    for module in ("bonding", "sch_netem", "openvswitch"):
+        assert run(vm, ["test", "-d", f"/sys/module/{module}"], workdir)[0] == 0, module
+
+
+def test_exit_codes_propagate(vm, workdir):
+    assert run(vm, ["sh", "-c", "exit 3"], workdir)[0] == 3
+    assert run(vm, ["true"], workdir)[0] == 0
+    code, _, err = run(vm, ["no-such-program-linklab"], workdir)
+    assert code == 127 and b"no-such-program-linklab" in err
+
+
+def test_stdout_and_stderr_stream_separately(vm, workdir):
+    code, out, err = run(vm, ["sh", "-c", "echo to-out; echo to-err >&2; echo more-out"], workdir)
+    assert code == 0
+    assert out == b"to-out\nmore-out\n"
+    assert err == b"to-err\n"
+
+
+def test_binary_output_is_exact(vm, workdir):
+    script = "import sys; sys.stdout.buffer.write(bytes(range(256)) * 512)"
+    code, out, _ = run(vm, [sys.executable, "-c", script], workdir)
+    assert code == 0 and out == bytes(range(256)) * 512
+
+
+def test_guest_writes_are_visible_on_host_and_env_marks_the_vm(vm, workdir):
+    code, _, err = run(vm, ["sh", "-c", 'echo "$LINKLAB_IN_VM $(hostname)" > from-guest.txt'], workdir)
+    assert code == 0, err
+    assert (workdir / "from-guest.txt").read_text() == "1 linklab\n"
+
+
+def test_concurrent_commands_use_different_ports(vm, workdir):
+    codes = []
+    threads = [threading.Thread(target=lambda: codes.append(run(vm, ["sleep", "2"], workdir)[0])) for _ in range(2)]
+    t0 = time.monotonic()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert codes == [0, 0]
+    assert time.monotonic() - t0 < 3.9  # in parallel, not one after the other
+
+
+class _SignalOnOutput(io.BytesIO):
+    """Sends this process SIGINT (a Ctrl-C) once the guest command says it started."""
+
+    def write(self, data):
+        n = super().write(data)
+        if b"started" in self.getvalue() and not getattr(self, "sent", False):
+            self.sent = True
+            threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT)).start()
+        return n
+
+
+def test_ctrl_c_interrupts_the_guest_command(vm, workdir):
+    out = _SignalOnOutput()
+    t0 = time.monotonic()
+    code = vm.run(["sh", "-c", "echo started; exec sleep 60"], cwd=workdir, stdout=out, stderr=io.BytesIO())
+    assert code == 128 + signal.SIGINT
+    assert time.monotonic() - t0 < 10
+
+
+def test_client_vanishing_mid_command_frees_the_port(vm, workdir):
+    sock = Path(vm.info()["sockets"][0])
+    ch = Channel(sock)
+    ch.connect(time.monotonic() + 10)
+    ch.handshake(time.monotonic() + 30)
+    ch.send(P.request(["sleep", "61"], str(workdir)))
+    time.sleep(1)
+    ch.close()  # as if the host CLI was killed
+    t0 = time.monotonic()
+    assert run(vm, ["true"], workdir)[0] == 0  # port 0 again: the lowest free one
+    assert time.monotonic() - t0 < 10
+    # the abandoned command was stopped, not left running
+    deadline = time.monotonic() + 10
+    while run(vm, ["pgrep", "-x", "sleep"], workdir)[0] == 0 and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert run(vm, ["pgrep", "-x", "sleep"], workdir)[0] == 1
+
+
+def test_guest_timeout(vm, workdir):
+    code, _, err = run(vm, ["sleep", "30"], workdir, timeout=1)
+    assert code == P.EXIT_TIMEOUT and b"timed out" in err
+
+
+def test_ensure_running_is_idempotent(vm):
+    pid = vm.info()["pid"]
+    assert vm.ensure_running(say=lambda m: pytest.fail(f"should not boot again: {m}"))["pid"] == pid
+
+
+def test_stop_leaves_nothing(vm):
+    state = vm.state_dir
+    vm.stop(say=lambda msg: None)
+    assert not vm.running()
+    assert vm.info() is None
+    assert find_orphan_vms(state) == []
+    mark = marker_for(state).encode()
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            raw = cmdline.read_bytes()
+        except OSError:
+            continue
+        assert not (raw.startswith(b"/usr/bin/qemu") and mark in raw.split(b"\0")), cmdline
+    vm.stop(say=lambda msg: pytest.fail("stop of a stopped VM should be silent"))
