@@ -40,13 +40,14 @@ report: setup
 	$(LINKLAB) report $(RESULTS)
 
 test: setup
-	$(PY) -m pytest tests $(PYTEST_ARGS)
+	bash scripts/test.sh $(PYTEST_ARGS)
 
 test-unit: setup
 	$(PY) -m pytest tests/unit tests/golden $(PYTEST_ARGS)
 
 test-integration: setup
-	$(PY) -m pytest tests/integration $(PYTEST_ARGS)
+	$(PY) -m pytest tests/integration/host $(PYTEST_ARGS)
+	$(LINKLAB) vm run --if-needed --stop-after -- $(PY) -m pytest tests/integration/kernel $(PYTEST_ARGS)
 
 bench: setup
 	$(PY) bench/lab_up.py

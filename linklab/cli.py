@@ -82,8 +82,15 @@ def _parser() -> argparse.ArgumentParser:
     c = cmd("clean", "remove what crashed labs left behind (found by ownership marks, never by name patterns)")
     c.add_argument("lab", nargs="?", help="only this lab's leftovers (default: every linklab lab's)")
 
-    vm = cmd("vm", "the lab VM: status, or stop it")
-    vm.add_argument("action", choices=["status", "stop"])
+    vm = cmd("vm", "the lab VM: status, start, stop, or run a command inside it",
+             epilog="examples:\n  linklab vm status\n  linklab vm run -- uname -r\n"
+                    "  linklab vm run --if-needed -- pytest tests/integration/kernel   (what `make test` does)",
+             formatter_class=argparse.RawDescriptionHelpFormatter)
+    vm.add_argument("action", choices=["status", "start", "stop", "run"])
+    vm.add_argument("--if-needed", action="store_true",
+                    help="run: natively when this kernel has bonding, netem and openvswitch; in the VM otherwise")
+    vm.add_argument("--stop-after", action="store_true", help="run: stop the VM afterwards if no lab uses it")
+    vm.add_argument("argv", nargs=argparse.REMAINDER, help="run: the command, after --")
 
     from linklab.sweep import cli as sweep_cli
     sweep_cli.add_commands(sub)
@@ -256,11 +263,26 @@ def cmd_clean(args, argv) -> int:
 
 
 def cmd_vm(args, argv) -> int:
-    from linklab import placement
+    from linklab import kernel, placement
     vm = placement.lab_vm()
     if args.action == "stop":
         vm.stop(say=say)
         return 0
+    if args.action == "start":
+        vm.ensure_running(say=say)
+        return 0
+    if args.action == "run":
+        cmd = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
+        if not cmd:
+            raise UsageError("no command given", hint="linklab vm run -- uname -r")
+        if args.if_needed and (kernel.in_lab_vm() or not kernel.missing_features()):
+            import subprocess
+            return subprocess.call(cmd)
+        try:
+            return placement.forward(cmd, say=say, raw=True)
+        finally:
+            if args.stop_after and not placement.vm_labs():
+                vm.stop(say=say)
     info = vm.info() if vm.running() else None
     if not info:
         say("lab VM: not running")

@@ -50,8 +50,9 @@ def lab_is_in_vm(lab_name: str) -> bool:
     return bool(st) and st.get("placement", {}).get("kind") == "vm"
 
 
-def forward(argv: list[str], say=print, boot: bool = True) -> int:
-    """Run `linklab <argv>` inside the lab VM (booting it if `boot`), streaming its output."""
+def forward(argv: list[str], say=print, boot: bool = True, raw: bool = False) -> int:
+    """Run `linklab <argv>` (or, with raw, any command) inside the lab VM, booting it if `boot`,
+    streaming its output; returns its exit code."""
     vm = lab_vm()
     if boot:
         info = vm.ensure_running(say=say)
@@ -71,7 +72,8 @@ def forward(argv: list[str], say=print, boot: bool = True) -> int:
     for passthrough in ("LINKLAB_DEBUG", "COLUMNS"):
         if passthrough in os.environ:
             env[passthrough] = os.environ[passthrough]
-    return vm.run([sys.executable, "-m", "linklab", *argv], cwd=str(Path.cwd()), env=env)
+    full = list(argv) if raw else [sys.executable, "-m", "linklab", *argv]
+    return vm.run(full, cwd=str(Path.cwd()), env=env)
 
 
 def vm_labs() -> list[str]:

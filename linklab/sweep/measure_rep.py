@@ -7,6 +7,8 @@ tidy table. The parsing is the measure/ classes' pure functions; this module onl
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import time
 from dataclasses import dataclass
@@ -19,7 +21,8 @@ from linklab.measure.cpu import CpuSampler
 from linklab.measure.iperf3 import Iperf3Client, Iperf3Server, aggregate, parse_result
 from linklab.measure.ping import Ping
 from linklab.model.resolved import Lab
-from linklab.sweep.plan import PointPlan
+from linklab.backends.linux import sysctl
+from linklab.sweep.plan import CC_SYSCTL, PointPlan
 from linklab.units import parse_rate
 
 
@@ -40,10 +43,25 @@ class Servers:
                 p.kill()
 
 
+def stop_stale_iperf3(ns: str) -> int:
+    """iperf3 processes left in a lab namespace by a killed sweep would hold the ports."""
+    pids = runner.run(["ip", "netns", "pids", ns], check=False, timeout=10).stdout.split()
+    stopped = 0
+    for pid in pids:
+        try:
+            if open(f"/proc/{pid}/comm").read().strip() == "iperf3":
+                os.kill(int(pid), signal.SIGKILL)
+                stopped += 1
+        except (OSError, ValueError):
+            pass
+    return stopped
+
+
 def start_servers(lab: Lab, plan: PointPlan) -> Servers:
     n = plan.tool.streams if plan.tool.parallel == "processes" else 1
     servers = Iperf3Server.fleet(n, base_port=plan.tool.port, json_output=False)
     ns = netns_name(lab.name, plan.server)
+    stop_stale_iperf3(ns)
     procs = [runner.start(s.argv(), netns=ns) for s in servers]
     time.sleep(0.3)  # let them bind; a client's connect timeout covers a slow start
     return Servers(procs, [s.port for s in servers])
@@ -73,10 +91,13 @@ def measure(lab: Lab, plan: PointPlan, measure_what: list[str], omit: float) -> 
     if "nstat" in measure_what:
         n_before = {side: nstat.Nstat().run(netns=ns) for side, ns in (("client", cns), ("server", sns))}
 
+    # Always name the congestion control: a long-running iperf3 3.12 server keeps the -C of an
+    # earlier test otherwise (captured in tests/data/tools/iperf3_tcp_reverse_stale_cc.json).
+    cc = plan.cc or sysctl.read(cns, [CC_SYSCTL])[CC_SYSCTL] or None
     client = Iperf3Client(
         server=target, port=tool.port, duration=tool.duration, streams=tool.streams, protocol=tool.protocol,
         bitrate=parse_rate(tool.udp_rate) * lab.scale if tool.protocol == "udp" else None,
-        mss=tool.mss, length=tool.length, congestion=plan.cc, ipv6=tool.ip == 6, omit=omit)
+        mss=tool.mss, length=tool.length, congestion=cc, ipv6=tool.ip == 6, omit=omit)
     clients = client.as_processes(tool.streams) if tool.parallel == "processes" else [client]
     timeout = tool.duration + omit + 30
     sampler = CpuSampler(comms=["iperf3"], interval=1.0) if "cpu" in measure_what else None

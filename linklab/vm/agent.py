@@ -29,13 +29,16 @@ log = logging.getLogger("linklab.vm.agent")
 
 SYS_PORTS = Path("/sys/class/virtio-ports")
 IDLE_SLEEP = 0.05  # a port with no host attached reads EOF at once; this keeps the idle loop cheap
+# The guest hears of host disconnects/connects asynchronously, and a "disconnected" can arrive after
+# the next client's first bytes. So only a disconnect that lasts this long counts as the client gone.
+HUP_GRACE = 2.0
 GRACE_AFTER_EXIT = 1.0  # a daemon the command left behind may hold its pipes open; don't wait on it
 KILL_GRACE = 3.0
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
 class HostGone(Exception):
-    """The host end of the port closed (client exited or was killed)."""
+    """The host end of the port stayed closed for HUP_GRACE (its client exited or was killed)."""
 
 
 def find_ports(names: list[str], *, timeout: float = 30.0, sys_ports: Path = SYS_PORTS) -> dict[str, str]:
@@ -83,11 +86,19 @@ def guest_info(modules_failed: list[str]) -> dict:
 
 
 class Port:
-    """One virtio-serial port, non-blocking, so a vanished host never wedges a write."""
+    """One virtio-serial port, non-blocking, so a vanished host never wedges a read or a write."""
 
-    def __init__(self, path: str):
-        self.path = path
-        self.fd = os.open(path, os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC)
+    def __init__(self, path: str | None = None, *, fd: int | None = None):
+        self.path = path or f"fd {fd}"
+        self.fd = fd if fd is not None else os.open(path, os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC)
+        self.absent_since: float | None = None  # when the host was first seen missing, if it is
+
+    def host_absent(self) -> bool:
+        """Record that the host looked absent; True once it has been absent for HUP_GRACE."""
+        now = time.monotonic()
+        if self.absent_since is None:
+            self.absent_since = now
+        return now - self.absent_since > HUP_GRACE
 
     def read(self, timeout: float) -> bytes | None:
         """Data; b"" when no host is attached; None when nothing arrived within timeout."""
@@ -99,9 +110,12 @@ class Port:
 
     def read_now(self) -> bytes | None:
         try:
-            return os.read(self.fd, 65536)
+            data = os.read(self.fd, 65536)
         except BlockingIOError:
             return None
+        if data:
+            self.absent_since = None
+        return data
 
     def send(self, frame: dict) -> None:
         log.debug("%s: send %s", self.path, frame["t"])
@@ -112,15 +126,20 @@ class Port:
             try:
                 n = os.write(self.fd, data)
                 data = data[n:]
+                self.absent_since = None
                 continue
             except BlockingIOError:
                 pass
             except OSError as e:
                 raise HostGone(str(e)) from None
-            # The guest driver reports POLLHUP while no host is connected (writes would block forever).
-            for _, ev in p.poll(1000):
-                if ev & select.POLLHUP and not ev & select.POLLOUT:
-                    raise HostGone("host closed the port")
+            # Not writable: the host is not reading (backpressure: wait) or not attached (POLLHUP:
+            # wait out HUP_GRACE, it may be a reconnect the guest has not heard of yet).
+            events = p.poll(200)
+            hup = any(ev & select.POLLHUP and not ev & select.POLLOUT for _, ev in events)
+            if hup and self.host_absent():
+                raise HostGone("host closed the port")
+            if not hup and not events:
+                self.absent_since = None
 
 
 def kill_group(proc: subprocess.Popen, sig: int) -> None:
@@ -165,9 +184,8 @@ class Agent:
 class PortServer:
     """Serves one port: hello -> ready, req -> stream -> exit, shutdown -> bye."""
 
-    def __init__(self, name: str, path: str, agent: Agent):
-        self.name, self.agent = name, agent
-        self.port = Port(path)
+    def __init__(self, name: str, port: Port, agent: Agent):
+        self.name, self.agent, self.port = name, agent, port
         self.reader = P.FrameReader()
         self.pending: collections.deque[dict] = collections.deque()
         self.session: str | None = None  # nonce of the attached client's hello
@@ -179,14 +197,15 @@ class PortServer:
                 if frame is not None:
                     self.handle(frame)
             except HostGone:
-                self.disconnected()
+                self.detached()
             except Exception:  # one bad request must not take the port down
                 log.exception("%s: unexpected error", self.name)
-                self.disconnected()
+                self.detached()
                 time.sleep(IDLE_SLEEP)
 
-    def disconnected(self) -> None:
-        self.reader.reset()
+    def detached(self) -> None:
+        if self.session is not None:
+            log.info("%s: host detached", self.name)
         self.pending.clear()
         self.session = None
 
@@ -194,24 +213,18 @@ class PortServer:
         if self.pending:
             return self.pending.popleft()
         data = self.port.read(timeout)
-        if data is None:
-            return None
         if data == b"":
-            if self.session is not None:
-                log.info("%s: host detached", self.name)
-            self.disconnected()
+            if self.port.host_absent():
+                self.detached()
             time.sleep(IDLE_SLEEP)
-            return None
-        self.feed(data)
+        elif data:
+            self.feed(data)
         return self.pending.popleft() if self.pending else None
 
     def feed(self, data: bytes) -> None:
-        try:
-            self.pending.extend(self.reader.feed(data))
-        except P.ProtocolError as e:
-            log.warning("%s: %s", self.name, e)
-            if self.session is not None:
-                self.port.send(P.error(str(e)))
+        self.pending.extend(self.reader.feed(data))
+        for problem in self.reader.take_dropped():
+            log.warning("%s: dropped input: %s", self.name, problem)
 
     def handle(self, frame: dict) -> None:
         t = frame["t"]
@@ -282,8 +295,10 @@ class PortServer:
                 if fd == self.port.fd:
                     data = self.port.read_now()
                     if data == b"":
-                        raise HostGone("host detached")
-                    if data:
+                        if self.port.host_absent():
+                            raise HostGone("host detached")
+                        time.sleep(IDLE_SLEEP)  # absent host: the port polls readable (EOF) at once
+                    elif data:
                         self.feed(data)
                     continue
                 chunk = os.read(fd, P.CHUNK)
@@ -357,7 +372,7 @@ def main(argv: list[str] | None = None) -> int:
     agent = Agent(guest_info(failed))
     signal.signal(signal.SIGTERM, lambda *_: agent.stopping.set())
     for name, path in sorted(ports.items()):
-        server = PortServer(name, path, agent)
+        server = PortServer(name, Port(path), agent)
         threading.Thread(target=server.serve_forever, name=name, daemon=True).start()
     log.info("ready on %s: %s", ", ".join(f"{n}={p}" for n, p in sorted(ports.items())), agent.info)
 

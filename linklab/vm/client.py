@@ -26,6 +26,10 @@ class AgentGone(EnvironmentProblem):
     """The socket closed or stayed silent: the VM or its agent is gone."""
 
 
+class NoAnswer(AgentGone):
+    """Nothing arrived before the deadline."""
+
+
 class PortLock:
     """An exclusive, non-blocking flock on one port's lock file; released on close (or process death)."""
 
@@ -121,7 +125,7 @@ class Channel:
         """The next frame. Waits in short slices so a dead VM (alive() False) or a deadline ends the wait."""
         while not self.pending:
             if deadline is not None and time.monotonic() > deadline:
-                raise AgentGone("lab VM agent did not answer in time")
+                raise NoAnswer("lab VM agent did not answer in time")
             self.sock.settimeout(0.5)
             try:
                 data = self.sock.recv(65536)
@@ -134,6 +138,7 @@ class Channel:
             if not data:
                 raise AgentGone("lab VM closed the connection (did it shut down or crash?)")
             self.pending.extend(self.reader.feed(data))
+            self.reader.take_dropped()  # bytes left over from an earlier conversation on this port
         return self.pending.pop(0)
 
     # -- one command ------------------------------------------------------------------------
@@ -160,6 +165,24 @@ class Channel:
             except KeyboardInterrupt:
                 self.send(P.signal(ESCALATION[min(interrupts, len(ESCALATION) - 1)]))
                 interrupts += 1
+
+
+def open_channel(sock_path: Path, deadline: float, alive: Callable[[], bool] = lambda: True,
+                 attempt: float = 10.0) -> tuple[Channel, dict]:
+    """Connect and handshake, starting over with a fresh connection when an answer is overdue.
+    A new connection resets QEMU's side of the port, and hello is safe to repeat."""
+    while True:
+        ch = Channel(sock_path)
+        try:
+            ch.connect(deadline, alive)
+            return ch, ch.handshake(min(deadline, time.monotonic() + attempt), alive)
+        except NoAnswer:
+            ch.close()
+            if time.monotonic() > deadline:
+                raise
+        except BaseException:
+            ch.close()
+            raise
 
 
 def _write(stream, data: bytes) -> None:

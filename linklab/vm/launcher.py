@@ -27,7 +27,8 @@ from typing import BinaryIO, Callable
 import linklab
 from linklab.errors import EnvironmentProblem, StateError, UsageError
 from linklab.kernel import LAB_MODULES
-from linklab.vm.client import AgentGone, Channel, acquire_port
+from linklab.vm import protocol as P
+from linklab.vm.client import AgentGone, acquire_port, open_channel
 
 ACCELS = ("auto", "kvm", "tcg")
 ACCEL_ENV = "LINKLAB_VM_ACCEL"
@@ -411,9 +412,8 @@ class LabVM:
             qemu_pid = pids[0] if pids else None
             if qemu_pid is None:
                 time.sleep(0.2)
-        with Channel(sockets[0]) as ch:
-            ch.connect(deadline, alive)
-            guest = ch.handshake(deadline, alive)
+        ch, guest = open_channel(sockets[0], deadline, alive)
+        ch.close()
         return qemu_pid, guest
 
     # -- commands ---------------------------------------------------------------------------
@@ -443,9 +443,8 @@ class LabVM:
             for s in (sys.stdout, sys.stderr):  # keep text printed earlier ahead of the streamed bytes
                 with contextlib.suppress(Exception):
                     s.flush()
-            with Channel(sock) as ch:
-                ch.connect(time.monotonic() + 10, alive)
-                ch.handshake(time.monotonic() + 60, alive)
+            ch, _ = open_channel(sock, time.monotonic() + 60, alive)
+            with ch:
                 return ch.run([str(a) for a in argv], str(cwd), forwarded_env() if env is None else env,
                               timeout, stdout, stderr, alive)
         except AgentGone as e:
@@ -461,9 +460,8 @@ class LabVM:
         sock, lock = acquire_port(sockets, self._locks(len(sockets)), wait=timeout)
         try:
             t0 = time.monotonic()
-            with Channel(sock) as ch:
-                ch.connect(t0 + timeout, self._alive_check(info))
-                guest = ch.handshake(t0 + timeout, self._alive_check(info))
+            ch, guest = open_channel(sock, t0 + timeout, self._alive_check(info))
+            ch.close()
             return {**guest, "rtt_ms": round((time.monotonic() - t0) * 1000, 1)}
         except AgentGone as e:
             raise EnvironmentProblem(str(e)) from None
@@ -497,10 +495,9 @@ class LabVM:
         except StateError:
             return False
         try:
-            with Channel(sock) as ch:
-                ch.connect(time.monotonic() + 5)
-                ch.handshake(time.monotonic() + 10)
-                ch.send({"t": "shutdown"})
+            ch, _ = open_channel(sock, time.monotonic() + 15, attempt=5.0)
+            with ch:
+                ch.send(P.shutdown())
                 while ch.recv(time.monotonic() + 10)["t"] != "bye":
                     pass
             return True

@@ -13,9 +13,11 @@ survives. Every frame is a dict with a type field "t":
                   error {msg}                the agent could not do what was asked
                   bye                        answer to shutdown
 
-A serial port has no connection boundaries the guest can rely on: a client that died mid-command
-leaves bytes behind. The hello nonce lets both sides resynchronise: the agent starts afresh at a
-hello, and the host ignores everything until the ready that echoes its nonce.
+A serial port has no connection boundaries the guest can rely on (the guest learns of host
+connects and disconnects asynchronously, sometimes after data from the next client has arrived),
+and a client that died mid-command leaves bytes behind. So the stream is treated as continuous:
+the reader resynchronises at frame starts, the agent starts afresh at every hello, and the host
+ignores everything until the ready that echoes its nonce.
 """
 
 from __future__ import annotations
@@ -58,11 +60,19 @@ def decode(line: bytes) -> dict[str, Any]:
     return frame
 
 
+FRAME_START = b'{"t":'  # encode() always puts the type first, which is what makes resync possible
+
+
 class FrameReader:
-    """Turns a byte stream, arriving in arbitrary pieces, into frames."""
+    """Turns a byte stream, arriving in arbitrary pieces, into frames.
+
+    Never raises: a port is a byte stream without connection boundaries, so a frame cut short by a
+    vanished client can glue itself to the next client's first frame. Such a line is resynchronised
+    at the last frame start inside it; what cannot be decoded is dropped and described in `dropped`."""
 
     def __init__(self) -> None:
         self._buf = bytearray()
+        self.dropped: list[str] = []
 
     def feed(self, data: bytes) -> list[dict[str, Any]]:
         self._buf += data
@@ -74,14 +84,36 @@ class FrameReader:
             line = bytes(self._buf[:nl])
             del self._buf[: nl + 1]
             if line.strip():
-                frames.append(decode(line))
+                frame = self._decode_resync(line)
+                if frame is not None:
+                    frames.append(frame)
         if len(self._buf) >= MAX_FRAME:
+            self.dropped.append(f"{len(self._buf)} bytes without a frame end")
             self._buf.clear()
-            raise ProtocolError(f"no frame end within {MAX_FRAME} bytes")
         return frames
 
+    def _decode_resync(self, line: bytes) -> dict[str, Any] | None:
+        try:
+            return decode(line)
+        except ProtocolError as e:
+            start = line.rfind(FRAME_START)
+            if start > 0:
+                try:
+                    frame = decode(line[start:])
+                except ProtocolError:
+                    pass
+                else:
+                    self.dropped.append(f"{start} bytes of a cut-off frame")
+                    return frame
+            self.dropped.append(str(e))
+            return None
+
+    def take_dropped(self) -> list[str]:
+        dropped, self.dropped = self.dropped, []
+        return dropped
+
     def reset(self) -> None:
-        """Drop a partial frame, e.g. one left by a client that disconnected."""
+        """Drop a partial frame."""
         self._buf.clear()
 
     @property

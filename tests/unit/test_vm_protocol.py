@@ -107,15 +107,25 @@ def test_handshake_frames():
     assert r["nonce"] == "n1" and r["info"]["cpus"] == 2
 
 
-def test_garbage_is_a_protocol_error():
-    with pytest.raises(P.ProtocolError):
-        P.FrameReader().feed(b"not json\n")
-    with pytest.raises(P.ProtocolError):
-        P.FrameReader().feed(b"[1, 2]\n")
-    with pytest.raises(P.ProtocolError):
-        P.FrameReader().feed(json.dumps({"no": "type"}).encode() + b"\n")
+def test_garbage_is_dropped_and_reported_not_raised():
+    reader = P.FrameReader()
+    stream = b"not json\n[1, 2]\n" + json.dumps({"no": "type"}).encode() + b"\n" + P.encode(P.bye())
+    assert reader.feed(stream) == [P.bye()]  # frames after garbage in the same read are not lost
+    assert len(reader.take_dropped()) == 3
+    assert reader.take_dropped() == []
     with pytest.raises(P.ProtocolError):
         P.encode({"no": "type"})
+    with pytest.raises(P.ProtocolError):
+        P.decode(b"[]")
+
+
+def test_resync_after_a_cut_off_frame():
+    """A client died mid-frame; the next client's hello must still get through."""
+    reader = P.FrameReader()
+    cut = P.encode(P.request(["sleep", "60"], "/"))[:17]
+    assert reader.feed(cut) == []
+    assert reader.feed(P.encode(P.hello("n2")) + P.encode(P.exit_(0))) == [P.hello("n2"), P.exit_(0)]
+    assert reader.take_dropped() == ["17 bytes of a cut-off frame"]
 
 
 def test_blank_lines_are_ignored():
@@ -132,9 +142,9 @@ def test_reset_drops_a_partial_frame():
 def test_unterminated_frame_is_bounded(monkeypatch):
     monkeypatch.setattr(P, "MAX_FRAME", 100)
     reader = P.FrameReader()
-    with pytest.raises(P.ProtocolError):
-        reader.feed(b"x" * 150)
-    assert reader.pending == 0
+    assert reader.feed(b"x" * 150) == []
+    assert reader.pending == 0 and reader.take_dropped()
+    assert reader.feed(P.encode(P.bye())) == [P.bye()]
 
 
 @pytest.mark.parametrize("rc,code", [(0, 0), (3, 3), (-2, 130), (-9, 137), (-15, 143)])

@@ -1,0 +1,87 @@
+"""The user's path through the real CLI, from this host: up (booting the lab VM where this
+kernel lacks bonding/netem), status, exec with name resolution, bad input, down."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from linklab import kernel
+
+ROOT = Path(__file__).resolve().parents[3]
+LAB = "itcli"
+
+
+def linklab(*args, timeout=600):
+    return subprocess.run([sys.executable, "-m", "linklab", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, "COLUMNS": "200"})
+
+
+def qemu_with_our_mark() -> list[int]:
+    from linklab import state
+    from linklab.vm.launcher import find_orphan_vms
+    return find_orphan_vms(state.state_dir())
+
+
+@pytest.fixture(scope="module")
+def lab_up():
+    res = linklab("up", "topologies/bond2.yaml", "--name", LAB)
+    assert res.returncode == 0, res.stdout + res.stderr
+    yield res
+    linklab("down", LAB)
+
+
+def test_bad_topology_exits_2_and_changes_nothing(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: bad\nhosts: {h1: {}, h2: {}}\nlinks: [{endpoints: [h1, h2], bond: {mode: rr}}]\n")
+    vms_before = qemu_with_our_mark()
+    res = linklab("up", str(bad))
+    assert res.returncode == 2
+    assert "links[0].bond.mode (line 3): unknown mode 'rr' (valid: balance-rr, active-backup" in res.stderr
+    assert qemu_with_our_mark() == vms_before  # no VM booted for a file that cannot be built
+    assert "bad" not in linklab("vm", "status").stdout
+
+
+def test_up_says_where_it_runs(lab_up):
+    out = lab_up.stdout
+    if kernel.missing_features():
+        assert "runs in the lab VM" in out and "this kernel lacks" in out
+    assert f"lab {LAB} is up" in out
+
+
+def test_status_reads_the_bond_back_live(lab_up):
+    res = linklab("status", LAB)
+    assert res.returncode == 0, res.stderr
+    assert "bond0" in res.stdout and "balance-rr, members 2/2 up" in res.stdout
+    assert "netem rate 100mbit" in res.stdout or "netem rate 1gbit" in res.stdout
+
+
+def test_exec_resolves_lab_host_names(lab_up):
+    res = linklab("exec", "--lab", LAB, "h1", "--", "ping", "-c", "3", "-i", "0.2", "h2")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "3 received" in res.stdout and "(10.77.0.2)" in res.stdout
+
+
+def test_exec_exit_code_comes_back(lab_up):
+    res = linklab("exec", "--lab", LAB, "h1", "--", "sh", "-c", "exit 7")
+    assert res.returncode == 7
+
+
+def test_set_changes_the_running_lab(lab_up):
+    res = linklab("set", "--lab", LAB, "links[bond].bond.mode=active-backup")
+    assert res.returncode == 0, res.stderr
+    assert "active-backup, members 2/2 up" in linklab("status", LAB).stdout
+    bad = linklab("set", "--lab", LAB, "links[bond].bond.mode=rr")
+    assert bad.returncode == 2 and "unknown mode 'rr'" in bad.stderr
+    assert "active-backup" in linklab("status", LAB).stdout  # a bad change changed nothing
+
+
+def test_down_removes_the_lab_and_stops_the_vm(lab_up):
+    res = linklab("down", LAB)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert linklab("status", LAB).returncode == 3
+    if kernel.missing_features():
+        assert "stopping the lab VM" in res.stdout
+        assert qemu_with_our_mark() == []

@@ -1,0 +1,132 @@
+"""Real labs, real packets: bonds in every mode, LACP, MTU end to end, netem delay, teardown."""
+
+import re
+import time
+
+import pytest
+from pyroute2 import netns
+
+from linklab import lab
+from linklab.backends.linux.inspect import bond_summary
+
+BACK_TO_BACK_MODES = ["balance-rr", "active-backup", "balance-xor", "broadcast", "802.3ad"]
+SWITCH_MODES = ["balance-tlb", "balance-alb"]
+
+
+def _bond(live, node, ifname="bond0"):
+    ifaces = live["nodes"][node]["interfaces"]
+    bond = next(i for i in ifaces if i["ifname"] == ifname)
+    return bond, bond_summary(bond, [i for i in ifaces if i.get("master") == ifname])
+
+
+def test_ping_across_a_bond_in_every_back_to_back_mode(make_lab):
+    lb = make_lab("bond2.yaml", "itmodes")
+    for mode in BACK_TO_BACK_MODES:
+        lb.set(("links[bond].bond.mode", mode), replace=True)
+        res, waited = lb.ping_until_ok("h1", "h2")
+        assert " 0% packet loss" in res.stdout, f"{mode}: {res.stdout[-200:]}"
+        for node in ("h1", "h2"):
+            _, s = _bond(lb.live(), node)
+            assert s["mode"] == mode and s["members_up"] == 2, (mode, node, s)
+
+
+def test_tlb_and_alb_work_through_a_switch(make_lab):
+    lb = make_lab("bond_switch.yaml", "itswitch")
+    for mode in SWITCH_MODES:
+        lb.set(("links[*].bond.mode", mode), replace=True)
+        res, _ = lb.ping_until_ok("h1", "h2", deadline_s=20)
+        assert " 0% packet loss" in res.stdout, f"{mode}: {res.stdout[-200:]}"
+        _, s = _bond(lb.live(), "h1")
+        assert s["mode"] == mode
+
+
+def test_802_3ad_negotiates_one_aggregator_with_partner(make_lab):
+    lb = make_lab("bond2.yaml", "itlacp", [("links[bond].bond.mode", "802.3ad")])
+    deadline = time.monotonic() + 20
+    while True:
+        live = lb.live()
+        (b1, s1), (b2, s2) = _bond(live, "h1"), _bond(live, "h2")
+        if (s1["lacp_aggregated"] and s2["lacp_aggregated"]) or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert s1["lacp_aggregated"] and s2["lacp_aggregated"], (s1, s2)
+    # Each side's partner is the other side's bond.
+    assert s1["partner_mac"] == b2["mac"] and s2["partner_mac"] == b1["mac"]
+
+
+@pytest.mark.parametrize("mtu", [450, 1500, 9200])
+def test_mtu_applied_on_the_whole_path_and_df_pings_bound_it(make_lab, mtu):
+    lb = make_lab("bond2.yaml", f"itmtu{mtu}", [("links[*].mtu", mtu)])
+    for node in ("h1", "h2"):
+        for iface in lb.live()["nodes"][node]["interfaces"]:
+            assert iface["mtu"] == mtu, (node, iface["ifname"], iface["mtu"])
+    fits = mtu - 28
+    res, _ = lb.ping_until_ok("h1", "h2", extra=["-M", "do", "-s", str(fits)])
+    assert " 0% packet loss" in res.stdout, res.stdout[-300:]
+    too_big = lb.run("h1", ["ping", "-n", "-c", "2", "-W", "1", "-M", "do", "-s", str(fits + 1), "h2"], check=False)
+    assert not too_big.ok
+    assert re.search(r"message too long|Frag needed", too_big.stdout + too_big.stderr), too_big.stderr
+
+
+def test_ipv6_comes_back_when_the_mtu_rises_again(make_lab):
+    lb = make_lab("bond2.yaml", "itv6")
+    lb.set(("links[*].mtu", 1000))
+    addrs = lb.live()["nodes"]["h1"]["interfaces"]
+    assert not any(":" in a for i in addrs for a in i["addresses"])  # the kernel dropped IPv6 below 1280
+    lb.set(("links[*].mtu", 1500), replace=True)
+    res, _ = lb.ping_until_ok("h1", "h2-v6", extra=["-6"])
+    assert " 0% packet loss" in res.stdout
+
+
+def test_netem_delay_shows_in_ping_rtt(make_lab):
+    # 10 ms each way on both members: RTT 20 ms plus the emulator's own ~0.5 ms.
+    lb = make_lab("bond2.yaml", "itdelay", [("links[bond].bond.mode", "active-backup"),
+                                            ("links[bond].impair.delay", "10ms")])
+    lb.ping_until_ok("h1", "h2")
+    res = lb.run("h1", ["ping", "-n", "-c", "20", "-i", "0.2", "h2"])
+    avg = float(re.search(r"= [\d.]+/([\d.]+)/", res.stdout).group(1))
+    assert 20.0 <= avg <= 23.0, f"RTT {avg} ms, expected 20-23 ms"
+
+
+def test_down_removes_namespaces_interfaces_and_processes(make_lab):
+    lb = make_lab("bond_switch.yaml", "itdown")
+    lb.run("h2", ["sh", "-c", "sleep 300 & echo started"])  # a process the lab must stop
+    owned = lab.state.require("itdown")["owned"]
+    lab.down("itdown", say=lambda *_: None)
+    left = [ns for ns in netns.listnetns() if ns.startswith("ll-itdown-")]
+    assert left == []
+    assert all(not __import__("os").path.exists(d) for d in owned["hosts_files"])
+    ps = __import__("subprocess").run(["pgrep", "-f", "sleep 300"], capture_output=True, text=True)
+    assert ps.stdout.strip() == "", "a process started in the lab survived `down`"
+    assert lab.state.load("itdown") is None
+
+
+def test_clean_finds_a_crashed_lab_by_its_marks(make_lab):
+    make_lab("bond2.yaml", "itcrash")
+    lab.state.remove("itcrash")  # as if the process died before recording anything
+    assert [ns for ns in netns.listnetns() if ns.startswith("ll-itcrash-")]
+    removed = lab.clean("itcrash", say=lambda *_: None)
+    assert any("ll-itcrash-h1" in r for r in removed)
+    assert [ns for ns in netns.listnetns() if ns.startswith("ll-itcrash-")] == []
+
+
+def test_two_labs_with_different_names_coexist(make_lab):
+    a = make_lab("bond2.yaml", "itone")
+    b = make_lab("bond2.yaml", "ittwo")
+    for lb in (a, b):
+        res, _ = lb.ping_until_ok("h1", "h2")
+        assert " 0% packet loss" in res.stdout
+    a.down()
+    res, _ = b.ping_until_ok("h1", "h2")
+    assert " 0% packet loss" in res.stdout
+
+
+def test_up_is_idempotent_and_set_changes_only_what_differs(make_lab):
+    lb = make_lab("bond2.yaml", "itidem")
+    before = {i["ifname"]: i["mac"] for i in lb.live()["nodes"]["h1"]["interfaces"]}
+    lab.up("topologies/bond2.yaml", name="itidem", say=lambda *_: None)
+    lb.set(("links[bond].impair.delay", "1ms"))
+    after = {i["ifname"]: i["mac"] for i in lb.live()["nodes"]["h1"]["interfaces"]}
+    assert before == after  # same interfaces, not rebuilt
+    q = [q for i in lb.live()["nodes"]["h1"]["interfaces"] if i["ifname"] == "bond0-m0" for q in i["qdiscs"]]
+    assert any(x["kind"] == "netem" and x.get("delay_ms") == pytest.approx(1.0, abs=0.01) for x in q), q

@@ -1,0 +1,109 @@
+"""Sweeps end to end on real labs: complete, physically plausible, and crash-safe."""
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from linklab import lab, state
+from linklab.sweep.engine import Options, run
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+ROOT = Path(__file__).resolve().parents[3]
+MEMBER_BPS = 100e6  # 1 Gbit/s members at scale 0.1
+
+
+def rows_of(store):
+    with open(store.path / "results.csv") as f:
+        return list(csv.DictReader(f))
+
+
+@pytest.fixture
+def results(tmp_path):
+    return tmp_path / "results"
+
+
+@pytest.fixture
+def cleanup_labs():
+    names = []
+    yield names
+    for n in names:
+        if state.load(n):
+            lab.down(n, say=lambda *_: None)
+
+
+def test_quick_sweep_is_complete_and_physically_plausible(results, cleanup_labs):
+    cleanup_labs.append("rrskew")
+    store = run(DATA / "plausible.yaml", Options(results=results), say=lambda *_: None)
+    rows = {r["bond_mode"]: r for r in rows_of(store)}
+    assert set(rows) == {"balance-rr", "802.3ad"}
+    for r in rows.values():
+        assert r["preflight_ok"] == "true" and not r.get("error"), r.get("error")
+    rr, ad = rows["balance-rr"], rows["802.3ad"]
+    # Round robin over two members with different delays: one stream beats one member, and the
+    # reordering costs retransmits.
+    assert float(rr["throughput_bps"]) > 1.1 * MEMBER_BPS, rr["throughput_bps"]
+    assert int(rr["retransmits"]) > 0
+    # 802.3ad hashes a flow onto one member: never more than one member's rate.
+    assert float(ad["throughput_bps"]) <= 1.02 * MEMBER_BPS, ad["throughput_bps"]
+    # Every run says how traffic spread over the members.
+    assert float(ad["client_member_tx_max_share"]) > 0.95
+    assert 0.4 < float(rr["client_member_tx_max_share"]) < 0.6
+    manifest = json.loads((store.path / "manifest.json").read_text())
+    for key in ("kernel", "tool_versions", "topology_sha256", "experiment_sha256", "sysctls_at_start",
+                "qdiscs_at_start", "scale", "placement"):
+        assert manifest.get(key) not in (None, "", {}), key
+    assert manifest["complete"] is True
+    for point in (store.path / "points").iterdir():
+        rep = point / "rep1"
+        assert (rep / "iperf3.json").stat().st_size > 1000 and (rep / "qdisc.txt").read_text().count("netem")
+
+
+def test_goodput_at_mtu_1500_matches_theory(results, cleanup_labs):
+    cleanup_labs.append("onelink")
+    store = run(DATA / "goodput.yaml", Options(results=results), say=lambda *_: None)
+    theory = MEMBER_BPS * (1500 - 52) / (1500 + 14)  # TCP/IP+timestamp headers over Ethernet frame
+    for r in rows_of(store):
+        got = float(r["throughput_bps"])
+        assert abs(got - theory) / theory < 0.03, f"{got / 1e6:.2f} Mbit/s vs theory {theory / 1e6:.2f}"
+
+
+def test_rerun_resumes_and_complete_run_is_not_redone(results, cleanup_labs):
+    cleanup_labs.append("onelink")
+    first = run(DATA / "goodput.yaml", Options(results=results), say=lambda *_: None)
+    again = run(DATA / "goodput.yaml", Options(results=results), say=lambda *_: None)
+    assert again.path == first.path  # complete: nothing re-measured, nothing overwritten
+    forced = run(DATA / "goodput.yaml", Options(results=results, force=True), say=lambda *_: None)
+    assert forced.path != first.path and len(rows_of(first)) == 2 and len(rows_of(forced)) == 2
+
+
+def test_killed_sweep_resumes_with_every_point_exactly_once(results, cleanup_labs):
+    cleanup_labs.append("onelink")
+    argv = [sys.executable, "-m", "linklab", "sweep", str(DATA / "crash.yaml"), "--results", str(results)]
+    proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline:
+        if len(list(results.glob("itcrash/*/points/*/rep*/row.json"))) >= 3:
+            break
+        time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGKILL)  # no cleanup handlers: a real crash
+    proc.wait()
+    recorded = len(list(results.glob("itcrash/*/points/*/rep*/row.json")))
+    assert 3 <= recorded < 8, "kill landed too late to test resuming"
+    res = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "resuming" in res.stdout
+    runs = list(results.glob("itcrash/*/"))
+    assert len(runs) == 1
+    rows = list(csv.DictReader(open(runs[0] / "results.csv")))
+    keys = [(r["point_id"], r["rep"]) for r in rows]
+    assert len(keys) == 8 and len(set(keys)) == 8  # 4 points x 2 reps, each exactly once
+    assert not list(runs[0].rglob("*.tmp*")), "partial files left behind"
+    assert all(not r.get("error") for r in rows)

@@ -1,0 +1,175 @@
+"""The guest agent and the host client talking over a socketpair instead of a virtio-serial port.
+
+No VM and no root: the agent runs its commands on this machine. What differs from the real port
+(virtio's asynchronous connect/disconnect notices) is covered by the integration test.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import signal
+import socket
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from linklab.vm import protocol as P
+from linklab.vm.agent import HUP_GRACE, Agent, Port, PortServer
+from linklab.vm.client import Channel
+
+
+@pytest.fixture
+def served():
+    guest_end, host_end = socket.socketpair()
+    guest_end.setblocking(False)
+    agent = Agent({"kernel_release": "test-kernel"})
+    server = PortServer("t0", Port(fd=guest_end.fileno()), agent)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    ch = Channel(Path("socketpair"))
+    ch.sock = host_end
+    yield ch, agent
+    agent.stopping.set()
+    agent.kill_all()
+    ch.close()
+    thread.join(5)
+    guest_end.close()
+
+
+def deadline(s: float = 10) -> float:
+    return time.monotonic() + s
+
+
+def run(ch: Channel, argv, **kw) -> tuple[int, bytes, bytes]:
+    out, err = io.BytesIO(), io.BytesIO()
+    code = ch.run(argv, kw.pop("cwd", "/"), kw.pop("env", {}), kw.pop("timeout", None), out, err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_handshake_and_exit_codes(served):
+    ch, _ = served
+    assert ch.handshake(deadline())["kernel_release"] == "test-kernel"
+    assert run(ch, ["sh", "-c", "exit 3"])[0] == 3
+    assert run(ch, ["true"])[0] == 0
+
+
+def test_streams_env_and_cwd(served, tmp_path):
+    ch, _ = served
+    ch.handshake(deadline())
+    code, out, err = run(ch, ["sh", "-c", 'echo "$LINKLAB_IN_VM $X $(pwd)"; echo oops >&2'],
+                         cwd=str(tmp_path), env={"X": "forwarded"})
+    assert code == 0
+    assert out == f"1 forwarded {tmp_path}\n".encode()
+    assert err == b"oops\n"
+
+
+def test_large_binary_output_is_exact(served):
+    ch, _ = served
+    ch.handshake(deadline())
+    script = "import os, sys; sys.stdout.buffer.write(bytes(range(256)) * 8192)"
+    code, out, _ = run(ch, [os.sys.executable, "-c", script])
+    assert code == 0 and out == bytes(range(256)) * 8192
+
+
+def test_missing_program_and_bad_cwd(served):
+    ch, _ = served
+    ch.handshake(deadline())
+    code, _, err = run(ch, ["no-such-program-linklab"])
+    assert code == P.EXIT_NOT_FOUND and b"no-such-program-linklab" in err
+    assert run(ch, ["true"], cwd="/no/such/dir")[0] == P.EXIT_NOT_FOUND
+
+
+def test_timeout(served):
+    ch, _ = served
+    ch.handshake(deadline())
+    t0 = time.monotonic()
+    code, _, err = run(ch, ["sleep", "30"], timeout=0.5)
+    assert code == P.EXIT_TIMEOUT and b"timed out" in err
+    assert time.monotonic() - t0 < 5
+
+
+class CtrlCOnce(io.BytesIO):
+    """Raises KeyboardInterrupt the first time output arrives, as a Ctrl-C during streaming would."""
+
+    raised = False
+
+    def write(self, data):
+        n = super().write(data)
+        if not self.raised:
+            self.raised = True
+            raise KeyboardInterrupt
+        return n
+
+
+def test_ctrl_c_is_forwarded_and_the_command_decides(served):
+    ch, _ = served
+    ch.handshake(deadline())
+    t0 = time.monotonic()
+    code = ch.run(["sh", "-c", "echo started; exec sleep 30"], "/", {}, None, CtrlCOnce(), io.BytesIO())
+    assert code == 128 + signal.SIGINT
+    assert time.monotonic() - t0 < 5
+    # a command that handles INT gets to finish its own way
+    script = "trap 'echo cleaned; exit 7' INT; echo started; while :; do sleep 0.1; done"
+    out = CtrlCOnce()
+    assert ch.run(["sh", "-c", script], "/", {}, None, out, io.BytesIO()) == 7
+    assert out.getvalue() == b"started\ncleaned\n"
+
+
+def test_requests_before_hello_are_dropped_and_garbage_survived(served, tmp_path):
+    ch, _ = served
+    marker = tmp_path / "ran"
+    # what a previous, vanished client may have left: a cut-off frame, garbage, a whole request
+    ch.sock.sendall(P.encode(P.request(["touch", str(marker)], "/"))[:20])
+    ch.sock.sendall(b"garbage\n" + P.encode(P.request(["touch", str(marker)], "/")))
+    assert ch.handshake(deadline())["kernel_release"] == "test-kernel"
+    assert run(ch, ["true"])[0] == 0
+    assert not marker.exists()
+
+
+def test_new_hello_preempts_an_abandoned_command(served, tmp_path):
+    ch, _ = served
+    ch.handshake(deadline())
+    pidfile = tmp_path / "pid"
+    ch.send(P.request(["sh", "-c", f"echo $$ > {pidfile}; exec sleep 30"], "/"))
+    while not pidfile.exists() or not pidfile.read_text().strip():
+        time.sleep(0.05)
+    pid = int(pidfile.read_text())
+    t0 = time.monotonic()
+    assert ch.handshake(deadline())["kernel_release"] == "test-kernel"  # a "new client" on the same port
+    assert time.monotonic() - t0 < 8
+    assert not _alive(pid)
+    assert run(ch, ["true"])[0] == 0
+
+
+def test_client_vanishing_kills_the_command(served, tmp_path):
+    ch, agent = served
+    ch.handshake(deadline())
+    pidfile = tmp_path / "pid"
+    ch.send(P.request(["sh", "-c", f"echo $$ > {pidfile}; exec sleep 30"], "/"))
+    while not pidfile.exists() or not pidfile.read_text().strip():
+        time.sleep(0.05)
+    pid = int(pidfile.read_text())
+    ch.close()
+    end = time.monotonic() + HUP_GRACE + 8
+    while _alive(pid) and time.monotonic() < end:
+        time.sleep(0.1)
+    assert not _alive(pid)
+
+
+def test_shutdown(served):
+    ch, agent = served
+    ch.handshake(deadline())
+    ch.send(P.shutdown())
+    assert ch.recv(deadline())["t"] == "bye"
+    assert agent.stopping.wait(5)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0]
+    except OSError:
+        return False
+    return state not in ("Z", "X")
