@@ -272,7 +272,11 @@ def cmd_vm(args, argv) -> int:
         vm.ensure_running(say=say)
         return 0
     if args.action == "run":
-        cmd = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
+        cmd = list(args.argv)
+        # REMAINDER also swallows our own flags when they follow the action: take them back.
+        while cmd and cmd[0] in ("--if-needed", "--stop-after"):
+            setattr(args, cmd.pop(0)[2:].replace("-", "_"), True)
+        cmd = cmd[1:] if cmd[:1] == ["--"] else cmd
         if not cmd:
             raise UsageError("no command given", hint="linklab vm run -- uname -r")
         if args.if_needed and (kernel.in_lab_vm() or not kernel.missing_features()):

@@ -8,6 +8,7 @@ command that finds every port busy waits for one.
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
 import secrets
 import socket
@@ -17,6 +18,8 @@ from typing import BinaryIO, Callable
 
 from linklab.errors import EnvironmentProblem, StateError
 from linklab.vm import protocol as P
+
+log = logging.getLogger("linklab.vm")
 
 # Ctrl-C once asks politely (the command may clean up), again firmer, then kills.
 ESCALATION = ("INT", "TERM", "KILL")
@@ -180,6 +183,7 @@ def open_channel(sock_path: Path, deadline: float, alive: Callable[[], bool] = l
             ch.close()
             if time.monotonic() > deadline:
                 raise
+            log.debug("no answer on %s within %.0f s; reconnecting", sock_path, attempt)
         except BaseException:
             ch.close()
             raise

@@ -52,6 +52,7 @@ class VMConfig:
     kvm_timeout: float = 40.0  # the known KVM failure is a silent hang right after decompression
     kvm_stall: float = 15.0  # under KVM a healthy boot never goes this long without console output
     verbose_console: bool = True  # kernel messages in console.log, for diagnosing boots that fail
+    qemu_args: tuple[str, ...] = ()  # extra QEMU arguments, appended last (so they override)
 
 
 # -- facts about the host -----------------------------------------------------------------------
@@ -119,7 +120,7 @@ def _pgid(pid: int) -> int | None:
 def _has_mark(pid: int, marker: str) -> bool:
     """QEMU itself, with `-name <marker>` (virtme-run's own argv carries the same words: not it)."""
     args = _cmdline(pid)
-    return Path(args[0]).name.startswith("qemu-system") and any(a == "-name" and b == marker for a, b in zip(args, args[1:]))
+    return bool(args) and Path(args[0]).name.startswith("qemu-system") and any(a == "-name" and b == marker for a, b in zip(args, args[1:]))
 
 
 def find_orphan_vms(state_dir: Path) -> list[int]:
@@ -339,7 +340,7 @@ class LabVM:
             cmd.append("--disable-kvm")
         if self.config.verbose_console:
             cmd += ["--show-boot-console", "--verbose"]
-        return cmd + ["--qemu-opts", *qemu]
+        return cmd + ["--qemu-opts", *qemu, *self.config.qemu_args]
 
     def _boot(self, kernel: Path, accel: str, say: Callable[[str], None]) -> dict:
         cfg = self.config

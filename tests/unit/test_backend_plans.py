@@ -7,27 +7,35 @@ from linklab.backends.linux.names import mark, parse_mark
 from linklab.model.resolved import Qdisc
 
 
-def test_netem_only_plan_uses_netem_rate_and_microseconds():
-    plan = tc.plan(Qdisc(shaper="netem", rate_bps=1e8, delay_s=0.005, jitter_s=0.001, loss_pct=0.5), 1500)
-    assert plan == [("replace", "netem", {"handle": "1:", "delay": 5000, "jitter": 1000, "loss": 0.5,
-                                          "rate": "100000000bit"})]
+def test_netem_only_plan_uses_netem_rate():
+    plan = tc.plan(Qdisc(shaper="netem", rate_bps=1e8, delay_s=0.005, jitter_s=0.001, loss_pct=0.5), 1500, "m0")
+    assert plan == [["tc", "qdisc", "add", "dev", "m0", "root", "handle", "1:", "netem",
+                     "delay", "5000us", "1000us", "loss", "0.5%", "rate", "100000000bit"]]
+
+
+def test_order_keeping_rate_and_overhead():
+    q = Qdisc(delay_s=0.001, jitter_s=0.0005, order_rate_bps=30e9)
+    assert tc.plan(q, 1500, "e")[0][-2:] == ["rate", "30000000000bit"]
+    q = Qdisc(shaper="netem", rate_bps=1e8, overhead=24)
+    assert tc.plan(q, 1500, "e")[0][-3:] == ["rate", "100000000bit", "24"]
 
 
 def test_tbf_with_delay_nests_netem_under_tbf():
-    plan = tc.plan(Qdisc(shaper="tbf", rate_bps=1e7, delay_s=0.02, reorder_pct=5), 1500)
-    assert [c[1] for c in plan] == ["tbf", "netem"]
-    assert plan[1][2]["parent"] == "1:1" and "rate" not in plan[1][2]
-    assert plan[0][2]["burst"] >= 20000
+    plan = tc.plan(Qdisc(shaper="tbf", rate_bps=1e7, delay_s=0.02, reorder_pct=5), 1500, "e")
+    assert [c[8] for c in plan] == ["tbf", "10:"]
+    assert plan[1] == ["tc", "qdisc", "add", "dev", "e", "parent", "1:1", "handle", "10:", "netem",
+                       "delay", "20000us", "reorder", "5%"]
+    assert int(plan[0][plan[0].index("burst") + 1]) >= 20000
 
 
 def test_htb_plan_has_class_and_leaf():
-    plan = tc.plan(Qdisc(shaper="htb", rate_bps=1e8), 9000)
-    assert [c[:2] for c in plan] == [("replace", "htb"), ("add-class", "htb")]
-    assert plan[1][2]["burst"] >= 2 * 9014
+    plan = tc.plan(Qdisc(shaper="htb", rate_bps=1e8), 9000, "e")
+    assert [c[1] for c in plan] == ["qdisc", "class"]
+    assert int(plan[1][plan[1].index("burst") + 1]) >= 2 * 9014
 
 
 def test_no_impairment_no_calls():
-    assert tc.plan(None, 1500) == []
+    assert tc.plan(None, 1500, "e") == []
 
 
 def test_bond_options_drop_what_mode_refuses_and_restore_defaults():

@@ -283,7 +283,7 @@ class _Build:
                     sig = json.dumps([q.model_dump() if q else None, link.mtu], sort_keys=True)
                     i = self.idx(end.node, end.ifname)
                     if self.owned.get("qdiscs", {}).get(key) != sig or not _root_kind_matches(self.ipr[end.node], i, q):
-                        tc.apply(self.ipr[end.node], i, q, link.mtu)
+                        tc.apply(self.ns[end.node], end.ifname, q, link.mtu)
                     self.new["qdiscs"][key] = sig
 
     def iface_settings(self) -> None:

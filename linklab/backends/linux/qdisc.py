@@ -13,37 +13,50 @@ from typing import Any
 
 from pyroute2.netlink.rtnl.tcmsg.common import tick_in_usec
 
+from linklab import runner
 from linklab.model.resolved import Qdisc
 
 U32_MAX = 2**32 - 1
+
+# Building qdiscs shells out to tc (iproute2): pyroute2 0.9.7 encodes netem's rate wrongly
+# (a string rate becomes a float that the kernel rejects with ERANGE; an integer one crashes
+# inside pyroute2), and netem's rate is the shaper linklab relies on. Reading back stays on
+# netlink (describe below).
 
 
 def _bit(bps: float) -> str:
     return f"{int(round(bps))}bit"
 
 
-def netem_args(q: Qdisc, with_rate: bool) -> dict[str, Any]:
-    args: dict[str, Any] = {}
-    if q.delay_s:
-        args["delay"] = int(round(q.delay_s * 1e6))  # microseconds
-    if q.jitter_s:
-        args["jitter"] = int(round(q.jitter_s * 1e6))
+def _us(seconds: float) -> str:
+    return f"{int(round(seconds * 1e6))}us"
+
+
+def _pct(p: float) -> str:
+    return f"{p:g}%"
+
+
+def netem_args(q: Qdisc, with_rate: bool) -> list[str]:
+    args: list[str] = []
+    if q.delay_s or q.jitter_s or q.reorder_pct:
+        args += ["delay", _us(q.delay_s)]
+        if q.jitter_s:
+            args.append(_us(q.jitter_s))
     if q.loss_pct:
-        args["loss"] = q.loss_pct
+        args += ["loss", _pct(q.loss_pct)]
     if q.duplicate_pct:
-        args["duplicate"] = q.duplicate_pct
+        args += ["duplicate", _pct(q.duplicate_pct)]
     if q.corrupt_pct:
-        args["prob_corrupt"] = q.corrupt_pct
+        args += ["corrupt", _pct(q.corrupt_pct)]
     if q.reorder_pct:
-        args["prob_reorder"] = q.reorder_pct
+        args += ["reorder", _pct(q.reorder_pct)]
     if q.limit:
-        args["limit"] = q.limit
-    rate = q.rate_bps if with_rate else None
-    rate = rate or q.order_rate_bps
+        args += ["limit", str(q.limit)]
+    rate = (q.rate_bps if with_rate else None) or q.order_rate_bps
     if rate:
-        args["rate"] = _bit(rate)
+        args += ["rate", _bit(rate)]
         if q.overhead:
-            args["packet_overhead"] = q.overhead
+            args.append(str(q.overhead))
     return args
 
 
@@ -55,38 +68,30 @@ def burst_bytes(q: Qdisc, mtu: int) -> int:
     return max(2 * (mtu + 14), int((q.rate_bps or 0) / 8 * 0.0016), 20000)
 
 
-def plan(q: Qdisc | None, mtu: int) -> list[tuple[str, str, dict[str, Any]]]:
-    """The tc calls that build `q`: [(command, kind, kwargs)], in order. Pure, for tests."""
+def plan(q: Qdisc | None, mtu: int, dev: str) -> list[list[str]]:
+    """The tc commands that build `q` on `dev` (after its root qdisc was removed). Pure."""
     if q is None:
         return []
+    tc = ["tc", "qdisc", "add", "dev", dev]
     if q.shaper in (None, "netem"):
-        return [("replace", "netem", {"handle": "1:", **netem_args(q, with_rate=True)})]
-    calls: list[tuple[str, str, dict[str, Any]]] = []
-    burst = burst_bytes(q, mtu)
+        return [[*tc, "root", "handle", "1:", "netem", *netem_args(q, with_rate=True)]]
+    burst = str(burst_bytes(q, mtu))
     if q.shaper == "tbf":
-        calls.append(("replace", "tbf", {"handle": "1:", "rate": _bit(q.rate_bps), "burst": burst,
-                                         "latency": "50ms"}))
+        cmds = [[*tc, "root", "handle", "1:", "tbf", "rate", _bit(q.rate_bps), "burst", burst, "latency", "50ms"]]
     else:
-        calls.append(("replace", "htb", {"handle": "1:", "default": 1}))
-        calls.append(("add-class", "htb", {"handle": "1:1", "parent": "1:0", "rate": _bit(q.rate_bps),
-                                           "ceil": _bit(q.rate_bps), "burst": burst, "cburst": burst}))
+        cmds = [[*tc, "root", "handle", "1:", "htb", "default", "1"],
+                ["tc", "class", "add", "dev", dev, "parent", "1:", "classid", "1:1", "htb", "rate", _bit(q.rate_bps),
+                 "ceil", _bit(q.rate_bps), "burst", burst, "cburst", burst]]
     if q.needs_netem:
-        calls.append(("add", "netem", {"handle": "10:", "parent": "1:1", **netem_args(q, with_rate=False)}))
-    return calls
+        cmds.append([*tc, "parent", "1:1", "handle", "10:", "netem", *netem_args(q, with_rate=False)])
+    return cmds
 
 
-def apply(ipr, index: int, q: Qdisc | None, mtu: int) -> None:
-    """Replace the interface's root qdisc with `q` (or the default, if None)."""
-    remove(ipr, index)
-    for command, kind, kwargs in plan(q, mtu):
-        ipr.tc(command, kind=kind, index=index, **kwargs)
-
-
-def remove(ipr, index: int) -> None:
-    for qd in ipr.get_qdiscs(index=index):
-        if qd.get("parent") == 0xFFFFFFFF and qd.get_attr("TCA_KIND") not in ("noqueue", "pfifo_fast", "mq"):
-            ipr.tc("del", index=index, handle="0:", parent=0xFFFFFFFF)
-            return
+def apply(netns: str, dev: str, q: Qdisc | None, mtu: int) -> None:
+    """Replace the interface's root qdisc with `q` (or the kernel's default, if None)."""
+    runner.run(["tc", "qdisc", "del", "dev", dev, "root"], netns=netns, check=False, timeout=15)
+    for argv in plan(q, mtu, dev):
+        runner.run(argv, netns=netns, timeout=15)
 
 
 def describe(ipr, index: int) -> list[dict[str, Any]]:
