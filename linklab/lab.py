@@ -106,6 +106,8 @@ def _apply(lab: Lab, topo_path, overrides, scale, old, backend_name: str, say) -
         "placement": placement(), "kernel": platform.release(), "linklab": __version__,
         "resolved": lab.model_dump(mode="json"), "owned": {**owned, "namespaces": planned},
     }
+    if old and "sweep_base_overrides" in old:
+        record["sweep_base_overrides"] = old["sweep_base_overrides"]  # a sweep is changing this lab
     state.save(record)
     t0 = time.monotonic()
     record["owned"] = backend.apply(lab, owned, say=say)
@@ -113,6 +115,23 @@ def _apply(lab: Lab, topo_path, overrides, scale, old, backend_name: str, say) -
     record["apply_seconds"] = round(time.monotonic() - t0, 3)
     state.save(record)
     return record
+
+
+def remember_base_overrides(lab_name: str) -> list[tuple[str, Any]]:
+    """The overrides the lab had before a sweep started changing it. Kept in the state file
+    until the sweep puts them back, so a sweep killed mid-way resumes (and restores) from the
+    user's settings, not from the last point's."""
+    st = state.require(lab_name)
+    if "sweep_base_overrides" not in st:
+        st["sweep_base_overrides"] = st["topology"].get("overrides", [])
+        state.save(st)
+    return [tuple(o) for o in st["sweep_base_overrides"]]
+
+
+def forget_base_overrides(lab_name: str) -> None:
+    st = state.load(lab_name)
+    if st and st.pop("sweep_base_overrides", None) is not None:
+        state.save(st)
 
 
 def down(lab_name: str, say=print) -> list[str]:

@@ -52,7 +52,7 @@ def run(exp_path: str | Path, opts: Options, say=print) -> ResultsStore:
     elif Path(st["topology"]["path"]).resolve() != tpath.resolve():
         raise StateError(f"lab {lab_name} is up from {st['topology']['path']}, but {exp_path} needs {tpath}",
                          hint=f"`linklab down {lab_name}` first, or run the sweep against another lab with --lab")
-    base_overrides = [tuple(o) for o in st["topology"].get("overrides", [])]
+    base_overrides = [tuple(o) for o in st.get("sweep_base_overrides", st["topology"].get("overrides", []))]
 
     points = expand(exp.matrix, exclude=exp.exclude)
     fingerprint = "|".join([file_sha256(exp_path), file_sha256(tpath), f"quick={opts.quick}",
@@ -70,6 +70,7 @@ def run(exp_path: str | Path, opts: Options, say=print) -> ResultsStore:
         say(f"linklab: resuming {store.path} ({len(store.completed())} repetitions already recorded)")
 
     with store.lock(), state.locked(lab_name):
+        base_overrides = labmod.remember_base_overrides(lab_name)
         for leftover in store.clean_partial():
             say(f"  removed partial result {leftover}")
         done = store.completed()
@@ -84,6 +85,7 @@ def run(exp_path: str | Path, opts: Options, say=print) -> ResultsStore:
             progress.close()
             # Put the lab back the way the user left it, whatever happened.
             labmod.set_params(lab_name, base_overrides, replace=True, lock=False, say=lambda *_: None)
+            labmod.forget_base_overrides(lab_name)
             store.write_table()
         store.mark_complete()
     rows = store.rows()

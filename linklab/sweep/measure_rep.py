@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -61,10 +62,23 @@ def start_servers(lab: Lab, plan: PointPlan) -> Servers:
     n = plan.tool.streams if plan.tool.parallel == "processes" else 1
     servers = Iperf3Server.fleet(n, base_port=plan.tool.port, json_output=False)
     ns = netns_name(lab.name, plan.server)
-    stop_stale_iperf3(ns)
+    for node in {plan.client, plan.server}:
+        stop_stale_iperf3(netns_name(lab.name, node))
     procs = [runner.start(s.argv(), netns=ns) for s in servers]
-    time.sleep(0.3)  # let them bind; a client's connect timeout covers a slow start
-    return Servers(procs, [s.port for s in servers])
+    ports = [s.port for s in servers]
+    wait_listening(ns, ports)
+    return Servers(procs, ports)
+
+
+def wait_listening(ns: str, ports: list[int], deadline_s: float = 15.0) -> None:
+    """Until every server port accepts connections (a fixed sleep is too short under emulation)."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < deadline_s:
+        out = runner.run(["ss", "-Hltn"], netns=ns, check=False, timeout=10).stdout
+        listening = {int(m) for m in re.findall(r":(\d+)\s", out)}
+        if all(p in listening for p in ports):
+            return
+        time.sleep(0.1)
 
 
 def bond_members(lab: Lab, node: str) -> list[str]:

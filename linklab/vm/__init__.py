@@ -1,5 +1,6 @@
 """The lab VM: a QEMU guest running a distribution kernel for features the host kernel lacks.
 
-launcher (host: boot, run, stop), client (host side of one conversation), agent (guest daemon),
-protocol (the frames both sides speak).
+Host side: launcher (boot, run, stop the persistent VM), client (one conversation on one port).
+Guest side: agent (runs commands sent over virtio-serial ports), zygote (pre-imported Python for
+fast `python -m linklab` runs). Both: protocol (the frames they speak).
 """

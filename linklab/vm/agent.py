@@ -24,6 +24,7 @@ from pathlib import Path
 
 from linklab.kernel import LAB_MODULES, load_modules
 from linklab.vm import protocol as P
+from linklab.vm.zygote import Zygote
 
 log = logging.getLogger("linklab.vm.agent")
 
@@ -164,11 +165,19 @@ def terminate(proc: subprocess.Popen) -> None:
 
 
 class Agent:
-    def __init__(self, info: dict):
+    def __init__(self, info: dict, zygote: Zygote | None = None):
         self.info = info
+        self.zygote = zygote
         self.stopping = threading.Event()
         self.children: set[subprocess.Popen] = set()
         self.lock = threading.Lock()
+
+    def ready_info(self) -> dict:
+        """The boot facts plus what may change: whether warm runs are fully warm yet."""
+        z = self.zygote
+        state = "off" if z is None else "gone" if z.gone else "preloaded" if z.preloaded.is_set() \
+            else "preloading" if z.ready.is_set() else "starting"
+        return {**self.info, "zygote": state}
 
     def track(self, proc: subprocess.Popen | None, add: bool) -> None:
         with self.lock:
@@ -231,7 +240,7 @@ class PortServer:
         log.debug("%s: frame %s (session %s)", self.name, t, self.session)
         if t == "hello":
             self.session = str(frame.get("nonce", ""))
-            self.port.send(P.ready(self.session, self.agent.info))
+            self.port.send(P.ready(self.session, self.agent.ready_info()))
         elif self.session is None:
             log.info("%s: dropped %r frame sent before hello (left by a previous client)", self.name, t)
         elif t == "req":
@@ -247,22 +256,24 @@ class PortServer:
 
     def run_command(self, frame: dict) -> None:
         try:
-            argv, cwd, env, timeout = P.parse_request(frame)
+            argv, cwd, env, timeout, warm = P.parse_request(frame)
         except P.ProtocolError as e:
             self.port.send(P.error(str(e)))
             self.port.send(P.exit_(P.EXIT_CANNOT_RUN))
             return
         child_env = {"PATH": DEFAULT_PATH, **os.environ, **env, "LINKLAB_IN_VM": "1"}
-        log.info("%s: run %s (cwd %s)", self.name, argv, cwd)
-        try:
-            # Own session: signals go to the whole command (a sweep and its iperf3s), like a terminal's Ctrl-C.
-            proc = subprocess.Popen(argv, cwd=cwd, env=child_env, stdin=subprocess.DEVNULL,
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
-        except OSError as e:
-            code = P.EXIT_NOT_FOUND if isinstance(e, FileNotFoundError) else P.EXIT_CANNOT_RUN
-            self.port.send(P.output("err", f"linklab agent: cannot run {argv[0]}: {e}\n".encode()))
-            self.port.send(P.exit_(code))
-            return
+        proc = self.agent.zygote.spawn(argv[2], argv[3:], cwd, child_env) if warm and self.agent.zygote else None
+        log.info("%s: run%s %s (cwd %s)", self.name, " warm" if proc else "", argv, cwd)
+        if proc is None:
+            try:
+                # Own session: signals go to the whole command (a sweep and its iperf3s), like a terminal's Ctrl-C.
+                proc = subprocess.Popen(argv, cwd=cwd, env=child_env, stdin=subprocess.DEVNULL,
+                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+            except OSError as e:
+                code = P.EXIT_NOT_FOUND if isinstance(e, FileNotFoundError) else P.EXIT_CANNOT_RUN
+                self.port.send(P.output("err", f"linklab agent: cannot run {argv[0]}: {e}\n".encode()))
+                self.port.send(P.exit_(code))
+                return
         self.agent.track(proc, True)
         try:
             code = self.stream(proc, timeout)
@@ -349,6 +360,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ports", required=True, help="comma-separated virtio-serial port names")
     ap.add_argument("--modules", default=",".join(LAB_MODULES), help="comma-separated modules to load first")
     ap.add_argument("--debug", action="store_true", help="log every frame")
+    ap.add_argument("--no-zygote", action="store_true", help="run warm requests cold too")
     args = ap.parse_args(argv)
 
     # Only the stdout port reaches the host's agent log; two QEMU file chardevs on one file would overwrite each other.
@@ -359,6 +371,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.DEBUG if args.debug else logging.INFO, stream=sys.stdout, format="%(asctime)s agent: %(message)s")
     sys.stdout.reconfigure(line_buffering=True)
 
+    # First, so its imports overlap module loading; warm requests wait for it, the rest do not.
+    zygote = None if args.no_zygote else Zygote(sys.executable, cwd=os.getcwd())
     names = [n for n in args.ports.split(",") if n]
     modules = [m for m in args.modules.split(",") if m]
     t0 = time.monotonic()
@@ -369,7 +383,7 @@ def main(argv: list[str] | None = None) -> int:
     if len(ports) != len(names):
         log.error("virtio-serial ports missing: %s", sorted(set(names) - set(ports)))
         return 1
-    agent = Agent(guest_info(failed))
+    agent = Agent(guest_info(failed), zygote)
     signal.signal(signal.SIGTERM, lambda *_: agent.stopping.set())
     for name, path in sorted(ports.items()):
         server = PortServer(name, Port(path), agent)
@@ -379,6 +393,8 @@ def main(argv: list[str] | None = None) -> int:
     while not agent.stopping.wait(1.0):  # a timed wait keeps the SIGTERM handler responsive
         pass
     agent.kill_all()
+    if zygote:
+        zygote.close()
     os.sync()
     time.sleep(0.2)  # let the bye frame leave the port before the guest powers off
     log.info("shutting down")

@@ -147,11 +147,11 @@ class Channel:
     # -- one command ------------------------------------------------------------------------
 
     def run(self, argv: list[str], cwd: str, env: dict[str, str], timeout: float | None,
-            stdout: BinaryIO, stderr: BinaryIO, alive: Callable[[], bool] = lambda: True) -> int:
+            stdout: BinaryIO, stderr: BinaryIO, alive: Callable[[], bool] = lambda: True, warm: bool = False) -> int:
         """Send one request and relay its output until its exit frame; returns the guest exit code.
         Ctrl-C (KeyboardInterrupt) is forwarded as INT, then TERM, then KILL, and the output keeps
         flowing until the command actually ends, so the caller gets the command's own exit code."""
-        self.send(P.request(argv, cwd, env, timeout))
+        self.send(P.request(argv, cwd, env, timeout, warm))
         interrupts = 0
         while True:
             try:

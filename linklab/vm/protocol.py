@@ -132,15 +132,20 @@ def ready(nonce: str, info: dict) -> dict:
     return {"t": "ready", "nonce": nonce, "info": info}
 
 
-def request(argv: list[str], cwd: str, env: dict[str, str] | None = None, timeout: float | None = None) -> dict:
+def request(argv: list[str], cwd: str, env: dict[str, str] | None = None, timeout: float | None = None,
+            warm: bool = False) -> dict:
+    """warm: argv is `python -m <module> ...` and may run in the guest's pre-imported interpreter."""
     argv = [str(a) for a in argv]
     if not argv:
         raise ProtocolError("empty argv")
-    return {"t": "req", "argv": argv, "cwd": str(cwd), "env": dict(env or {}), "timeout": timeout}
+    if warm and (len(argv) < 3 or argv[1] != "-m"):
+        raise ProtocolError("a warm request must be `python -m <module> ...`")
+    return {"t": "req", "argv": argv, "cwd": str(cwd), "env": dict(env or {}), "timeout": timeout, "warm": warm}
 
 
-def parse_request(frame: dict) -> tuple[list[str], str, dict[str, str], float | None]:
+def parse_request(frame: dict) -> tuple[list[str], str, dict[str, str], float | None, bool]:
     argv, cwd, env, timeout = frame.get("argv"), frame.get("cwd"), frame.get("env") or {}, frame.get("timeout")
+    warm = bool(frame.get("warm")) and isinstance(argv, list) and len(argv) >= 3 and argv[1] == "-m"
     if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
         raise ProtocolError("request argv must be a non-empty list of strings")
     if not isinstance(cwd, str) or not cwd:
@@ -149,7 +154,7 @@ def parse_request(frame: dict) -> tuple[list[str], str, dict[str, str], float | 
         raise ProtocolError("request env must map strings to strings")
     if timeout is not None and (not isinstance(timeout, (int, float)) or timeout <= 0):
         raise ProtocolError("request timeout must be a positive number or null")
-    return argv, cwd, env, timeout
+    return argv, cwd, env, timeout, warm
 
 
 def output(stream: str, data: bytes) -> dict:

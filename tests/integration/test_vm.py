@@ -159,6 +159,28 @@ def test_client_vanishing_mid_command_frees_the_port(vm, workdir):
     assert run(vm, ["pgrep", "-x", "sleep"], workdir)[0] == 1
 
 
+PROBE = """\
+import os, sys
+print(os.getppid(), sys.argv[1:], os.getcwd(), os.environ.get("LINKLAB_IN_VM"))
+raise SystemExit(5)
+"""
+
+
+def test_warm_python_module_run(vm, workdir):
+    """Warm: forked by the zygote, not started by the agent (no need to wait for its preloading)."""
+    (workdir / "llprobe.py").write_text(PROBE)
+    agent_pid = vm.info()["guest"]["agent_pid"]
+    argv = [sys.executable, "-m", "llprobe", "x", "y z"]
+    code, out, err = run(vm, argv, workdir, warm=True)
+    assert code == 5, err
+    parent, rest = out.decode().split(" ", 1)
+    assert int(parent) != agent_pid
+    assert rest == f"['x', 'y z'] {workdir} 1\n"
+    code, out, _ = run(vm, argv, workdir)  # the same, cold
+    assert code == 5 and int(out.decode().split()[0]) == agent_pid
+    assert vm.ping()["zygote"] in ("preloading", "preloaded")
+
+
 def test_guest_timeout(vm, workdir):
     code, _, err = run(vm, ["sleep", "30"], workdir, timeout=1)
     assert code == P.EXIT_TIMEOUT and b"timed out" in err

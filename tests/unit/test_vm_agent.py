@@ -173,3 +173,81 @@ def _alive(pid: int) -> bool:
     except OSError:
         return False
     return state not in ("Z", "X")
+
+
+# -- warm runs: `python -m <module>` forked from the pre-imported zygote --------------------------
+
+PROBE_INIT = "import os\nIMPORT_PID = os.getpid()\nVERSION = {version}\n"
+PROBE_MAIN = """\
+import os, sys, zprobe
+print("warm" if zprobe.IMPORT_PID != os.getpid() else "cold", zprobe.VERSION, sys.argv[1:], os.getcwd(),
+      os.environ.get("PROBE"), os.environ.get("LINKLAB_IN_VM"))
+print("to stderr", file=sys.stderr)
+if sys.argv[1:] == ["wait"]:
+    print("started", flush=True)
+    import time
+    time.sleep(30)
+raise SystemExit(5)
+"""
+
+
+@pytest.fixture
+def warm_served(tmp_path):
+    from linklab.vm.zygote import Zygote
+
+    pkg = tmp_path / "zprobe"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(PROBE_INIT.format(version=1))
+    (pkg / "__main__.py").write_text(PROBE_MAIN)
+    zygote = Zygote(os.sys.executable, preload_modules=("zprobe",), watch=[tmp_path], cwd=str(tmp_path))
+    guest_end, host_end = socket.socketpair()
+    guest_end.setblocking(False)
+    agent = Agent({"kernel_release": "test-kernel"}, zygote)
+    thread = threading.Thread(target=PortServer("w0", Port(fd=guest_end.fileno()), agent).serve_forever, daemon=True)
+    thread.start()
+    ch = Channel(Path("socketpair"))
+    ch.sock = host_end
+    assert zygote.preloaded.wait(30) and not zygote.failed
+    ch.handshake(deadline())
+    yield ch, pkg
+    agent.stopping.set()
+    agent.kill_all()
+    ch.close()
+    zygote.close()
+    thread.join(5)
+    guest_end.close()
+
+
+def warm_run(ch, args, cwd, **kw):
+    out, err = io.BytesIO(), io.BytesIO()
+    argv = [os.sys.executable, "-m", "zprobe", *args]
+    code = ch.run(argv, str(cwd), {"PROBE": "p1"}, None, kw.pop("stdout", out), err, warm=True)
+    return code, out.getvalue().decode(), err.getvalue().decode()
+
+
+def test_warm_run_looks_like_a_fresh_python(warm_served, tmp_path):
+    ch, _ = warm_served
+    work = tmp_path / "elsewhere"
+    work.mkdir()
+    code, out, err = warm_run(ch, ["a", "b c"], work)
+    assert code == 5
+    assert out == f"warm 1 ['a', 'b c'] {work} p1 1\n"
+    assert err == "to stderr\n"
+
+
+def test_warm_run_restarts_when_sources_change(warm_served, tmp_path):
+    ch, pkg = warm_served
+    assert warm_run(ch, [], tmp_path)[1].startswith("warm 1")
+    time.sleep(0.05)
+    (pkg / "__init__.py").write_text(PROBE_INIT.format(version=2))
+    assert warm_run(ch, [], tmp_path)[1].startswith("cold 2")  # this one ran cold, on the new code
+    end = time.monotonic() + 30
+    while (out := warm_run(ch, [], tmp_path)[1]).startswith("cold") and time.monotonic() < end:
+        time.sleep(0.2)  # the zygote is re-importing
+    assert out.startswith("warm 2")
+
+
+def test_warm_ctrl_c(warm_served, tmp_path):
+    ch, _ = warm_served
+    code = warm_run(ch, ["wait"], tmp_path, stdout=CtrlCOnce())[0]
+    assert code == 128 + signal.SIGINT

@@ -18,7 +18,7 @@ def test_request_roundtrip():
     req = P.request(["linklab", "sweep", "--x", "ü"], "/work/main", {"LINKLAB_X": "1"}, 12.5)
     [back] = roundtrip(req)
     assert back == req
-    assert P.parse_request(back) == (["linklab", "sweep", "--x", "ü"], "/work/main", {"LINKLAB_X": "1"}, 12.5)
+    assert P.parse_request(back) == (["linklab", "sweep", "--x", "ü"], "/work/main", {"LINKLAB_X": "1"}, 12.5, False)
 
 
 def test_request_stringifies_argv_and_rejects_empty():

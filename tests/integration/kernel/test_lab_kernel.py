@@ -90,7 +90,7 @@ def test_netem_delay_shows_in_ping_rtt(make_lab):
 
 def test_down_removes_namespaces_interfaces_and_processes(make_lab):
     lb = make_lab("bond_switch.yaml", "itdown")
-    lb.run("h2", ["sh", "-c", "sleep 300 & echo started"])  # a process the lab must stop
+    lb.run("h2", ["sh", "-c", "sleep 300 >/dev/null 2>&1 & echo started"])  # a process the lab must stop
     owned = lab.state.require("itdown")["owned"]
     lab.down("itdown", say=lambda *_: None)
     left = [ns for ns in netns.listnetns() if ns.startswith("ll-itdown-")]

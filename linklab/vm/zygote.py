@@ -1,0 +1,385 @@
+"""A pre-imported Python in the guest that forks `python -m <module>` runs ("warm" runs).
+
+Under software emulation a cold `python -c "import pydantic, pyroute2"` takes ~12 s in the guest
+(the interpreter is ~20x slower and every import stats files over 9p); forking an interpreter that
+imported them once at boot takes a fraction of a second.
+
+Differences from a cold `python -m`: modules imported at preload keep whatever they computed at
+import time (so module-level code must not read the environment or cwd), and threads started at
+import are not copied. When a loaded linklab source file changes, the zygote re-executes itself
+(fresh imports) and that one run goes cold.
+
+The agent starts it as `python -m linklab.vm.zygote --fd N` with one end of a SOCK_SEQPACKET
+socketpair. Messages are JSON; a spawn carries the command's stdout and stderr pipe ends as fds.
+  agent -> zygote  {"t":"spawn","id":n,"module":m,"args":[...],"cwd":c,"env":{...}} + [out_fd, err_fd]
+  zygote -> agent  {"t":"ready"}                  once, as soon as it serves (preloading continues)
+                   {"t":"preloaded","failed":[...]}  once, when preloading is done
+                   {"t":"spawned","id":n,"pid":p} | {"t":"spawned","id":n,"stale":true}
+                   {"t":"exit","pid":p,"code":c}  shell convention: 128+N for signal N
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import importlib
+import io
+import json
+import logging
+import os
+import runpy
+import select
+import signal
+import socket
+import sys
+import threading
+import traceback
+from pathlib import Path
+
+log = logging.getLogger("linklab.vm.zygote")
+
+# Cheapest first (see serve()); a module that does not exist only means a colder run.
+PRELOAD = ("linklab.cli", "yaml", "pydantic", "pyroute2", "linklab.lab")
+MAX_MSG = 1 << 20
+
+
+def send_msg(sock: socket.socket, msg: dict, fds: list[int] = ()) -> None:
+    data = json.dumps(msg).encode()
+    if fds:
+        socket.send_fds(sock, [data], list(fds))
+    else:
+        sock.send(data)
+
+
+def recv_msg(sock: socket.socket) -> tuple[dict | None, list[int]]:
+    data, fds, _flags, _addr = socket.recv_fds(sock, MAX_MSG, 4)
+    if not data:
+        for fd in fds:
+            os.close(fd)
+        return None, []
+    return json.loads(data), fds
+
+
+# -- zygote side ------------------------------------------------------------------------------------
+
+
+def preload(modules: list[str]) -> list[str]:
+    failed = []
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except Exception as e:  # a missing optional module only means a colder run
+            failed.append(f"{name}: {type(e).__name__}: {e}")
+    return failed
+
+
+def source_snapshot(roots: list[Path]) -> dict[str, int]:
+    """mtimes of loaded module files under roots: what a warm run would otherwise run stale."""
+    snap = {}
+    for mod in list(sys.modules.values()):
+        f = getattr(mod, "__file__", None)
+        if f and any(Path(f).is_relative_to(r) for r in roots):
+            try:
+                snap[f] = os.stat(f).st_mtime_ns
+            except OSError:
+                snap[f] = -1
+    return snap
+
+
+def exit_code(status: int) -> int:
+    return 128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+
+
+def serve(sock: socket.socket, modules: list[str], roots: list[Path]) -> None:
+    # Serve at once and preload between requests: a command arriving early forks with what is
+    # loaded so far and imports the rest itself, so it never waits longer than one module's import.
+    send_msg(sock, {"t": "ready", "pid": os.getpid()})
+    todo, failed = list(modules), []
+    snapshot = source_snapshot(roots)
+    while True:
+        reap(sock)
+        if not select.select([sock], [], [], 0 if todo else 0.2)[0]:
+            if todo:
+                failed += preload([todo.pop(0)])
+                snapshot = source_snapshot(roots)
+                if not todo:
+                    send_msg(sock, {"t": "preloaded", "failed": failed})
+            continue
+        msg, fds = recv_msg(sock)
+        if msg is None:  # the agent is gone
+            return
+        if msg.get("t") != "spawn" or len(fds) != 2:
+            for fd in fds:
+                os.close(fd)
+            continue
+        if source_snapshot(roots) != snapshot:
+            for fd in fds:
+                os.close(fd)
+            send_msg(sock, {"t": "spawned", "id": msg.get("id"), "stale": True})
+            reexec(sock, modules, roots)
+        pid = os.fork()
+        if pid == 0:
+            sock.close()
+            child(msg, fds[0], fds[1])  # never returns
+        for fd in fds:
+            os.close(fd)
+        send_msg(sock, {"t": "spawned", "id": msg.get("id"), "pid": pid})
+
+
+def reap(sock: socket.socket) -> None:
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        send_msg(sock, {"t": "exit", "pid": pid, "code": exit_code(status)})
+
+
+def reexec(sock: socket.socket, modules: list[str], roots: list[Path]) -> None:
+    """Start over with fresh imports; same pid, so running children stay ours to reap."""
+    os.set_inheritable(sock.fileno(), True)
+    argv = [sys.executable, "-m", "linklab.vm.zygote", "--fd", str(sock.fileno()),
+            "--preload", ",".join(modules), *[a for r in roots for a in ("--watch", str(r))]]
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    os.execv(sys.executable, argv)
+
+
+def child(msg: dict, out_fd: int, err_fd: int) -> None:
+    """The forked command: make the process look like a fresh `python -m module args`, run, exit."""
+    code = 1
+    try:
+        os.setsid()  # own process group: the agent signals the whole command, as for cold runs
+        for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD, signal.SIGUSR1):
+            signal.signal(sig, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.dup2(out_fd, 1)
+        os.dup2(err_fd, 2)
+        for fd in {devnull, out_fd, err_fd} - {0, 1, 2}:
+            os.close(fd)
+        env = {str(k): str(v) for k, v in (msg.get("env") or {}).items()}
+        os.environ.clear()
+        os.environ.update(env)
+        unbuffered = bool(env.get("PYTHONUNBUFFERED"))
+        sys.stdin = open(0, "r", closefd=False)
+        sys.stdout = io.TextIOWrapper(open(1, "wb", closefd=False, buffering=0 if unbuffered else -1),
+                                      write_through=unbuffered, line_buffering=False)
+        sys.stderr = io.TextIOWrapper(open(2, "wb", closefd=False, buffering=0 if unbuffered else -1),
+                                      errors="backslashreplace", write_through=True, line_buffering=True)
+        try:
+            os.chdir(msg["cwd"])
+        except OSError as e:
+            sys.stderr.write(f"linklab agent: cannot run {msg.get('module')}: {e}\n")
+            os._exit(127)
+        sys.path[0] = msg["cwd"]  # what `python -m` puts first
+        sys.argv = ["-m", *msg.get("args", [])]
+        code = run_module(msg["module"])
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        os._exit(code)
+
+
+def run_module(module: str) -> int:
+    try:
+        runpy.run_module(module, run_name="__main__", alter_sys=True)
+        code = 0
+    except SystemExit as e:
+        if e.code is None:
+            code = 0
+        elif isinstance(e.code, int):
+            code = e.code & 0xFF
+        else:
+            print(e.code, file=sys.stderr)
+            code = 1
+    except KeyboardInterrupt:
+        traceback.print_exc()
+        finish()
+        # Like the interpreter: die of SIGINT so the caller sees 130.
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
+        code = 130
+    except BaseException:
+        traceback.print_exc()
+        code = 1
+    finish()
+    return code
+
+
+def finish() -> None:
+    """What interpreter shutdown would do: wait for non-daemon threads, run atexit, flush."""
+    for t in threading.enumerate():
+        if t is not threading.main_thread() and not t.daemon:
+            t.join()
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="linklab.vm.zygote")
+    ap.add_argument("--fd", type=int, required=True, help="this end of the agent's SOCK_SEQPACKET socketpair")
+    ap.add_argument("--preload", default=",".join(PRELOAD))
+    ap.add_argument("--watch", action="append", type=Path,
+                    help="re-exec when a loaded module under this directory changes (default: linklab's)")
+    args = ap.parse_args(argv)
+    sock = socket.socket(fileno=args.fd)
+    os.set_inheritable(sock.fileno(), False)  # commands must not hold the agent's socket
+    roots = args.watch or [Path(__file__).resolve().parent.parent]
+    serve(sock, [m for m in args.preload.split(",") if m], [r.resolve() for r in roots])
+    return 0
+
+
+# -- agent side -------------------------------------------------------------------------------------
+
+
+class WarmChild:
+    """A zygote-forked command, shaped like the parts of subprocess.Popen the agent uses."""
+
+    def __init__(self, pid: int, stdout, stderr):
+        self.pid, self.stdout, self.stderr = pid, stdout, stderr
+        self.returncode: int | None = None
+        self._done = threading.Event()
+
+    def _exited(self, code: int) -> None:
+        # Popen convention (the agent turns -N back into 128+N)
+        self.returncode = -(code - 128) if code > 128 else code
+        self._done.set()
+
+    def poll(self) -> int | None:
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        import subprocess
+        if not self._done.wait(timeout):
+            raise subprocess.TimeoutExpired(f"pid {self.pid}", timeout)
+        return self.returncode
+
+
+class Zygote:
+    """The agent's handle on the zygote process; thread-safe."""
+
+    def __init__(self, python: str = sys.executable, preload_modules: tuple[str, ...] = PRELOAD,
+                 watch: list[Path] | None = None, cwd: str | None = None):
+        import subprocess
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        argv = [python, "-m", "linklab.vm.zygote", "--fd", str(theirs.fileno()), "--preload", ",".join(preload_modules)]
+        for w in watch or []:
+            argv += ["--watch", str(w)]
+        self.proc = subprocess.Popen(argv, pass_fds=[theirs.fileno()], cwd=cwd, stdin=subprocess.DEVNULL)
+        theirs.close()
+        self.sock = ours
+        self.ready = threading.Event()  # serving (it may still be preloading)
+        self.preloaded = threading.Event()
+        self.failed: list[str] = []
+        self.gone = False
+        self._lock = threading.Lock()
+        self._next_id = 0
+        self._waiting: dict[int, tuple[threading.Event, dict]] = {}
+        self._children: dict[int, WarmChild] = {}
+        self._early_exits: dict[int, int] = {}
+        threading.Thread(target=self._read, name="zygote", daemon=True).start()
+
+    def _read(self) -> None:
+        while True:
+            try:
+                msg, fds = recv_msg(self.sock)
+            except (OSError, ValueError):
+                msg, fds = None, []
+            for fd in fds:
+                os.close(fd)
+            if msg is None:
+                break
+            t = msg.get("t")
+            if t == "ready":
+                self.ready.set()
+            elif t == "preloaded":
+                self.failed = msg.get("failed", [])
+                self.preloaded.set()
+                log.info("zygote preloaded its modules%s",
+                         f"; could not preload: {'; '.join(self.failed)}" if self.failed else "")
+            elif t == "spawned":
+                with self._lock:
+                    event, slot = self._waiting.pop(msg.get("id"), (None, None))
+                if event is not None:
+                    slot.update(msg)
+                    event.set()
+            elif t == "exit":
+                with self._lock:
+                    child = self._children.pop(msg["pid"], None)
+                    if child is None:  # exit reported before spawn() registered the child
+                        self._early_exits[msg["pid"]] = msg["code"]
+                if child is not None:
+                    child._exited(msg["code"])
+        # The zygote died: nobody will report the running commands' exits.
+        self.gone = True
+        self.ready.set()
+        with self._lock:
+            children, self._children = list(self._children.values()), {}
+            waiting, self._waiting = list(self._waiting.values()), {}
+        for child in children:
+            child._exited(255)
+        for event, _ in waiting:
+            event.set()
+
+    def spawn(self, module: str, args: list[str], cwd: str, env: dict[str, str],
+              wait_ready: float = 60.0) -> WarmChild | None:
+        """Fork the command in the zygote; None means "run it cold" (not ready, stale, or gone)."""
+        if not self.ready.wait(wait_ready) or self.gone:
+            return None
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        event, slot = threading.Event(), {}
+        with self._lock:
+            self._next_id += 1
+            rid = self._next_id
+            self._waiting[rid] = (event, slot)
+        try:
+            send_msg(self.sock, {"t": "spawn", "id": rid, "module": module, "args": args, "cwd": cwd, "env": env},
+                     [out_w, err_w])
+            answered = event.wait(30)
+        except OSError:
+            answered = False
+        finally:
+            os.close(out_w)
+            os.close(err_w)
+        pid = slot.get("pid") if answered else None
+        if not pid:
+            with self._lock:
+                self._waiting.pop(rid, None)
+            os.close(out_r)
+            os.close(err_r)
+            if slot.get("stale"):
+                log.info("zygote: linklab sources changed; it restarts, this run goes cold")
+            return None
+        child = WarmChild(pid, os.fdopen(out_r, "rb", buffering=0), os.fdopen(err_r, "rb", buffering=0))
+        with self._lock:
+            code = self._early_exits.pop(pid, None)
+            if code is None:
+                self._children[pid] = child
+        if code is not None:
+            child._exited(code)
+        return child
+
+    def close(self) -> None:
+        # shutdown, not just close: the reader thread's blocked recv keeps the socket open otherwise.
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.sock.close()
+        try:
+            self.proc.wait(5)
+        except Exception:
+            self.proc.kill()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
