@@ -24,7 +24,7 @@ from pathlib import Path
 
 from linklab.kernel import LAB_MODULES, load_modules
 from linklab.vm import protocol as P
-from linklab.vm.zygote import Zygote
+from linklab.vm.zygote import PRELOAD, Zygote
 
 log = logging.getLogger("linklab.vm.agent")
 
@@ -175,8 +175,7 @@ class Agent:
     def ready_info(self) -> dict:
         """The boot facts plus what may change: whether warm runs are fully warm yet."""
         z = self.zygote
-        state = "off" if z is None else "gone" if z.gone else "preloaded" if z.preloaded.is_set() \
-            else "preloading" if z.ready.is_set() else "starting"
+        state = "off" if z is None else "gone" if z.gone else "ready" if z.ready.is_set() else "preloading"
         return {**self.info, "zygote": state}
 
     def track(self, proc: subprocess.Popen | None, add: bool) -> None:
@@ -361,6 +360,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--modules", default=",".join(LAB_MODULES), help="comma-separated modules to load first")
     ap.add_argument("--debug", action="store_true", help="log every frame")
     ap.add_argument("--no-zygote", action="store_true", help="run warm requests cold too")
+    ap.add_argument("--preload", default=",".join(PRELOAD), help="comma-separated modules the zygote imports")
     args = ap.parse_args(argv)
 
     # Only the stdout port reaches the host's agent log; two QEMU file chardevs on one file would overwrite each other.
@@ -371,8 +371,9 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.DEBUG if args.debug else logging.INFO, stream=sys.stdout, format="%(asctime)s agent: %(message)s")
     sys.stdout.reconfigure(line_buffering=True)
 
-    # First, so its imports overlap module loading; warm requests wait for it, the rest do not.
-    zygote = None if args.no_zygote else Zygote(sys.executable, cwd=os.getcwd())
+    # First, so its imports overlap module loading; until it is ready, warm requests run cold.
+    preload = tuple(m for m in args.preload.split(",") if m)
+    zygote = None if args.no_zygote else Zygote(sys.executable, preload_modules=preload, cwd=os.getcwd())
     names = [n for n in args.ports.split(",") if n]
     modules = [m for m in args.modules.split(",") if m]
     t0 = time.monotonic()

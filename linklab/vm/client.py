@@ -150,7 +150,8 @@ class Channel:
             stdout: BinaryIO, stderr: BinaryIO, alive: Callable[[], bool] = lambda: True, warm: bool = False) -> int:
         """Send one request and relay its output until its exit frame; returns the guest exit code.
         Ctrl-C (KeyboardInterrupt) is forwarded as INT, then TERM, then KILL, and the output keeps
-        flowing until the command actually ends, so the caller gets the command's own exit code."""
+        flowing until the command actually ends, so the caller gets the command's own exit code.
+        A fourth Ctrl-C stops waiting and raises KeyboardInterrupt."""
         self.send(P.request(argv, cwd, env, timeout, warm))
         interrupts = 0
         while True:
@@ -166,7 +167,9 @@ class Channel:
                 elif t == "error":
                     _write(stderr, f"linklab: lab VM agent: {frame.get('msg')}\n".encode())
             except KeyboardInterrupt:
-                self.send(P.signal(ESCALATION[min(interrupts, len(ESCALATION) - 1)]))
+                if interrupts == len(ESCALATION):
+                    raise  # give up waiting; closing the port makes the agent kill what is left
+                self.send(P.signal(ESCALATION[interrupts]))
                 interrupts += 1
 
 

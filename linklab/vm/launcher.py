@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import json
 import os
 import re
@@ -29,6 +28,13 @@ from linklab.errors import EnvironmentProblem, StateError, UsageError
 from linklab.kernel import LAB_MODULES
 from linklab.vm import protocol as P
 from linklab.vm.client import AgentGone, acquire_port, open_channel
+from linklab.vm.host import alive as _alive
+from linklab.vm.host import find_orphan_vms, kernel_release_of, kvm_usable, marker_for, newest_kernel
+from linklab.vm.host import has_mark as _has_mark
+from linklab.vm.host import pgid as _pgid
+from linklab.vm.zygote import PRELOAD
+
+__all__ = ["LabVM", "VMConfig", "find_orphan_vms", "forwarded_env", "marker_for", "newest_kernel"]
 
 ACCELS = ("auto", "kvm", "tcg")
 ACCEL_ENV = "LINKLAB_VM_ACCEL"
@@ -53,88 +59,7 @@ class VMConfig:
     kvm_stall: float = 15.0  # under KVM a healthy boot never goes this long without console output
     verbose_console: bool = True  # kernel messages in console.log, for diagnosing boots that fail
     qemu_args: tuple[str, ...] = ()  # extra QEMU arguments, appended last (so they override)
-
-
-# -- facts about the host -----------------------------------------------------------------------
-
-
-def kernel_release_of(image: Path) -> str:
-    return image.name.removeprefix("vmlinuz-")
-
-
-def _version_key(release: str) -> list:
-    return [int(p) if p.isdigit() else p for p in re.split(r"[.\-+~]", release)]
-
-
-def newest_kernel(boot: Path = Path("/boot")) -> Path:
-    images = [p for p in boot.glob("vmlinuz-*") if p.is_file()]
-    if not images:
-        raise EnvironmentProblem("no kernel image in /boot for the lab VM",
-                                 hint="install Debian's linux-image-amd64 (scripts/setup.sh does)")
-    return max(images, key=lambda p: _version_key(kernel_release_of(p)))
-
-
-def kvm_usable(dev: str = "/dev/kvm") -> bool:
-    """Whether /dev/kvm opens and speaks the stable API. Says nothing about whether a guest will boot."""
-    try:
-        fd = os.open(dev, os.O_RDWR | os.O_CLOEXEC)
-    except OSError:
-        return False
-    try:
-        return fcntl.ioctl(fd, 0xAE00) == 12  # KVM_GET_API_VERSION
-    except OSError:
-        return False
-    finally:
-        os.close(fd)
-
-
-def marker_for(state_dir: Path) -> str:
-    digest = hashlib.sha256(str(Path(state_dir).resolve()).encode()).hexdigest()[:12]
-    return f"linklab-vm-{digest}"
-
-
-def _cmdline(pid: int) -> list[str]:
-    try:
-        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return []
-    return raw.decode(errors="replace").split("\0")
-
-
-def _alive(pid: int) -> bool:
-    """Exists and is not a zombie (this machine's init may never reap orphans)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[-1].split()[0] not in ("Z", "X")
-
-
-def _pgid(pid: int) -> int | None:
-    try:
-        return os.getpgid(pid)
-    except OSError:
-        return None
-
-
-def _has_mark(pid: int, marker: str) -> bool:
-    """QEMU itself, with `-name <marker>` (virtme-run's own argv carries the same words: not it)."""
-    args = _cmdline(pid)
-    if not args or not Path(args[0]).name.startswith("qemu-system"):
-        return False
-    return any(a == "-name" and b == marker for a, b in zip(args, args[1:]))
-
-
-def find_orphan_vms(state_dir: Path) -> list[int]:
-    """Live QEMU processes carrying this state dir's exact mark, whether or not vm.json knows them."""
-    marker = marker_for(state_dir)
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit() and int(entry.name) != os.getpid():
-            pid = int(entry.name)
-            if _has_mark(pid, marker) and _alive(pid):
-                pids.append(pid)
-    return sorted(pids)
+    warm_preload: tuple[str, ...] = PRELOAD  # what the guest's zygote imports once for warm runs; () = none
 
 
 def forwarded_env(environ: dict[str, str] | None = None) -> dict[str, str]:
@@ -324,6 +249,7 @@ class LabVM:
         script = shlex.join(["cd", str(src_root)]) + " && exec " + shlex.join([
             sys.executable, "-m", "linklab.vm.agent", "--ports", ",".join(names),
             "--modules", ",".join(self.config.modules),
+            *(["--preload", ",".join(self.config.warm_preload)] if self.config.warm_preload else ["--no-zygote"]),
             *(["--debug"] if os.environ.get("LINKLAB_AGENT_DEBUG") == "1" else [])])
         qemu = ["-name", self.marker, "-device", "virtio-serial-pci,id=llserial"]
         for i, (name, sock) in enumerate(zip(names, sockets)):

@@ -4,7 +4,7 @@ Newline-delimited JSON, one frame per line; output bytes travel base64-encoded s
 survives. Every frame is a dict with a type field "t":
 
   host -> guest   hello {nonce}              start of a conversation; stale bytes before it are dropped
-                  req {argv, cwd, env, timeout}
+                  req {argv, cwd, env, timeout, warm}  warm: `python -m ...` may fork from the zygote
                   sig {sig: "INT"|"TERM"|"KILL"}  forward a signal to the running command
                   shutdown                   stop the agent, which powers the VM off
   guest -> host   ready {nonce, info}        answer to hello, with the guest's facts

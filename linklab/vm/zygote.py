@@ -12,8 +12,7 @@ import are not copied. When a loaded linklab source file changes, the zygote re-
 The agent starts it as `python -m linklab.vm.zygote --fd N` with one end of a SOCK_SEQPACKET
 socketpair. Messages are JSON; a spawn carries the command's stdout and stderr pipe ends as fds.
   agent -> zygote  {"t":"spawn","id":n,"module":m,"args":[...],"cwd":c,"env":{...}} + [out_fd, err_fd]
-  zygote -> agent  {"t":"ready"}                  once, as soon as it serves (preloading continues)
-                   {"t":"preloaded","failed":[...]}  once, when preloading is done
+  zygote -> agent  {"t":"ready","failed":[...]}   once, after preloading
                    {"t":"spawned","id":n,"pid":p} | {"t":"spawned","id":n,"stale":true}
                    {"t":"exit","pid":p,"code":c}  shell convention: 128+N for signal N
 """
@@ -38,7 +37,7 @@ from pathlib import Path
 
 log = logging.getLogger("linklab.vm.zygote")
 
-# Cheapest first (see serve()); a module that does not exist only means a colder run.
+# A module that does not exist only means a colder run.
 PRELOAD = ("linklab.cli", "yaml", "pydantic", "pyroute2", "linklab.lab")
 MAX_MSG = 1 << 20
 
@@ -91,19 +90,15 @@ def exit_code(status: int) -> int:
 
 
 def serve(sock: socket.socket, modules: list[str], roots: list[Path]) -> None:
-    # Serve at once and preload between requests: a command arriving early forks with what is
-    # loaded so far and imports the rest itself, so it never waits longer than one module's import.
-    send_msg(sock, {"t": "ready", "pid": os.getpid()})
-    todo, failed = list(modules), []
+    # After a re-exec, commands forked by the previous image may end while this one imports.
+    signal.signal(signal.SIGCHLD, lambda *_: reap(sock))
+    failed = preload(modules)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     snapshot = source_snapshot(roots)
+    send_msg(sock, {"t": "ready", "failed": failed, "pid": os.getpid()})
     while True:
         reap(sock)
-        if not select.select([sock], [], [], 0 if todo else 0.2)[0]:
-            if todo:
-                failed += preload([todo.pop(0)])
-                snapshot = source_snapshot(roots)
-                if not todo:
-                    send_msg(sock, {"t": "preloaded", "failed": failed})
+        if not select.select([sock], [], [], 0.2)[0]:
             continue
         msg, fds = recv_msg(sock)
         if msg is None:  # the agent is gone
@@ -276,8 +271,7 @@ class Zygote:
         self.proc = subprocess.Popen(argv, pass_fds=[theirs.fileno()], cwd=cwd, stdin=subprocess.DEVNULL)
         theirs.close()
         self.sock = ours
-        self.ready = threading.Event()  # serving (it may still be preloading)
-        self.preloaded = threading.Event()
+        self.ready = threading.Event()  # preloaded and serving
         self.failed: list[str] = []
         self.gone = False
         self._lock = threading.Lock()
@@ -299,13 +293,13 @@ class Zygote:
                 break
             t = msg.get("t")
             if t == "ready":
-                self.ready.set()
-            elif t == "preloaded":
                 self.failed = msg.get("failed", [])
-                self.preloaded.set()
-                log.info("zygote preloaded its modules%s",
+                self.ready.set()
+                log.info("zygote ready: warm runs from now on%s",
                          f"; could not preload: {'; '.join(self.failed)}" if self.failed else "")
             elif t == "spawned":
+                if msg.get("stale"):
+                    self.ready.clear()  # it is re-executing; runs go cold until its next "ready"
                 with self._lock:
                     event, slot = self._waiting.pop(msg.get("id"), (None, None))
                 if event is not None:
@@ -329,10 +323,10 @@ class Zygote:
         for event, _ in waiting:
             event.set()
 
-    def spawn(self, module: str, args: list[str], cwd: str, env: dict[str, str],
-              wait_ready: float = 60.0) -> WarmChild | None:
-        """Fork the command in the zygote; None means "run it cold" (not ready, stale, or gone)."""
-        if not self.ready.wait(wait_ready) or self.gone:
+    def spawn(self, module: str, args: list[str], cwd: str, env: dict[str, str]) -> WarmChild | None:
+        """Fork the command in the zygote; None means "run it cold": still preloading (waiting
+        would cost a light command more than a cold start), sources changed, or zygote gone."""
+        if not self.ready.is_set() or self.gone:
             return None
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
@@ -350,6 +344,11 @@ class Zygote:
         finally:
             os.close(out_w)
             os.close(err_w)
+        if not answered and not self.gone:
+            # It would run the command late, after we ran it cold: make sure it cannot.
+            log.warning("zygote did not answer; stopping it, runs are cold from now on")
+            self.proc.kill()
+            self.gone = True
         pid = slot.get("pid") if answered else None
         if not pid:
             with self._lock:

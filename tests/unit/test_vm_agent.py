@@ -207,7 +207,7 @@ def warm_served(tmp_path):
     thread.start()
     ch = Channel(Path("socketpair"))
     ch.sock = host_end
-    assert zygote.preloaded.wait(30) and not zygote.failed
+    assert zygote.ready.wait(30) and not zygote.failed
     ch.handshake(deadline())
     yield ch, pkg
     agent.stopping.set()
@@ -251,3 +251,28 @@ def test_warm_ctrl_c(warm_served, tmp_path):
     ch, _ = warm_served
     code = warm_run(ch, ["wait"], tmp_path, stdout=CtrlCOnce())[0]
     assert code == 128 + signal.SIGINT
+
+
+def test_zygote_reexec_keeps_reporting_running_commands(tmp_path):
+    from linklab.vm.zygote import Zygote
+
+    pkg = tmp_path / "zslow"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("V = 1\n")
+    (pkg / "__main__.py").write_text("import time\ntime.sleep(1)\nraise SystemExit(5)\n")
+    zygote = Zygote(os.sys.executable, preload_modules=("zslow",), watch=[tmp_path], cwd=str(tmp_path))
+    try:
+        assert zygote.ready.wait(30)
+        child = zygote.spawn("zslow", [], str(tmp_path), dict(os.environ))
+        assert child is not None
+        time.sleep(0.05)
+        (pkg / "__init__.py").write_text("V = 2\n")
+        assert zygote.spawn("zslow", [], str(tmp_path), dict(os.environ)) is None  # stale: run it cold
+        assert child.wait(20) == 5  # reaped and reported by the re-executed zygote
+        assert zygote.ready.wait(30) and not zygote.gone
+        again = zygote.spawn("zslow", [], str(tmp_path), dict(os.environ))
+        assert again is not None and again.wait(20) == 5
+        for f in (child.stdout, child.stderr, again.stdout, again.stderr):
+            f.close()
+    finally:
+        zygote.close()
