@@ -117,15 +117,20 @@ def _apply(lab: Lab, topo_path, overrides, scale, old, backend_name: str, say) -
     return record
 
 
+def base_overrides(st: dict[str, Any]) -> list[tuple[str, Any]]:
+    """The overrides the lab had before a sweep started changing it (its current ones if no
+    sweep is under way)."""
+    return [tuple(o) for o in st.get("sweep_base_overrides", st["topology"].get("overrides", []))]
+
+
 def remember_base_overrides(lab_name: str) -> list[tuple[str, Any]]:
-    """The overrides the lab had before a sweep started changing it. Kept in the state file
-    until the sweep puts them back, so a sweep killed mid-way resumes (and restores) from the
-    user's settings, not from the last point's."""
+    """Keep the pre-sweep overrides in the state file until the sweep puts them back, so a
+    sweep killed mid-way resumes (and restores) from the user's settings, not the last point's."""
     st = state.require(lab_name)
     if "sweep_base_overrides" not in st:
         st["sweep_base_overrides"] = st["topology"].get("overrides", [])
         state.save(st)
-    return [tuple(o) for o in st["sweep_base_overrides"]]
+    return base_overrides(st)
 
 
 def forget_base_overrides(lab_name: str) -> None:

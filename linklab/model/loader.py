@@ -6,7 +6,6 @@ Pydantic's messages are rewritten into the form users act on:
 
 from __future__ import annotations
 
-import re
 import typing
 from pathlib import Path
 from typing import Any, Callable, TypeVar
@@ -152,8 +151,7 @@ TYPES = {"dict_type": "expected a mapping (name: settings)", "list_type": "expec
          "string_type": "expected text", "model_type": "expected a mapping of settings"}
 
 
-def pydantic_problems(err: ValidationError, model: type[BaseModel], lines: LineMap | None = None,
-                      prefix: tuple = ()) -> list[str]:
+def pydantic_problems(err: ValidationError, model: type[BaseModel], prefix: tuple = ()) -> list[tuple[tuple, str]]:
     seen: dict[tuple, str] = {}
     for e in err.errors(include_url=False):
         loc = prefix + _clean_loc(tuple(e["loc"]))
@@ -183,7 +181,7 @@ def pydantic_problems(err: ValidationError, model: type[BaseModel], lines: LineM
                 msg += f", got {value!r}"
         # Union types report one error per branch; keep the first (most specific) per location.
         seen.setdefault(loc, msg)
-    return [_located(loc, msg, lines) for loc, msg in seen.items()]
+    return list(seen.items())
 
 
 def _located(loc: tuple, msg: str, lines: LineMap | None) -> str:
@@ -224,15 +222,15 @@ def load_model(path: Path | str, model: type[M], *, data: dict | None = None,
             try:
                 good.append((i, item_model.model_validate(item)))
             except ValidationError as e:
-                for p in pydantic_problems(e, item_model, lines, prefix=(itemwise, i)):
-                    problems.append((_line_of(p), p))
+                for loc, msg in pydantic_problems(e, item_model, prefix=(itemwise, i)):
+                    add(loc, msg)
         head = {**data, itemwise: []}
     obj = None
     try:
         obj = model.model_validate(head)
     except ValidationError as e:
-        for p in pydantic_problems(e, model, lines):
-            problems.append((_line_of(p), p))
+        for loc, msg in pydantic_problems(e, model):
+            add(loc, msg)
     if obj is not None and itemwise and isinstance(items, list):
         obj = obj.model_copy(update={itemwise: [x for _, x in good]})
     elif obj is None and lenient is not None:
@@ -247,7 +245,3 @@ def load_model(path: Path | str, model: type[M], *, data: dict | None = None,
         raise ValidationFailed(str(path), [p for _, p in problems])
     return obj
 
-
-def _line_of(problem: str) -> int:
-    m = re.search(r"\(line (\d+)\)", problem.split(": ", 1)[0])
-    return int(m.group(1)) if m else 0

@@ -52,7 +52,7 @@ def run(exp_path: str | Path, opts: Options, say=print) -> ResultsStore:
     elif Path(st["topology"]["path"]).resolve() != tpath.resolve():
         raise StateError(f"lab {lab_name} is up from {st['topology']['path']}, but {exp_path} needs {tpath}",
                          hint=f"`linklab down {lab_name}` first, or run the sweep against another lab with --lab")
-    base_overrides = [tuple(o) for o in st.get("sweep_base_overrides", st["topology"].get("overrides", []))]
+    base_overrides = labmod.base_overrides(st)
 
     points = expand(exp.matrix, exclude=exp.exclude)
     fingerprint = "|".join([file_sha256(exp_path), file_sha256(tpath), f"quick={opts.quick}",

@@ -22,7 +22,7 @@ from linklab.measure.cpu import CpuSampler
 from linklab.measure.iperf3 import Iperf3Client, Iperf3Server, aggregate, parse_result
 from linklab.measure.ping import Ping
 from linklab.model.resolved import Lab
-from linklab.backends.linux import sysctl
+from linklab.backends.linux import netns_pids, sysctl
 from linklab.sweep.plan import CC_SYSCTL, PointPlan
 from linklab.units import parse_rate
 
@@ -46,14 +46,13 @@ class Servers:
 
 def stop_stale_iperf3(ns: str) -> int:
     """iperf3 processes left in a lab namespace by a killed sweep would hold the ports."""
-    pids = runner.run(["ip", "netns", "pids", ns], check=False, timeout=10).stdout.split()
     stopped = 0
-    for pid in pids:
+    for pid in netns_pids(ns):
         try:
             if open(f"/proc/{pid}/comm").read().strip() == "iperf3":
-                os.kill(int(pid), signal.SIGKILL)
+                os.kill(pid, signal.SIGKILL)
                 stopped += 1
-        except (OSError, ValueError):
+        except OSError:
             pass
     return stopped
 

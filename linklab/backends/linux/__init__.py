@@ -329,7 +329,7 @@ def _read_mark(ns: str) -> str | None:
 
 def _remove_netns(ns: str) -> None:
     """Stop every process inside (iperf3 servers, controllers), then delete the namespace."""
-    pids = _netns_pids(ns)
+    pids = netns_pids(ns)
     for sig in (signal.SIGTERM, signal.SIGKILL):
         for pid in pids:
             try:
@@ -348,7 +348,8 @@ def _remove_netns(ns: str) -> None:
         pass
 
 
-def _netns_pids(ns: str) -> list[int]:
+def netns_pids(ns: str) -> list[int]:
+    """Processes running inside a lab namespace."""
     res = runner.run(["ip", "netns", "pids", ns], check=False, timeout=10)
     return [int(p) for p in res.stdout.split() if p.isdigit()]
 
