@@ -17,6 +17,7 @@ help:
 	@echo "make lab-up [TOPO=…]   build a lab (default $(TOPO)); in a VM if this kernel lacks bonding/netem"
 	@echo "make status            show the lab as the kernel reports it"
 	@echo "make sweep [EXP=…]     run an experiment (default: $(EXP) $(SWEEP_ARGS))"
+	@echo "make report [RUN=…]    summarize the newest run (or RUN: a run dir or experiment) beside the published figures"
 	@echo "make lab-down          remove everything the lab created"
 	@echo "make test              unit + golden + integration tests (integration builds real labs)"
 	@echo "make bench             benchmarks (bench/): lab up/down times, sweep overhead"
@@ -37,7 +38,7 @@ sweep: setup
 	$(LINKLAB) sweep $(EXP) $(SWEEP_ARGS)
 
 report: setup
-	$(LINKLAB) report $(RESULTS)
+	$(LINKLAB) report $(RUN)
 
 test: setup
 	bash scripts/test.sh $(PYTEST_ARGS)
@@ -49,7 +50,8 @@ test-integration: setup
 	$(PY) -m pytest tests/integration/host $(PYTEST_ARGS)
 	$(LINKLAB) vm run --if-needed --stop-after -- $(PY) -m pytest tests/integration/kernel $(PYTEST_ARGS)
 
-bench: setup
+bench:
+	@bash scripts/setup.sh --bench
 	$(PY) bench/lab_up.py
 	$(PY) bench/sweep_overhead.py
 

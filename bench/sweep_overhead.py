@@ -31,7 +31,6 @@ def main() -> int:
     p.add_argument("--experiment", default="experiments/e1_bonding_mtu.yaml")
     p.add_argument("--results", default="bench/results/sweeps")
     args = p.parse_args()
-    from linklab.sweep.compare import compare, render
     from linklab.sweep.experiment import load_experiment, topology_path
 
     exp = load_experiment(args.experiment, quick=True)
@@ -41,33 +40,25 @@ def main() -> int:
         return up.returncode
     t0 = time.monotonic()
     sweep = subprocess.run([sys.executable, "-m", "linklab", "sweep", args.experiment, "--quick", "--force",
-                            "--results", args.results], cwd=ROOT, text=True, capture_output=True)
+                            "--results", args.results], cwd=ROOT)  # streams its progress
     wall = time.monotonic() - t0
-    print(sweep.stdout[-2000:], sweep.stderr[-2000:])
     if sweep.returncode:
         return sweep.returncode
-    run_dir = max((ROOT / args.results / exp.name).iterdir(), key=lambda d: d.name)
-    import csv
-    rows = list(csv.DictReader(open(run_dir / "results.csv")))
+    from linklab.sweep.store import ResultsStore
+    run_dir = ResultsStore.latest(ROOT / args.results, exp.name).path
+    rows = ResultsStore.open(run_dir).rows()
     windows = sum(float(r["window_s"]) for r in rows if r.get("window_s"))
     overhead = (wall - windows) / windows
     manifest = json.loads((run_dir / "manifest.json").read_text())
     print(f"\nsweep overhead, {exp.name} --quick: {len(rows)} repetitions, wall {wall:.1f} s, "
           f"measurement windows {windows:.1f} s, overhead {overhead:.2f} "
-          f"({manifest.get('placement', {}).get('kind')}, kernel {manifest.get('kernel')}, scale {manifest.get('scale')})")
-    print("\nper point (mean over repetitions):")
-    for r in rows:
-        print(f"  {r['bond_mode']:11} mtu {r.get('mtu', r.get('length')):>5} streams {r['streams']:>2}: "
-              f"{float(r['throughput_bps']) / 1e6:7.1f} Mbit/s, retransmits {r['retransmits']:>6}, "
-              f"client member tx max share {r.get('client_member_tx_max_share') or '-'}, "
-              f"busiest core {max((float(v), k) for k, v in r.items() if k.endswith('_busy_pct') and k[3:4].isdigit() and v)}")
-    ref = ROOT / "experiments" / (exp.reference or "")
-    if exp.reference and ref.exists():
-        print("\nbeside the published figures:")
-        print(render(compare(run_dir, ref), float(manifest.get("scale") or 1)))
+          f"({manifest.get('placement', {}).get('kind')}, kernel {manifest.get('kernel')}, scale {manifest.get('scale')})\n")
+    from linklab.sweep.report import write_report
+    print(write_report(run_dir)[1])  # per point, and beside the published figures
     out = ROOT / "bench" / "results" / "sweep_overhead.json"
     out.write_text(json.dumps({"experiment": exp.name, "wall_s": wall, "windows_s": windows, "overhead": overhead,
-                               "rows": len(rows), "run_dir": str(run_dir)}, indent=1))
+                               "rows": len(rows), "run_dir": str(run_dir), "placement": manifest.get("placement"),
+                               "per_rep_overhead_s": (wall - windows) / max(len(rows), 1)}, indent=1))
     linklab("down")
     return 0
 

@@ -72,8 +72,10 @@ def forward(argv: list[str], say=print, boot: bool = True, raw: bool = False) ->
     for passthrough in ("LINKLAB_DEBUG", "COLUMNS"):
         if passthrough in os.environ:
             env[passthrough] = os.environ[passthrough]
-    full = list(argv) if raw else [sys.executable, "-m", "linklab", *argv]
-    return vm.run(full, cwd=str(Path.cwd()), env=env)
+    if raw:
+        return vm.run(list(argv), cwd=str(Path.cwd()), env=env)
+    # warm: forked from the guest's pre-imported interpreter; a cold import costs 12 s or more under TCG
+    return vm.run_linklab(list(argv), cwd=str(Path.cwd()), env=env)
 
 
 def vm_labs() -> list[str]:

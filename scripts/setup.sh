@@ -6,6 +6,10 @@ cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(iproute2 iputils-ping iperf3 ethtool sysstat procps kmod
               qemu-system-x86 linux-image-amd64 busybox-static udev openvswitch-switch)
+# `setup.sh --bench`: also what the benchmarks compare against (Mininet on Linux bridges).
+if [ "${1:-}" = "--bench" ]; then
+  APT_PACKAGES+=(mininet bridge-utils)
+fi
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

@@ -231,12 +231,15 @@ class CpuWindow:
             groups.setdefault((pc.netns or "host", pc.comm), []).append(pc)
         return groups
 
-    def row(self, prefix: str = "cpu") -> dict[str, float | int | str | None]:
-        """Core keys from cpu_row(), then per (netns, comm) — stable across runs, unlike pids:
-        {prefix}_{netns}_{comm}_pct (summed over its processes, % of one core),
-        _max_thread_pct, _max_thread_cpu (the core the busiest thread last ran on), _processes."""
+    def row(self, prefix: str = "cpu", labels: Mapping[str, str] | None = None) -> dict[str, float | int | str | None]:
+        """Core keys from cpu_row(), then per (side, comm) — stable across runs, unlike pids:
+        {prefix}_{side}_{comm}_pct (summed over its processes, % of one core),
+        _max_thread_pct, _max_thread_cpu (the core the busiest thread last ran on), _processes.
+        side is labels[netns] (e.g. "client") when given, else the namespace's name."""
         row: dict[str, float | int | str | None] = dict(cpu_row(self.cores, prefix))
-        for (ns, comm), pcs in sorted(self.by_side().items()):
+        labels = labels or {}
+        for (ns, comm), pcs in sorted(self.by_side().items(), key=lambda kv: (labels.get(kv[0][0], kv[0][0]), kv[0][1])):
+            ns = labels.get(ns, ns)
             threads = [t for pc in pcs for t in pc.threads]
             top = max(threads, key=lambda t: t.pct, default=None)
             key = f"{prefix}_{ns}_{comm}_"

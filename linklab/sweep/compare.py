@@ -39,6 +39,8 @@ def compare(run_dir: Path, reference: Path) -> list[dict[str, Any]]:
         metric = next((m for m in METRICS if m in point), None)
         if metric is None:
             continue
+        if point[metric] is None:  # the source shows it only in a figure
+            continue
         column, factor = METRICS[metric]
         got = [float(r[column]) * factor for r in rows if _matches(r, point) and r.get(column) not in (None, "")]
         if not got:
@@ -60,7 +62,7 @@ def render(rows: list[dict[str, Any]], scale: float) -> str:
         pt = " ".join(f"{k}={v}" for k, v in r["point"].items())
         lines.append(f"{pt:52} {r['metric']:16} {r['linklab']:>10.4g} {r['linklab_rescaled']:>10.4g} "
                      f"{('~' if r['approx'] else '') + format(r['published'], '.4g'):>10} "
-                     f"{r['ratio']:>6.2f}" if r["ratio"] is not None else "")
+                     + (f"{r['ratio']:>6.2f}" if r["ratio"] is not None else f"{'-':>6}"))
     lines.append(f"(linklab ran at scale {scale:g}: '÷scale' puts its rates back on the original links' scale)")
     return "\n".join(lines)
 

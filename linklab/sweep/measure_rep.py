@@ -143,7 +143,7 @@ def measure(lab: Lab, plan: PointPlan, measure_what: list[str], omit: float) -> 
     if window is not None:
         raw["cpu.json"] = json.dumps({"seconds": window.seconds, "cores": window.cores,
                                       "series": window.series}, default=str)
-        row.update(window.row("cpu"))
+        row.update(window.row("cpu", labels={cns: "client", sns: "server"}))
     if want_counters:
         c_after = {node: counters.read_counters(netns_name(lab.name, node), m) for node, m in members.items() if m}
         deltas = {node: counters.delta(c_before[node], c_after[node]) for node in c_after}

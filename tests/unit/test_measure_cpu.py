@@ -105,6 +105,9 @@ def test_window_row_groups_by_namespace_and_comm():
     assert row["cpu_h1_iperf3_pct"] == 120.0 and row["cpu_h1_iperf3_processes"] == 2
     assert row["cpu_h1_iperf3_max_thread_pct"] == 90.0 and row["cpu_h1_iperf3_max_thread_cpu"] == 1
     assert row["cpu_h2_iperf3_pct"] == 40.0
+    labelled = CpuWindow(4.0, {}, procs).row(labels={"h1": "client"})
+    assert labelled["cpu_client_iperf3_pct"] == 120.0 and labelled["cpu_h2_iperf3_pct"] == 40.0
+    assert not any(k.startswith("cpu_h1_") for k in labelled)
 
 
 def test_sampler_sees_own_busy_loop():
