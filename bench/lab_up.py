@@ -51,6 +51,8 @@ def time_linklab(n: int, repeat: int) -> dict:
             t0 = time.monotonic()
             lab.down(f"bench{n}", say=lambda *_: None)
             downs.append(time.monotonic() - t0)
+            print(f"  linklab linear,{n}: up {ups[-1]:.2f} s, down {downs[-1]:.2f} s, ping h1->h{n} "
+                  f"{'ok' if checks[-1] else 'FAILED'}", flush=True)
     return {"tool": "linklab", "size": n, "up_s": ups, "down_s": downs, "ping_first_to_last_ok": checks,
             "up_median_s": statistics.median(ups), "down_median_s": statistics.median(downs)}
 
@@ -66,6 +68,7 @@ def time_mininet(n: int) -> dict | None:
     res = subprocess.run(argv, capture_output=True, text=True, timeout=1800)
     total = time.monotonic() - t0
     subprocess.run(["mn", "-c"], capture_output=True, timeout=300)
+    print(f"  mininet linear,{n}: up+down {total:.1f} s (exit {res.returncode})", flush=True)
     return {"tool": "mininet", "size": n, "argv": argv, "up_plus_down_s": total, "exit": res.returncode,
             "tail": (res.stdout + res.stderr)[-300:]}
 

@@ -63,6 +63,12 @@ def test_quick_sweep_is_complete_and_physically_plausible(results, cleanup_labs)
     for point in (store.path / "points").iterdir():
         rep = point / "rep1"
         assert (rep / "iperf3.json").stat().st_size > 1000 and (rep / "qdisc.txt").read_text().count("netem")
+    # CPU per side, named by role: the sender's iperf3 worked during the window.
+    assert float(rr["cpu_client_iperf3_pct"]) > 0 and "cpu_server_iperf3_pct" in rr
+    # The sweep leaves its report: one line per point with the measured rate.
+    report = (store.path / "report.md").read_text()
+    for mode, r in rows.items():
+        assert f"| {mode} |" in report and f"{float(r['throughput_bps']) / 1e6:.1f}" in report
 
 
 def test_goodput_at_mtu_1500_matches_theory(results, cleanup_labs):
