@@ -98,6 +98,8 @@ def point_lines(rows: list[dict[str, Any]], axes: list[str]) -> list[dict[str, A
             "member_tx_max_share": col("client_member_tx_max_share"),
             "jitter_ms": col("jitter_ms"), "lost_percent": col("lost_percent"),
             "rtt_mean_us": col("rtt_mean_us"),
+            "ping_rtt_mean_ms": col("ping_rtt_mean_ms"), "ping_rtt_p95_ms": col("ping_rtt_p95_ms"),
+            "ping_loss_pct": col("ping_loss_pct"),
         })
     return out
 
@@ -107,6 +109,8 @@ COLUMNS = (  # (summary key, header, format)
     ("busiest_core_pct", "top core %", ".0f"), ("sender_cpu_pct", "snd iperf3 %", ".0f"),
     ("receiver_cpu_pct", "rcv iperf3 %", ".0f"), ("member_tx_max_share", "max member share", ".2f"),
     ("jitter_ms", "jitter ms", ".3f"), ("lost_percent", "loss %", ".2f"), ("rtt_mean_us", "tcp rtt us", ".0f"),
+    ("ping_rtt_mean_ms", "ping ms", ".3f"), ("ping_rtt_p95_ms", "ping p95 ms", ".3f"),
+    ("ping_loss_pct", "ping loss %", ".1f"),
 )
 
 

@@ -30,6 +30,8 @@ def make_run(root, now, rates, *, reference=True, experiments=None):
             row = ({"preflight_ok": False, "error": "pre-flight failed: bond0 mode is balance-rr"} if mbps is None else
                    {"throughput_bps": mbps * 1e6, "retransmits": 3 * rep, "cpu0_busy_pct": 40.0,
                     "cpu1_busy_pct": 70.0 + rep, "cpu_client_iperf3_pct": 55.0, "preflight_ok": True})
+            if mbps is not None and point.axes["bond_mode"] == "802.3ad":
+                row |= {"ping_rtt_mean_ms": 0.25 * rep, "ping_rtt_p95_ms": 0.5, "ping_loss_pct": 0.0}
             store.record(point, rep, {"iperf3.json": "{}"}, row)
     return store.path
 
@@ -84,6 +86,9 @@ def test_report_has_ci_table_and_published_comparison(tmp_path, experiments):
     assert path == run / "report.md" and path.read_text() == text
     assert "| bond_mode | streams | reps | Mbit/s |" in text
     assert "| 802.3ad | 1 | 2 | 92.0 ±25.4 |" in text  # t(0.975, 1) = 12.706, s = 2.83, n = 2
+    # ping columns appear because one point measured them; the other point shows "-"
+    assert "| ping ms | ping p95 ms | ping loss % |" in text
+    assert "| 0.375 ±1.588 | 0.500 ±0.000 | 0.0 ±0.0 |" in text and text.count("| - | - | - |") == 1
     assert "vm (tcg), scale 0.1" in text and "4 of 4 repetitions recorded" in text
     # 92 Mbit/s at scale 0.1 is 920 against the published 941; the null reference entry is skipped
     assert "bond_mode=802.3ad streams=1" in text and "920" in text and "0.98" in text
