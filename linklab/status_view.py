@@ -47,23 +47,24 @@ def render(data: dict[str, Any]) -> str:
             rows.append((node, "-", "-", "MISSING", "-", f"namespace {info['netns']} does not exist", ""))
             continue
         ifaces = info["interfaces"]
+        shown = node  # the node's name on its first row only
         for it in ifaces:
             member = it.get("bond_member")
             where_ = f"member of {it['master']} (mii {member['mii']}" + (
                 f", agg {member['aggregator']})" if member.get("aggregator") else ")") if member else (
                 f"port of {it['master']}" if it.get("master") else " ".join(it["addresses"]))
-            rows.append((node, it["ifname"], it["kind"] or "", it["state"], str(it["mtu"]), where_,
+            rows.append((shown, it["ifname"], it["kind"] or "", it["state"], str(it["mtu"]), where_,
                          _qdisc_text(it["qdiscs"])))
             if it.get("bond"):
                 members = [m for m in ifaces if m.get("master") == it["ifname"]]
                 bonds.append((node, it, bond_summary(it, members)))
-            node = ""
+            shown = ""
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
     if bonds:
         lines.append("bonds:")
         for node, it, s in bonds:
-            text = f"  {node or '?'}:{it['ifname']} {s['mode']}, members {s['members_up']}/{s['members']} up"
+            text = f"  {node}:{it['ifname']} {s['mode']}, members {s['members_up']}/{s['members']} up"
             if it["bond"].get("active_slave"):
                 text += f", active {it['bond']['active_slave']}"
             if s["mode"] == "802.3ad":

@@ -1,0 +1,36 @@
+"""`linklab status` text: every bond is named by its node, whatever order the kernel lists it in."""
+
+from linklab.status_view import render
+
+
+def iface(name, kind, **kw):
+    return {"ifname": name, "kind": kind, "state": "UP", "mtu": 1500, "addresses": [], "master": None,
+            "bond_member": None, "bond": None, "qdiscs": [], **kw}
+
+
+def node(mode, aggregated=True):
+    members = [iface(f"bond0-m{i}", "veth", master="bond0", bond_member={"mii": "up", "aggregator": 1})
+               for i in range(2)]
+    ad = {"aggregator": 1, "num_ports": 2, "partner_mac": "02:00:00:00:00:02" if aggregated else "00:00:00:00:00:00"}
+    bond = iface("bond0", "bond", addresses=["10.77.0.1/24"], bond={"mode": mode, "ad_info": ad})
+    return {"present": True, "netns": "ll-t-h", "interfaces": members + [bond]}  # members first, as the kernel lists them
+
+
+def data(nodes):
+    return {"state": {"lab": "t", "status": "up", "kernel": "6.1", "placement": {"kind": "native"},
+                      "topology": {"path": "t.yaml", "sha256": "ab" * 32},
+                      "resolved": {"scale": 1.0, "scale_source": "topology"}},
+            "live": {"nodes": nodes}}
+
+
+def test_bond_lines_name_their_node_and_lacp_state():
+    text = render(data({"h1": node("802.3ad"), "h2": node("802.3ad", aggregated=False)}))
+    assert "  h1:bond0 802.3ad, members 2/2 up, aggregator 1, partner 02:00:00:00:00:02 — LACP aggregated" in text
+    assert "  h2:bond0 802.3ad, members 2/2 up" in text and "NOT aggregated" in text
+    assert "?:" not in text
+
+
+def test_node_name_shown_once_per_node_in_table():
+    text = render(data({"h1": node("balance-rr")}))
+    table = [ln for ln in text.splitlines() if "bond0" in ln and not ln.startswith("  h1:")]
+    assert [ln.split()[0] for ln in table] == ["h1", "bond0-m1", "bond0"]
