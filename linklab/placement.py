@@ -32,6 +32,23 @@ def _rwdirs() -> list[Path]:
     return dirs
 
 
+def shared_with_vm() -> list[Path]:
+    """Host directories the lab VM writes through to (everything else it writes is lost when it stops)."""
+    vm = lab_vm()
+    info = vm.info() if vm.running() else None
+    return [Path(d) for d in (info or {}).get("rwdirs", [])] or list(vm.rwdirs)
+
+
+def require_shared_with_vm(path: Path, what: str) -> None:
+    """Refuse, before anything runs, to let the lab VM write `what` where it would not survive the VM."""
+    p = Path(path).resolve()
+    shared = shared_with_vm()
+    if not any(p == d or d in p.parents for d in shared):
+        from linklab.errors import UsageError
+        raise UsageError(f"{what} {p} is not shared with the lab VM: what it writes there would be lost when the VM stops",
+                         hint=f"use a directory under {' or '.join(map(str, shared))} (the default ./results is)")
+
+
 def want_vm_for_up(force_vm: bool, force_native: bool) -> tuple[bool, str]:
     if kernel.in_lab_vm():
         return False, "inside the lab VM"

@@ -54,7 +54,7 @@ def test_up_says_where_it_runs(lab_up):
 def test_status_reads_the_bond_back_live(lab_up):
     res = linklab("status", LAB)
     assert res.returncode == 0, res.stderr
-    assert "bond0" in res.stdout and "balance-rr, members 2/2 up" in res.stdout
+    assert "h1:bond0 balance-rr, members 2/2 up" in res.stdout and "h2:bond0 balance-rr" in res.stdout
     assert "netem rate 100mbit" in res.stdout or "netem rate 1gbit" in res.stdout
 
 
@@ -67,6 +67,15 @@ def test_exec_resolves_lab_host_names(lab_up):
 def test_exec_exit_code_comes_back(lab_up):
     res = linklab("exec", "--lab", LAB, "h1", "--", "sh", "-c", "exit 7")
     assert res.returncode == 7
+
+
+@pytest.mark.skipif(not kernel.missing_features(), reason="the lab runs natively: every directory persists")
+def test_sweep_refuses_results_the_vm_would_lose(lab_up, tmp_path):
+    # /tmp in the lab VM is a throwaway overlay: results there would vanish with the VM.
+    res = linklab("sweep", "experiments/e1_bonding_mtu.yaml", "--quick", "--lab", LAB, "--results", str(tmp_path))
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert f"results directory {tmp_path} is not shared with the lab VM" in res.stderr
+    assert str(ROOT) in res.stderr and not any(tmp_path.iterdir())
 
 
 def test_set_changes_the_running_lab(lab_up):
