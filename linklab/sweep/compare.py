@@ -56,6 +56,39 @@ def compare(run_dir: Path, reference: Path) -> list[dict[str, Any]]:
     return out
 
 
+def compare_relative(run_dir: Path, reference: Path) -> list[dict[str, Any]]:
+    """Published ratios such as jumbo_over_normal: throughput at the run's largest MTU over its
+    smallest, within the entry's protocol. Scale cancels out of a ratio."""
+    rows = [r for r in ResultsStore.open(run_dir).rows() if not r.get("error") and r.get("throughput_bps") not in (None, "")]
+    out = []
+    for entry in yaml.safe_load(reference.read_text()).get("relative") or []:
+        if entry.get("metric") != "throughput" or "jumbo_over_normal" not in entry:
+            continue
+        mine = [r for r in rows if all(str(r.get(k)) == str(v) for k, v in entry.items()
+                                       if k not in ("metric", "jumbo_over_normal", "note"))]
+        mtus = sorted({int(r["mtu"]) for r in mine if r.get("mtu") not in (None, "")})
+        if len(mtus) < 2:
+            continue
+
+        def mean_at(mtu: int) -> float:
+            vals = [float(r["throughput_bps"]) for r in mine if int(r["mtu"]) == mtu]
+            return sum(vals) / len(vals)
+
+        ratio = mean_at(mtus[-1]) / mean_at(mtus[0])
+        out.append({"point": {k: v for k, v in entry.items() if k not in ("metric", "jumbo_over_normal", "note")},
+                    "what": f"throughput MTU {mtus[-1]} / MTU {mtus[0]}", "linklab": ratio,
+                    "published": float(entry["jumbo_over_normal"])})
+    return out
+
+
+def render_relative(rows: list[dict[str, Any]]) -> str:
+    lines = [f"{'point':30} {'ratio':34} {'linklab':>8} {'published':>10}"]
+    for r in rows:
+        pt = " ".join(f"{k}={v}" for k, v in r["point"].items())
+        lines.append(f"{pt:30} {r['what']:34} {r['linklab']:>8.3f} {r['published']:>10.3f}")
+    return "\n".join(lines)
+
+
 def render(rows: list[dict[str, Any]], scale: float) -> str:
     lines = [f"{'point':52} {'metric':16} {'linklab':>10} {'÷scale':>10} {'published':>10} {'ratio':>6}"]
     for r in rows:

@@ -11,7 +11,7 @@ from typing import Any
 
 from linklab.errors import UsageError
 from linklab.measure.stats import summarize
-from linklab.sweep.compare import compare, render
+from linklab.sweep.compare import compare, compare_relative, render, render_relative
 from linklab.sweep.store import ResultsStore, write_text_atomic
 
 REPORT_FILE = "report.md"
@@ -156,8 +156,13 @@ def build_report(run_dir: Path, experiments_dir: Path | None = None) -> str:
     ref_dir = experiments_dir or exp_file.parent
     ref = ref_dir / ref_name if ref_name else None
     if ref and ref.is_file():
-        lines += ["", f"## Beside the published figures ({m.get('source') or ref.name})", "", "```",
-                  render(compare(run_dir, ref), scale), "```"]
+        lines += ["", f"## Beside the published figures ({m.get('source') or ref.name})", ""]
+        absolute, relative = compare(run_dir, ref), compare_relative(run_dir, ref)
+        if absolute or not relative:
+            lines += ["```", render(absolute, scale), "```"]
+        if relative:
+            lines += ["", "Published ratios, against the same ratio in this run:", "", "```",
+                      render_relative(relative), "```"]
     elif ref_name:
         lines += ["", f"(reference {ref_name} not found in {ref_dir}: no comparison)"]
     return "\n".join(lines) + "\n"

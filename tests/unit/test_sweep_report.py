@@ -103,3 +103,25 @@ def test_report_says_when_reference_missing_and_run_incomplete(tmp_path, experim
     text = build_report(run)
     assert "2 of 6 repetitions recorded — run incomplete" in text
     assert "reference demo.reference.yaml not found" in text
+
+
+def test_report_compares_published_ratios(tmp_path):
+    exps = tmp_path / "experiments"
+    exps.mkdir()
+    (exps / "jumbo.reference.yaml").write_text(
+        "relative:\n  - {metric: throughput, protocol: tcp, jumbo_over_normal: 1.15}\n"
+        "  - {metric: throughput, protocol: udp, jumbo_over_normal: 1.25}\n")
+    points = expand({"mtu": [1500, 9000], "protocol": ["tcp"]})
+    store = ResultsStore.create(tmp_path / "results", "jumbo", {
+        "fingerprint": "fp", "matrix": {"mtu": [1500, 9000], "protocol": ["tcp"]}, "points": 2, "repetitions": 2,
+        "scale": 0.1, "reference": "jumbo.reference.yaml", "experiment_file": str(exps / "jumbo.yaml")},
+        now=datetime(2024, 1, 1))
+    for point, rates in zip(points, ([80.0, 100.0], [110.0, 115.0])):
+        for rep, mbps in enumerate(rates, 1):
+            store.record(point, rep, {}, {"throughput_bps": mbps * 1e6})
+    text = build_report(store.path)
+    # (110 + 115) / 2 / ((80 + 100) / 2) = 1.25; udp has no rows, so no line for it
+    assert "protocol=tcp" in text and "throughput MTU 9000 / MTU 1500" in text
+    line = next(ln for ln in text.splitlines() if "protocol=tcp" in ln)
+    assert line.split()[-2:] == ["1.250", "1.150"]
+    assert "protocol=udp" not in text and "÷scale" not in text
