@@ -6,6 +6,7 @@ be made anywhere, long after the lab is gone."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -114,13 +115,25 @@ COLUMNS = (  # (summary key, header, format)
 )
 
 
+def axis_text(value: Any) -> str:
+    """A matrix value as a table cell: a bond setting by its mode (the full value is in the CSV)."""
+    if isinstance(value, str) and value.startswith("{"):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return value
+    if isinstance(value, dict):
+        return str(value["mode"]) if "mode" in value else json.dumps(value, sort_keys=True)
+    return "" if value is None else str(value)
+
+
 def render_points(points: list[dict[str, Any]], axes: list[str]) -> str:
     cols = [c for c in COLUMNS if any(p[c[0]] for p in points)]
     header = [*axes, "reps", *(h for _, h, _ in cols)]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for p in points:
         reps = f"{p['reps']}" + (f" ({p['failed']} failed)" if p["failed"] else "")
-        cells = [str(p["point"].get(a, "")) for a in axes] + [reps] + [_mean_ci(p[k], f) for k, _, f in cols]
+        cells = [axis_text(p["point"].get(a, "")) for a in axes] + [reps] + [_mean_ci(p[k], f) for k, _, f in cols]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

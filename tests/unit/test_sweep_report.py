@@ -125,3 +125,10 @@ def test_report_compares_published_ratios(tmp_path):
     line = next(ln for ln in text.splitlines() if "protocol=tcp" in ln)
     assert line.split()[-2:] == ["1.250", "1.150"]
     assert "protocol=udp" not in text and "÷scale" not in text
+
+
+def test_axis_text_shows_a_bond_setting_by_its_mode():
+    from linklab.sweep.report import axis_text
+    assert axis_text({"mode": "balance-tlb", "options": {"miimon": 100}}) == "balance-tlb"
+    assert axis_text('{"mode": "balance-rr", "options": {}}') == "balance-rr"
+    assert axis_text({"delay": "1ms"}) == '{"delay": "1ms"}' and axis_text(1500) == "1500"
