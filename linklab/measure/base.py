@@ -6,6 +6,7 @@ tests/data/tools/. Running goes through linklab.runner only.
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
@@ -32,17 +33,25 @@ class Tool(ABC):
     def parse(text: str) -> Any:
         """Tool output -> a frozen dataclass or dict. Pure."""
 
+    version_flag: ClassVar[str] = "--version"
+    # Group 1 of this regex is the version; None: the first non-empty line of the output.
+    version_pattern: ClassVar[str | None] = None
+
     @classmethod
     def version_argv(cls) -> list[str]:
-        return [cls.binary, "--version"]
+        return [cls.binary, cls.version_flag]
 
-    @staticmethod
-    def parse_version(text: str) -> str:
-        """Default: the first non-empty line, stripped."""
-        for line in text.splitlines():
-            if line.strip():
-                return line.strip()
-        raise MeasurementError("empty version output")
+    @classmethod
+    def parse_version(cls, text: str) -> str:
+        if cls.version_pattern is None:
+            for line in text.splitlines():
+                if line.strip():
+                    return line.strip()
+            raise MeasurementError("empty version output")
+        m = re.search(cls.version_pattern, text)
+        if not m:
+            raise MeasurementError(f"not {cls.binary} {cls.version_flag} output: {text[:80]!r}")
+        return m.group(1)
 
     # Running is deliberately thin: the caller picks the namespace and timeout.
     def run(self, *, netns: str | None = None, timeout: float | None = None) -> Any:

@@ -53,14 +53,7 @@ def sender_threads(version: str | None, streams: int) -> int:
 class _Iperf3Tool(Tool):
     name: ClassVar[str] = "iperf3"
     binary: ClassVar[str] = "iperf3"
-
-    @staticmethod
-    def parse_version(text: str) -> str:
-        """'iperf 3.12 (cJSON 1.7.15)' -> '3.12'."""
-        m = re.search(r"iperf\s+(\d+\.\d+(?:\.\d+)?\S*)", text)
-        if not m:
-            raise MeasurementError(f"not iperf3 --version output: {text[:80]!r}")
-        return m.group(1)
+    version_pattern: ClassVar[str] = r"iperf\s+(\d+\.\d+(?:\.\d+)?\S*)"  # 'iperf 3.12 (cJSON 1.7.15)' -> '3.12'
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -51,6 +50,8 @@ _HISTORY = os.path.join(tempfile.gettempdir(), f"linklab-nstat-{os.getpid()}.his
 class Nstat(Tool):
     name: ClassVar[str] = "nstat"
     binary: ClassVar[str] = "nstat"
+    version_flag: ClassVar[str] = "-V"
+    version_pattern: ClassVar[str] = r"(iproute2-\S+)"  # 'nstat utility, iproute2-6.1.0' -> 'iproute2-6.1.0'
 
     patterns: tuple[str, ...] = ()  # nstat's own name filters (shell-style, e.g. "Tcp*")
 
@@ -64,18 +65,6 @@ class Nstat(Tool):
     def run(self, *, netns: str | None = None, timeout: float | None = 10) -> dict[str, int]:
         res = runner.run(self.argv(), netns=netns, timeout=timeout, env={"NSTAT_HISTORY": _HISTORY})
         return parse_nstat(res.stdout)
-
-    @classmethod
-    def version_argv(cls) -> list[str]:
-        return ["nstat", "-V"]
-
-    @staticmethod
-    def parse_version(text: str) -> str:
-        """'nstat utility, iproute2-6.1.0' -> 'iproute2-6.1.0'."""
-        m = re.search(r"(iproute2-\S+)", text)
-        if not m:
-            raise MeasurementError(f"not nstat -V output: {text[:80]!r}")
-        return m.group(1)
 
 
 def parse_nstat(text: str) -> dict[str, int]:

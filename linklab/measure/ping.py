@@ -232,6 +232,8 @@ def parse_ping(stdout: str, stderr: str = "") -> PingResult:
 class Ping(Tool):
     name: ClassVar[str] = "ping"
     binary: ClassVar[str] = "ping"
+    version_flag: ClassVar[str] = "-V"
+    version_pattern: ClassVar[str] = r"(iputils[- ]?\S+)"  # 'ping from iputils 20221126' -> 'iputils 20221126'
 
     target: str
     count: int = 10
@@ -274,18 +276,6 @@ class Ping(Tool):
     def parse_result(self, res: runner.Result) -> PingResult:
         # Exit 1 = no reply at all, a normal outcome here (loss, too big); judge by the output.
         return parse_ping(res.stdout, res.stderr)
-
-    @classmethod
-    def version_argv(cls) -> list[str]:
-        return ["ping", "-V"]
-
-    @staticmethod
-    def parse_version(text: str) -> str:
-        """'ping from iputils 20221126' -> 'iputils 20221126'."""
-        m = re.search(r"(iputils[- ]?\S+)", text)
-        if not m:
-            raise MeasurementError(f"not ping -V output: {text[:80]!r}")
-        return m.group(1)
 
 
 def largest_passing(results: Sequence[tuple[int, PingResult]]) -> int | None:
