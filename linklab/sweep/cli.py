@@ -50,15 +50,14 @@ def cmd_sweep(args, argv) -> int:
     exp = load_experiment(args.experiment, quick=args.quick)  # bad input stops here, before any VM boots
     if not kernel.in_lab_vm():
         lab_name = args.lab or raw_data(topology_path(args.experiment, exp))["name"]
-        if placement.lab_is_in_vm(lab_name):
+        in_vm = placement.lab_is_in_vm(lab_name)
+        # No lab yet: the sweep brings it up where `linklab up` would.
+        use_vm, why = (False, "") if in_vm or state.load(lab_name) is not None else placement.want_vm_for_up(False, False)
+        if in_vm or use_vm:
             placement.require_shared_with_vm(Path(args.results), "results directory")
-            return placement.forward(argv, say=cli.say, boot=False)
-        if state.load(lab_name) is None:
-            use_vm, why = placement.want_vm_for_up(False, False)
             if use_vm:
-                placement.require_shared_with_vm(Path(args.results), "results directory")
                 cli.say(f"linklab: the sweep runs in the lab VM ({why})")
-                return placement.forward(argv, say=cli.say)
+            return placement.forward(argv, say=cli.say, boot=not in_vm)
     run(args.experiment, Options(quick=args.quick, force=args.force, results=Path(args.results), lab_name=args.lab),
         say=cli.say)
     return 0

@@ -64,8 +64,8 @@ def compare_relative(run_dir: Path, reference: Path) -> list[dict[str, Any]]:
     for entry in yaml.safe_load(reference.read_text()).get("relative") or []:
         if entry.get("metric") != "throughput" or "jumbo_over_normal" not in entry:
             continue
-        mine = [r for r in rows if all(str(r.get(k)) == str(v) for k, v in entry.items()
-                                       if k not in ("metric", "jumbo_over_normal", "note"))]
+        point = {k: v for k, v in entry.items() if k not in ("metric", "jumbo_over_normal")}
+        mine = [r for r in rows if _matches(r, point)]
         mtus = sorted({int(r["mtu"]) for r in mine if r.get("mtu") not in (None, "")})
         if len(mtus) < 2:
             continue
@@ -75,7 +75,7 @@ def compare_relative(run_dir: Path, reference: Path) -> list[dict[str, Any]]:
             return sum(vals) / len(vals)
 
         ratio = mean_at(mtus[-1]) / mean_at(mtus[0])
-        out.append({"point": {k: v for k, v in entry.items() if k not in ("metric", "jumbo_over_normal", "note")},
+        out.append({"point": {k: v for k, v in point.items() if k != "note"},
                     "what": f"throughput MTU {mtus[-1]} / MTU {mtus[0]}", "linklab": ratio,
                     "published": float(entry["jumbo_over_normal"])})
     return out
