@@ -129,14 +129,19 @@ def test_requests_before_hello_are_dropped_and_garbage_survived(served, tmp_path
     assert not marker.exists()
 
 
-def test_new_hello_preempts_an_abandoned_command(served, tmp_path):
-    ch, _ = served
-    ch.handshake(deadline())
+def start_sleeper(ch, tmp_path) -> int:
+    """Start a long command through the agent; its pid once it runs."""
     pidfile = tmp_path / "pid"
     ch.send(P.request(["sh", "-c", f"echo $$ > {pidfile}; exec sleep 30"], "/"))
     while not pidfile.exists() or not pidfile.read_text().strip():
         time.sleep(0.05)
-    pid = int(pidfile.read_text())
+    return int(pidfile.read_text())
+
+
+def test_new_hello_preempts_an_abandoned_command(served, tmp_path):
+    ch, _ = served
+    ch.handshake(deadline())
+    pid = start_sleeper(ch, tmp_path)
     t0 = time.monotonic()
     assert ch.handshake(deadline())["kernel_release"] == "test-kernel"  # a "new client" on the same port
     assert time.monotonic() - t0 < 8
@@ -147,11 +152,7 @@ def test_new_hello_preempts_an_abandoned_command(served, tmp_path):
 def test_client_vanishing_kills_the_command(served, tmp_path):
     ch, agent = served
     ch.handshake(deadline())
-    pidfile = tmp_path / "pid"
-    ch.send(P.request(["sh", "-c", f"echo $$ > {pidfile}; exec sleep 30"], "/"))
-    while not pidfile.exists() or not pidfile.read_text().strip():
-        time.sleep(0.05)
-    pid = int(pidfile.read_text())
+    pid = start_sleeper(ch, tmp_path)
     ch.close()
     end = time.monotonic() + HUP_GRACE + 8
     while _alive(pid) and time.monotonic() < end:
