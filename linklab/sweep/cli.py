@@ -23,6 +23,9 @@ def add_commands(sub) -> None:
     p.add_argument("experiment", nargs="?", default=DEFAULT_EXPERIMENT, help=f"experiment YAML (default {DEFAULT_EXPERIMENT})")
     p.add_argument("--quick", action="store_true", help="the experiment's short variant: fewer points, shorter runs")
     p.add_argument("--force", action="store_true", help="start a new run even if one is complete or resumable")
+    p.add_argument("--no-retry", action="store_true",
+                   help="resume without measuring failed repetitions again (default: a resume retries them, "
+                        "keeping each failed attempt as rep<k>.failed-<n>)")
     p.add_argument("--results", default="results", help="results root directory (default ./results)")
     p.add_argument("--lab", help="run against this lab (default: the lab named by the experiment's topology)")
     cli.register("sweep", cmd_sweep)
@@ -58,7 +61,8 @@ def cmd_sweep(args, argv) -> int:
             if use_vm:
                 cli.say(f"linklab: the sweep runs in the lab VM ({why})")
             return placement.forward(argv, say=cli.say, boot=not in_vm)
-    run(args.experiment, Options(quick=args.quick, force=args.force, results=Path(args.results), lab_name=args.lab),
+    run(args.experiment, Options(quick=args.quick, force=args.force, results=Path(args.results), lab_name=args.lab,
+                                        retry_failed=not args.no_retry),
         say=cli.say)
     return 0
 

@@ -37,6 +37,7 @@ class Options:
     force: bool = False
     results: Path = Path("results")
     lab_name: str | None = None
+    retry_failed: bool = True  # a resume measures failed reps again (their first attempt is kept aside)
 
 
 def run(exp_path: str | Path, opts: Options, say=print) -> ResultsStore:
@@ -55,24 +56,31 @@ def run(exp_path: str | Path, opts: Options, say=print) -> ResultsStore:
     base_overrides = labmod.base_overrides(st)
 
     points = expand(exp.matrix, exclude=exp.exclude)
-    fingerprint = "|".join([file_sha256(exp_path), file_sha256(tpath), f"quick={opts.quick}",
-                            f"overrides={base_overrides}"])
+    parts = fingerprint_parts(exp_path, tpath, opts, base_overrides, st)
+    fingerprint = "|".join(f"{k}={v}" for k, v in parts.items())
     store = None if opts.force else ResultsStore.find_resumable(opts.results, exp.name, fingerprint)
     if store is None and not opts.force:
         latest = ResultsStore.latest(opts.results, exp.name)
         if latest and latest.manifest.get("fingerprint") == fingerprint and latest.manifest.get("complete"):
             say(f"linklab: {exp.name} is already complete in {latest.path} (--force runs it again into a new directory)")
             return latest
+        if latest and not latest.manifest.get("complete"):
+            refuse_mismatched_resume(latest, parts)
     if store is None:
-        store = ResultsStore.create(opts.results, exp.name, _manifest(exp_path, exp, tpath, st, points, fingerprint, opts))
+        store = ResultsStore.create(opts.results, exp.name,
+                                    _manifest(exp_path, exp, tpath, st, points, fingerprint, opts, parts))
         say(f"linklab: results go to {store.path}")
     else:
-        say(f"linklab: resuming {store.path} ({len(store.completed())} repetitions already recorded)")
+        say(f"linklab: resuming {store.path} ({len(store.completed(include_failed=not opts.retry_failed))} "
+            "repetitions already recorded)")
 
     with store.lock(), state.locked(lab_name):
         base_overrides = labmod.remember_base_overrides(lab_name)
         for leftover in store.clean_partial():
             say(f"  removed partial result {leftover}")
+        if opts.retry_failed:
+            for point_id, rep in sorted(store.failed()):
+                say(f"  retrying failed repetition (first attempt kept in {store.set_aside_failed(point_id, rep)})")
         done = store.completed()
         todo = [(p, r) for p in points for r in range(1, exp.repetitions + 1) if (p.id, r) not in done]
         progress = Progress(len(points) * exp.repetitions, already_done=len(points) * exp.repetitions - len(todo))
@@ -87,10 +95,15 @@ def run(exp_path: str | Path, opts: Options, say=print) -> ResultsStore:
             labmod.set_params(lab_name, base_overrides, replace=True, lock=False, say=lambda *_: None)
             labmod.forget_base_overrides(lab_name)
             store.write_table()
-        store.mark_complete()
+        failed_reps = store.failed()
+        if not failed_reps or not opts.retry_failed:
+            store.mark_complete()
     rows = store.rows()
     failed = sum(1 for r in rows if not r.get("preflight_ok", True) or r.get("error"))
     say(f"linklab: {exp.name}: {len(rows)} repetitions recorded ({failed} failed) in {store.path}")
+    if failed_reps and opts.retry_failed:
+        say(f"  the run stays incomplete: rerun the same sweep to retry the {len(failed_reps)} failed "
+            "repetitions (--no-retry accepts them as they are)")
     say(f"  table: {store.path / 'results.csv'}")
     from linklab.sweep.report import write_report
     try:
@@ -109,10 +122,8 @@ def _run_point(exp: Experiment, topo_raw: dict, lab_name: str, base_overrides, p
     time.sleep(exp.settle)
     pf = preflight.run(lab, plan.client, plan.server, plan.tool.ip)
     point_info = {"point_key": point.key, "mtu_varied": plan.mtu_varied, "client": plan.client,
-                  "server": plan.server, "scale": lab.scale, "repetitions": exp.repetitions,
-                  "duration_s": plan.tool.duration, "cc": plan.cc, "protocol": plan.tool.protocol,
-                  "ip": plan.tool.ip, "streams": plan.tool.streams, "parallel": plan.tool.parallel,
-                  "mss": plan.tool.mss, "length": plan.tool.length}
+                  "server": plan.server, "scale": lab.scale, "repetitions": exp.repetitions}
+    tool_settings = tool_columns(plan)
     dumps = _qdisc_dumps(lab)
     servers = measure_rep.start_servers(lab, plan) if pf.ok else None
     try:
@@ -120,7 +131,7 @@ def _run_point(exp: Experiment, topo_raw: dict, lab_name: str, base_overrides, p
             progress.start_unit(f"{point.key} rep {rep}/{exp.repetitions}")
             t0 = time.monotonic()
             raw = {"qdisc.txt": dumps, "preflight.json": _json(pf.__dict__)}
-            row: dict[str, Any] = {**point.axes, **point_info, **pf.row(), "started_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
+            row: dict[str, Any] = {**point_info, **pf.row(), "started_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
             if not pf.ok:
                 row["error"] = "pre-flight failed: " + "; ".join(pf.problems)
                 progress.log(f"  pre-flight failed, not measured: {row['error']}")
@@ -130,9 +141,13 @@ def _run_point(exp: Experiment, topo_raw: dict, lab_name: str, base_overrides, p
                     raw.update(m_raw)
                     row.update(m_row)
                 except LinklabError as e:
+                    # Keep what the tools printed before it failed: the raw output explains the error.
+                    raw.update(getattr(e, "raw", None) or {})
                     row["error"] = str(e)
                     progress.log(f"  measurement failed: {e}")
-            store.record(point, rep, raw, row)
+            if row.get("error"):
+                raw["error.txt"] = row["error"] + "\n"
+            store.record(point, rep, raw, row, tool=tool_settings)
             store.write_table()
             progress.finish_unit(time.monotonic() - t0)
             if rep != reps[-1]:
@@ -140,6 +155,35 @@ def _run_point(exp: Experiment, topo_raw: dict, lab_name: str, base_overrides, p
     finally:
         if servers:
             servers.stop()
+
+
+def tool_columns(plan) -> dict[str, Any]:
+    """The tool settings a point asked for; stored as `tool.<name>`, apart from what was measured."""
+    t = plan.tool
+    return {"duration_s": t.duration, "cc": plan.cc, "protocol": t.protocol, "ip": t.ip, "streams": t.streams,
+            "parallel": t.parallel, "mss": t.mss, "length": t.length}
+
+
+def fingerprint_parts(exp_path, tpath: Path, opts: Options, base_overrides, st: dict) -> dict[str, Any]:
+    """Everything that must be the same for two sessions to fill one run: the files, the lab's
+    settings, its scale and placement, and the tools' versions."""
+    return {"experiment": file_sha256(exp_path), "topology": file_sha256(tpath), "quick": opts.quick,
+            "overrides": base_overrides, "scale": st["resolved"].get("scale"),
+            "placement": (st.get("placement") or {}).get("kind"), "kernel": platform.release(),
+            "tools": _tool_versions()}
+
+
+def refuse_mismatched_resume(latest: ResultsStore, parts: dict[str, Any]) -> None:
+    """An unfinished run made under other conditions is not resumed into (its rows would mix):
+    say what differs."""
+    have = latest.manifest.get("fingerprint_parts")
+    if not isinstance(have, dict):
+        diff = ["the run predates recorded fingerprints"]
+    else:
+        diff = [f"{k}: {have.get(k)!r} then, {v!r} now" for k, v in parts.items() if have.get(k) != v]
+    raise StateError(f"{latest.path} is unfinished but was made under other conditions ({'; '.join(diff)}); "
+                     "resuming would mix its rows with these",
+                     hint="restore those conditions to resume it, or --force to start a new run")
 
 
 def _qdisc_dumps(lab: Lab) -> str:
@@ -167,16 +211,16 @@ def _tool_versions() -> dict[str, str]:
 
 
 def _manifest(exp_path, exp: Experiment, tpath: Path, st: dict, points: list[Point], fingerprint: str,
-              opts: Options) -> dict[str, Any]:
+              opts: Options, parts: dict[str, Any]) -> dict[str, Any]:
     res = st["resolved"]
     hosts = [n["name"] for n in res["nodes"] if n["kind"] == "host"]
     sysctls = {}
     for h in hosts:
         ns = netns_name(res["name"], h)
         sysctls[h] = sysctl.read(ns, list(RECORDED_SYSCTLS))
-    versions = _tool_versions()
+    versions = parts["tools"]
     return {
-        "fingerprint": fingerprint, "linklab": __version__, "command": sys.argv,
+        "fingerprint": fingerprint, "fingerprint_parts": parts, "linklab": __version__, "command": sys.argv,
         "experiment_file": str(exp_path), "experiment_sha256": file_sha256(exp_path),
         "experiment": exp.name, "description": exp.description, "source": exp.source,
         "quick": opts.quick, "matrix": exp.matrix, "repetitions": exp.repetitions, "points": len(points),

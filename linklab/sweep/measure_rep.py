@@ -135,7 +135,11 @@ def measure(lab: Lab, plan: PointPlan, measure_what: list[str], omit: float) -> 
         raw[f"iperf3-{i}.json" if len(outputs) > 1 else "iperf3.json"] = out
         if err.strip():
             raw[f"iperf3-{i}.stderr" if len(outputs) > 1 else "iperf3.stderr"] = err
-    results = [parse_result(out) for out, _ in outputs]  # raises Iperf3Error on iperf3's {"error": ...}
+    try:
+        results = [parse_result(out) for out, _ in outputs]  # raises Iperf3Error on iperf3's {"error": ...}
+    except Exception as e:
+        e.raw = raw  # the sweep keeps the failed rep's raw output with its error
+        raise
     result = results[0] if len(results) == 1 else aggregate(results)
     row.update(result.row(""))
     row["streams_as"] = tool.parallel  # threads of one iperf3, or separate processes: CPU results differ

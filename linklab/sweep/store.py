@@ -4,10 +4,18 @@
         manifest.json                   what was run (and `complete` once it all was)
         points/<point_id>/point.json    the point's axes and key
         points/<point_id>/rep<k>/       raw output of every tool + row.json
+        points/<point_id>/rep<k>.failed-<n>/   a failed attempt, kept when a resume retries it
         results.csv                     one row per point x rep, regenerated from row.json
 
-What is done is read from the filesystem, never from a counter: a rep is done iff its final
-directory exists with row.json in it. A rep is written into a temp directory and renamed
+What is done is read from the filesystem, never from a counter: a rep is recorded iff its final
+directory exists with row.json in it, and done iff that row has no `error` (a failed rep is
+retried by a resume, its directory kept aside as `rep<k>.failed-<n>`).
+
+A row keeps what was chosen apart from what was measured: the identity columns, then each
+matrix axis under its own name, then the tool's settings as `tool.<name>`, then the measured
+fields under their own names; a measured field whose name an axis or identity column already
+uses is kept as `measured.<name>` (iperf3 reports its own `parallel`, and `parallel` can be an
+axis). A rep is written into a temp directory and renamed
 into place, so a crash (even SIGKILL) leaves either nothing or a `*.tmp-<pid>` leftover that
 `clean_partial` removes; never half a result.
 """
@@ -27,6 +35,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
+from linklab.errors import StateError
 from linklab.state import write_json_atomic
 from linklab.sweep.matrix import Point
 
@@ -41,11 +50,11 @@ _REP_DIR = re.compile(r"^rep(\d+)$")
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9_+-][A-Za-z0-9._+-]*$")
 
 
-class AlreadyRecorded(Exception):
+class AlreadyRecorded(StateError):
     """This (point, rep) already has a result; results are never overwritten."""
 
 
-class RunLocked(Exception):
+class RunLocked(StateError):
     """Another process holds this run (two sweeps must not fill one run at once)."""
 
 
@@ -138,7 +147,8 @@ class ResultsStore:
             try:
                 fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                raise RunLocked(f"another process is running {self.path}") from None
+                raise RunLocked(f"another process is running {self.path}",
+                                hint="wait for that sweep to end (or stop it); a rerun then resumes") from None
             yield
 
     # -- results -------------------------------------------------------------------------
@@ -153,18 +163,44 @@ class ResultsStore:
     def done(self, point_id: str, rep: int) -> bool:
         return (self.rep_dir(point_id, rep) / ROW).is_file()
 
-    def completed(self) -> set[tuple[str, int]]:
-        return {(pdir.name, rep) for pdir, rep, _ in self._rep_dirs()}
+    def completed(self, *, include_failed: bool = True) -> set[tuple[str, int]]:
+        """(point id, rep) of every recorded rep; without the failed ones if not include_failed."""
+        return {(pdir.name, rep) for pdir, rep, rdir in self._rep_dirs()
+                if include_failed or not _failed(rdir)}
 
-    def record(self, point: Point, rep: int, raw: Mapping[str, bytes | str], row: Mapping[str, Any]) -> Path:
-        """Store one rep's raw outputs and row, all or nothing; returns the rep directory."""
+    def failed(self) -> set[tuple[str, int]]:
+        return {(pdir.name, rep) for pdir, rep, rdir in self._rep_dirs() if _failed(rdir)}
+
+    def set_aside_failed(self, point_id: str, rep: int) -> Path:
+        """Move a failed rep out of the way so it can be measured again; its raw output and error
+        stay on disk as rep<k>.failed-<n>. Returns where it went."""
+        src = self.rep_dir(point_id, rep)
+        n = 1
+        while True:
+            dst = src.with_name(f"{src.name}.failed-{n}")
+            try:
+                os.rename(src, dst)  # fails on an existing non-empty target: never overwrites
+                break
+            except OSError as e:
+                if e.errno not in (errno.EEXIST, errno.ENOTEMPTY):
+                    raise
+                n += 1
+        _fsync_dir(src.parent)
+        return dst
+
+    def record(self, point: Point, rep: int, raw: Mapping[str, bytes | str], row: Mapping[str, Any],
+               tool: Mapping[str, Any] | None = None) -> Path:
+        """Store one rep's raw outputs and row, all or nothing; returns the rep directory.
+
+        `row` is what was measured (and the point's context); `tool` the tool settings asked for.
+        """
         _check_rep(rep)
         _check_name(point.id, "point id")
         for name in raw:
             _check_name(name, "raw file name")
             if name == ROW:
                 raise ValueError(f"raw file name {ROW!r} is reserved for the row")
-        full = _full_row(point, rep, row)
+        full = _full_row(point, rep, row, tool or {})
         pdir = self.points_dir / point.id
         final = self.rep_dir(point.id, rep)
         if final.exists():
@@ -313,17 +349,34 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def _full_row(point: Point, rep: int, row: Mapping[str, Any]) -> dict[str, Any]:
+TOOL_PREFIX = "tool."
+MEASURED_PREFIX = "measured."
+
+
+def _full_row(point: Point, rep: int, row: Mapping[str, Any], tool: Mapping[str, Any] = {}) -> dict[str, Any]:
+    """identity, axes, `tool.<setting>`, measured fields (as `measured.<name>` where an axis or
+    identity column has that name): what was chosen never overwrites what was measured."""
     full: dict[str, Any] = {"point_index": point.index, "point_id": point.id, "rep": rep}
     for name, value in point.axes.items():
         if name in full:
             raise ValueError(f"axis {name!r} clashes with the identity column of that name")
         full[name] = value
+    chosen = set(full)
+    for name, value in tool.items():
+        full[TOOL_PREFIX + name] = value
     for name, value in row.items():
-        if name in full and full[name] != value:
-            raise ValueError(f"row field {name!r}={value!r} contradicts the point's {name}={full[name]!r}")
-        full[name] = value
+        key = MEASURED_PREFIX + name if name in chosen else name
+        if key in full:
+            raise ValueError(f"row field {name!r} given twice")
+        full[key] = value
     return full
+
+
+def _failed(rdir: Path) -> bool:
+    try:
+        return bool(json.loads((rdir / ROW).read_text()).get("error"))
+    except (OSError, ValueError):
+        return True  # an unreadable row is no result
 
 
 def _cell(value: Any) -> Any:

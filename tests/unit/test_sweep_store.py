@@ -162,8 +162,6 @@ def test_record_validates_names_and_row(tmp_path):
         store.record(POINTS[0], 1, {"../x": "no"}, {})
     with pytest.raises(ValueError, match="reserved"):
         store.record(POINTS[0], 1, {"row.json": "no"}, {})
-    with pytest.raises(ValueError, match="contradicts"):
-        store.record(POINTS[0], 1, {}, {"mtu": 9000})
     with pytest.raises(ValueError, match="non-negative integer"):
         store.record(POINTS[0], -1, {}, {})
     assert store.completed() == set()
@@ -230,3 +228,56 @@ def test_empty_run_table_has_identity_header(tmp_path):
 def test_run_dir_names_are_timestamps(tmp_path):
     store = ResultsStore.create(tmp_path, "bond", {})
     assert re.fullmatch(r"\d{8}-\d{6}", store.path.name)
+
+
+# -- row layout: chosen apart from measured ----------------------------------------------------
+
+def test_parallel_axis_and_measured_parallel_are_kept_apart(tmp_path):
+    """A `parallel` axis, the tool's `parallel` setting and iperf3's own `parallel` field all fit
+    in one row (was: ValueError at the first record)."""
+    store = make(tmp_path)
+    point = expand({"parallel": ["streams", "processes"]})[1]
+    final = store.record(point, 1, {}, {"parallel": 4, "throughput_bps": 1e9},
+                         tool={"parallel": "processes", "streams": 4})
+    row = json.loads((final / "row.json").read_text())
+    assert row["parallel"] == "processes"  # the axis, under its own name
+    assert row["tool.parallel"] == "processes" and row["tool.streams"] == 4
+    assert row["measured.parallel"] == 4  # iperf3's field, which the axis name took
+    assert row["throughput_bps"] == 1e9  # measured names that clash with nothing are unchanged
+    header = read_csv(store.write_table())[0]
+    assert {"parallel", "tool.parallel", "measured.parallel", "throughput_bps"} <= set(header)
+
+
+def test_measured_field_named_like_an_axis_never_overwrites_it(tmp_path):
+    store = make(tmp_path)
+    final = store.record(POINTS[0], 1, {}, {"mtu": 9000})
+    row = json.loads((final / "row.json").read_text())
+    assert row["mtu"] == 1500 and row["measured.mtu"] == 9000
+
+
+def test_failed_rep_is_recorded_but_not_done_and_set_aside_keeps_it(tmp_path):
+    store = make(tmp_path)
+    rec(store, POINTS[0], 1)
+    store.record(POINTS[0], 2, {"iperf3.json": "{}", "error.txt": "boom\n"}, {"error": "boom"})
+    assert store.completed() == {(POINTS[0].id, 1), (POINTS[0].id, 2)}
+    assert store.completed(include_failed=False) == {(POINTS[0].id, 1)}
+    assert store.failed() == {(POINTS[0].id, 2)}
+    kept = store.set_aside_failed(POINTS[0].id, 2)
+    assert kept.name == "rep2.failed-1" and (kept / "error.txt").read_text() == "boom\n"
+    assert store.failed() == set() and store.clean_partial() == []
+    assert [r["rep"] for r in store.rows()] == [1]
+    rec(store, POINTS[0], 2)  # re-measured
+    store.record(POINTS[0], 3, {}, {"error": "again"})
+    store.set_aside_failed(POINTS[0].id, 3)
+    store.record(POINTS[0], 3, {}, {"error": "and again"})
+    assert store.set_aside_failed(POINTS[0].id, 3).name == "rep3.failed-2"
+
+
+def test_run_locked_and_already_recorded_are_user_errors(tmp_path):
+    from linklab.errors import StateError
+    store = make(tmp_path)
+    rec(store, POINTS[0], 1)
+    with pytest.raises(StateError) as e:
+        rec(store, POINTS[0], 1)
+    assert "already recorded" in e.value.render()
+    assert issubclass(RunLocked, StateError)
