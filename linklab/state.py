@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
+from linklab import fsutil
 from linklab.errors import StateError
 
 FORMAT = 1
@@ -33,16 +34,8 @@ def path_for(lab: str) -> Path:
     return labs_dir() / f"{lab}.json"
 
 
-def write_json_atomic(path: Path, data: Any) -> None:
-    """Write-then-rename, fsynced: a reader sees the old file or the new one, never half."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w") as f:
-        json.dump(data, f, indent=1, sort_keys=True, default=str)
-        f.write("\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+# The package's one atomic writer (linklab/fsutil.py), re-exported where it was always found.
+write_json_atomic = fsutil.write_json_atomic
 
 
 def load(lab: str) -> dict[str, Any] | None:

@@ -7,15 +7,13 @@ tidy table. The parsing is the measure/ classes' pure functions; this module onl
 from __future__ import annotations
 
 import json
-import os
 import re
-import signal
 import subprocess
 import time
 from dataclasses import dataclass
 from typing import Any
 
-from linklab import runner
+from linklab import procs, runner
 from linklab.backends.linux.names import netns_name
 from linklab.measure import counters, nstat
 from linklab.measure.cpu import CpuSampler
@@ -35,26 +33,14 @@ class Servers:
     ports: list[int]
 
     def stop(self) -> None:
-        for p in self.procs:
-            p.terminate()
-        for p in self.procs:
-            try:
-                p.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                p.kill()
+        procs.stop_popen(self.procs)
 
 
 def stop_stale_iperf3(ns: str) -> int:
     """iperf3 processes left in a lab namespace by a killed sweep would hold the ports."""
-    stopped = 0
-    for pid in netns_pids(ns):
-        try:
-            if open(f"/proc/{pid}/comm").read().strip() == "iperf3":
-                os.kill(pid, signal.SIGKILL)
-                stopped += 1
-        except OSError:
-            pass
-    return stopped
+    stale = [pid for pid in netns_pids(ns) if (procs.identity(pid) or {}).get("comm") == "iperf3"]
+    procs.stop(stale, grace=0.5)
+    return len(stale)
 
 
 def start_servers(lab: Lab, plan: PointPlan) -> Servers:

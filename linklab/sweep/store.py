@@ -35,6 +35,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
+from linklab import fsutil
 from linklab.errors import StateError
 from linklab.state import write_json_atomic
 from linklab.sweep.matrix import Point
@@ -319,34 +320,9 @@ def experiment_dir(root: Path, experiment: str) -> Path:
     return Path(root) / experiment
 
 
-def write_text_atomic(path: Path, content: bytes | str) -> None:
-    """Write-then-rename, fsynced, in the target's directory (so the rename is atomic)."""
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    _write_synced(tmp, content)
-    os.replace(tmp, path)
-    _fsync_dir(path.parent)
-
-
-def _write_synced(path: Path, content: bytes | str) -> None:
-    if isinstance(content, str):
-        data = content.encode()
-    elif isinstance(content, (bytes, bytearray, memoryview)):
-        data = bytes(content)
-    else:  # bytes(5) would quietly write five NULs
-        raise TypeError(f"{path.name}: raw output must be str or bytes, got {type(content).__name__}")
-    with open(path, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-
-
-def _fsync_dir(path: Path) -> None:
-    # Makes a rename durable: without it a power cut can undo the rename after we reported it.
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+write_text_atomic = fsutil.write_atomic  # one atomic writer for the package (linklab/fsutil.py)
+_write_synced = fsutil.write_bytes_synced
+_fsync_dir = fsutil.fsync_dir
 
 
 TOOL_PREFIX = "tool."

@@ -151,13 +151,9 @@ def kill_group(proc: subprocess.Popen, sig: int) -> None:
 
 
 def terminate(proc: subprocess.Popen) -> None:
-    """TERM the command's whole process group, KILL it if it lingers, and reap it."""
-    kill_group(proc, signal.SIGTERM)
-    try:
-        proc.wait(KILL_GRACE)
-    except subprocess.TimeoutExpired:
-        pass
-    kill_group(proc, signal.SIGKILL)
+    """TERM the command's whole process group (we made it), KILL it if it lingers, and reap it."""
+    from linklab import procs
+    procs.stop([proc.pid], grace=KILL_GRACE, group=proc.pid, group_is_ours=True)
     try:
         proc.wait(KILL_GRACE)
     except subprocess.TimeoutExpired:

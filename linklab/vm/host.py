@@ -57,13 +57,7 @@ def cmdline(pid: int) -> list[str]:
     return raw.decode(errors="replace").split("\0")
 
 
-def alive(pid: int) -> bool:
-    """Exists and is not a zombie (this machine's init may never reap orphans)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[-1].split()[0] not in ("Z", "X")
+from linklab.procs import alive  # noqa: E402  exists and is not a zombie; one definition for the package
 
 
 def pgid(pid: int) -> int | None:

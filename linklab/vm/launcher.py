@@ -13,7 +13,6 @@ import json
 import os
 import re
 import shlex
-import signal
 import subprocess
 import sys
 import tempfile
@@ -24,6 +23,8 @@ from pathlib import Path
 from typing import BinaryIO, Callable
 
 import linklab
+from linklab import procs
+from linklab.fsutil import write_json_atomic
 from linklab.errors import EnvironmentProblem, StateError, UsageError
 from linklab.kernel import LAB_MODULES
 from linklab.vm import protocol as P
@@ -73,15 +74,6 @@ def _tail(path: Path, lines: int = 25) -> str:
     except OSError:
         return ""
     return "\n".join(text.splitlines()[-lines:])
-
-
-def _write_json_atomic(path: Path, data: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    with os.fdopen(fd, "w") as f:
-        json.dump(data, f, indent=2, sort_keys=True)
-        f.write("\n")
-    os.replace(tmp, path)
 
 
 def _read_json(path: Path) -> dict | None:
@@ -181,7 +173,7 @@ class LabVM:
         cache = _read_json(self.accel_cache) or {}
         cache.setdefault("kvm_failed", {})[self._accel_key(kernel)] = {
             "at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "reason": reason}
-        _write_json_atomic(self.accel_cache, cache)
+        write_json_atomic(self.accel_cache, cache)
 
     def _wanted_accel(self) -> str:
         accel = os.environ.get(ACCEL_ENV) or self.config.accel
@@ -294,8 +286,7 @@ class LabVM:
         except BaseException as e:  # including Ctrl-C: never leave a half-booted VM behind
             self._kill(find_orphan_vms(self.state_dir), proc.pid)
             if proc.poll() is None:  # QEMU not forked yet: virtme-run alone
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGKILL)
+                procs.stop([proc.pid], grace=0, group=proc.pid, group_is_ours=True)
             self._reap()
             if isinstance(e, (BootFailed, AgentGone)):
                 raise BootFailed(str(e)) from None
@@ -311,10 +302,10 @@ class LabVM:
             "rwdirs": [str(d) for d in self.rwdirs], "guest": guest,
             "console_log": str(self.console_log), "agent_log": str(self.agent_log),
         }
-        _write_json_atomic(self.json_path, info)
+        write_json_atomic(self.json_path, info)
         cache = _read_json(self.accel_cache) or {}
         cache.setdefault("last_ready_s", {})[accel] = ready_s
-        _write_json_atomic(self.accel_cache, cache)
+        write_json_atomic(self.accel_cache, cache)
         failed = info["modules_failed"]
         say(f"lab VM ready in {ready_s:.0f} s" + (f"; modules that failed to load: {' '.join(failed)}" if failed else ""))
         return info
@@ -449,19 +440,7 @@ class LabVM:
     def _kill(self, pids: list[int], pgid: int | None) -> None:
         """TERM then KILL each marked QEMU and, if it is theirs, the launcher's process group (virtme-run).
         The group is signalled only while a marked QEMU is in it: a stale pgid may have been reused."""
-        for sig in (signal.SIGTERM, signal.SIGKILL):
-            targets = [p for p in pids if _alive(p)]
-            if pgid and any(_pgid(p) == pgid for p in targets):
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(pgid, sig)
-            for p in targets:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(p, sig)
-            end = time.monotonic() + 5.0
-            while time.monotonic() < end and any(_alive(p) for p in targets):
-                time.sleep(0.1)
-            if not any(_alive(p) for p in targets):
-                return
+        procs.stop(pids, grace=5.0, group=pgid)
 
     def _reap(self) -> None:
         if self._proc is not None:

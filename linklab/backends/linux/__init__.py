@@ -11,9 +11,6 @@ from __future__ import annotations
 
 import ipaddress
 import json
-import os
-import signal
-import time
 import uuid
 from contextlib import ExitStack
 from pathlib import Path
@@ -22,7 +19,7 @@ from typing import Any
 from pyroute2 import IPRoute, netns
 from pyroute2.netlink.exceptions import NetlinkError
 
-from linklab import runner
+from linklab import fsutil, procs, runner
 from linklab.backends.base import Backend
 from linklab.backends.linux import bond as bondopt
 from linklab.backends.linux import qdisc as tc
@@ -329,19 +326,7 @@ def _read_mark(ns: str) -> str | None:
 
 def _remove_netns(ns: str) -> None:
     """Stop every process inside (iperf3 servers, controllers), then delete the namespace."""
-    pids = netns_pids(ns)
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        for pid in pids:
-            try:
-                os.kill(pid, sig)
-            except ProcessLookupError:
-                pass
-        deadline = time.monotonic() + 2
-        while pids and time.monotonic() < deadline:
-            pids = [p for p in pids if Path(f"/proc/{p}").exists()]
-            time.sleep(0.05)
-        if not pids:
-            break
+    procs.stop(netns_pids(ns))
     try:
         netns.remove(ns)
     except FileNotFoundError:
@@ -368,9 +353,7 @@ def _write_hosts(lab: Lab, want_ns: dict[str, str], the_mark: str) -> list[str]:
             continue
         d = Path(hosts_dir(ns))
         d.mkdir(parents=True, exist_ok=True)
-        tmp = d / ".hosts.tmp"
-        tmp.write_text(_hosts_text(lab, node, the_mark))
-        tmp.replace(d / "hosts")
+        fsutil.write_atomic(d / "hosts", _hosts_text(lab, node, the_mark))
         written.append(str(d))
     return written
 
@@ -386,7 +369,7 @@ def _remove_hosts_dir(d: Path, lab_name: str) -> bool:
         return False
     hosts.unlink()
     for leftover in d.iterdir():
-        if leftover.name == ".hosts.tmp":
+        if leftover.name == ".hosts.tmp" or fsutil.is_tmp_name(leftover.name):
             leftover.unlink()
     try:
         d.rmdir()

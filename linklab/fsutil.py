@@ -1,0 +1,64 @@
+"""The one way linklab writes a file that must never be seen half-written: write a temp file
+beside it, fsync, rename over the target, fsync the directory (so the rename survives a power
+cut). A crash, even `kill -9`, leaves the old file or the new one, plus at worst a
+`.<name>.tmp-<pid>` leftover that readers ignore and `clean_partial`/`linklab clean` remove.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+TMP_MARK = ".tmp-"
+
+
+def tmp_name(path: Path) -> Path:
+    return path.with_name(f".{path.name}{TMP_MARK}{os.getpid()}")
+
+
+def is_tmp_name(name: str) -> bool:
+    return name.startswith(".") and TMP_MARK in name
+
+
+def write_bytes_synced(path: Path, content: bytes | str) -> None:
+    if isinstance(content, str):
+        data = content.encode()
+    elif isinstance(content, (bytes, bytearray, memoryview)):
+        data = bytes(content)
+    else:  # bytes(5) would quietly write five NULs
+        raise TypeError(f"{path.name}: content must be str or bytes, got {type(content).__name__}")
+    with open(path, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_atomic(path: Path, content: bytes | str) -> None:
+    """Write-then-rename, fsynced, in the target's directory (so the rename is atomic)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = tmp_name(path)
+    try:
+        write_bytes_synced(tmp, content)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
+        raise
+    fsync_dir(path.parent)
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    write_atomic(Path(path), json.dumps(data, indent=1, sort_keys=True, default=str) + "\n")
