@@ -79,8 +79,18 @@ def _parser() -> argparse.ArgumentParser:
     sh.add_argument("--set", dest="overrides", action="append", default=[], metavar="PATH=VALUE")
     sh.add_argument("--scale", type=float)
 
-    c = cmd("clean", "remove what crashed labs left behind (found by ownership marks, never by name patterns)")
-    c.add_argument("lab", nargs="?", help="only this lab's leftovers (default: every linklab lab's)")
+    c = cmd("clean", "remove what crashed labs left behind (found by ownership marks, never by name patterns)",
+            epilog="Removes only what is provably abandoned: namespaces marked by this checkout but owned by no\n"
+                   "live lab, and labs whose owner is gone (killed while building, their VM gone). Live labs,\n"
+                   "labs another command is changing, and other checkouts' labs are left alone.\n"
+                   "examples:\n  linklab clean --dry-run     what would go, and why\n"
+                   "  linklab clean bond2         only lab bond2's leftovers\n"
+                   "  linklab clean --all-checkouts   also labs marked by other checkouts of linklab",
+            formatter_class=argparse.RawDescriptionHelpFormatter)
+    c.add_argument("lab", nargs="?", help="only this lab's leftovers (default: every abandoned lab of this checkout)")
+    c.add_argument("--dry-run", action="store_true", help="say what would be removed, and why; change nothing")
+    c.add_argument("--all-checkouts", action="store_true",
+                   help="also remove namespaces marked by other checkouts' labs (they cannot be judged from here)")
 
     vm = cmd("vm", "the lab VM: status, start, stop, or run a command inside it",
              epilog="examples:\n  linklab vm status\n  linklab vm run -- uname -r\n"
@@ -143,7 +153,7 @@ def cmd_up(args, argv) -> int:
         # Validate on the host first: bad input must not cost a VM boot.
         lab_obj = lab.build_lab(args.topology, overrides, name=args.name, scale=args.scale)
         say(f"linklab: lab {lab_obj.name} runs in the lab VM ({why})")
-        return placement.forward(argv, say=say)
+        return placement.forward_booting(argv, say=say)
     t0 = time.monotonic()
     rec = lab.up(args.topology, name=args.name, overrides=overrides, scale=args.scale, say=say)
     res = rec["resolved"]
@@ -164,9 +174,8 @@ def cmd_down(args, argv) -> int:
             rc = placement.forward(argv, say=say, boot=False)
         else:
             state.remove(name)  # the VM (and the lab in it) is gone already
-        if rc == 0 and not placement.vm_labs():
-            say("linklab: stopping the lab VM (no lab uses it any more)")
-            vm.stop(say=say)
+        if rc == 0:
+            placement.stop_vm_if_unused(say=say)
         return rc
     removed = lab.down(name, say=say)
     say(f"linklab: lab {name} is down ({len(removed)} objects removed)")
@@ -240,25 +249,29 @@ def cmd_show(args, argv) -> int:
 
 
 def cmd_clean(args, argv) -> int:
-    from linklab import kernel, lab, placement
+    from linklab import kernel, lab, placement, procs
     removed = []
     if not kernel.in_lab_vm():
         from linklab.vm.launcher import find_orphan_vms
         vm = placement.lab_vm()
-        if vm.running():
-            rc = placement.forward(argv, say=say, boot=False)
+        live_pid = (vm.info() or {}).get("pid") if vm.running() else None
+        if live_pid:
+            rc = placement.forward(argv, say=say, boot=False)  # the VM's own leftovers, judged there
             if rc:
                 return rc
-            if not placement.vm_labs():
-                vm.stop(say=say)
-                removed.append("lab VM")
+        # QEMUs with this checkout's mark that are not the lab VM vm.json knows: a crashed boot's.
         for pid in find_orphan_vms(placement.state.state_dir()):
-            os.kill(pid, 9)
-            removed.append(f"orphan lab VM pid {pid}")
-    removed += lab.clean(args.lab, say=say)
+            if pid != live_pid:
+                removed.append(f"lab VM pid {pid} (not the lab VM this checkout runs)")
+                if not args.dry_run:
+                    procs.stop([pid], grace=5.0)
+    removed += lab.clean(args.lab, say=say, dry_run=args.dry_run, other_checkouts=args.all_checkouts)
+    if not kernel.in_lab_vm() and not args.dry_run and placement.stop_vm_if_unused(say=say):
+        removed.append("lab VM (no lab uses it)")
+    verb = "would remove" if args.dry_run else "removed"
     for r in removed:
-        say(f"  removed {r}")
-    say(f"linklab: clean: {len(removed)} objects removed")
+        say(f"  {verb} {r}")
+    say(f"linklab: clean: {len(removed)} objects {'would be removed' if args.dry_run else 'removed'}" + (" (dry run: nothing changed)" if args.dry_run else ""))
     return 0
 
 
@@ -270,12 +283,16 @@ def cmd_vm(args, argv) -> int:
         return 0
     if args.action == "start":
         vm.ensure_running(say=say)
+        placement.keep_vm()  # started on purpose: stays up with no lab until `linklab vm stop`
         return 0
     if args.action == "run":
         cmd = list(args.argv)
         # REMAINDER also swallows our own flags when they follow the action: take them back.
-        while cmd and cmd[0] in ("--if-needed", "--stop-after"):
-            setattr(args, cmd.pop(0)[2:].replace("-", "_"), True)
+        while cmd and cmd[0] in ("--if-needed", "--stop-after", "-h", "--help"):
+            flag = cmd.pop(0)
+            if flag in ("-h", "--help"):  # ours (before any `--`): help, not a command for the VM
+                _parser().parse_args(["vm", "--help"])
+            setattr(args, flag[2:].replace("-", "_"), True)
         cmd = cmd[1:] if cmd[:1] == ["--"] else cmd
         if not cmd:
             raise UsageError("no command given", hint="linklab vm run -- uname -r")

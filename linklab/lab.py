@@ -18,7 +18,7 @@ from typing import Any
 
 from linklab import __version__, state
 from linklab.backends import get_backend
-from linklab.backends.linux.names import netns_name
+from linklab.backends.linux.names import current_home
 from linklab.errors import StateError, UsageError
 from linklab.model import Context, load_topology, resolve, topology_sha256
 from linklab.model.overrides import split_assignment
@@ -96,15 +96,16 @@ def _apply(lab: Lab, topo_path, overrides, scale, old, backend_name: str, say) -
         from linklab.errors import ValidationFailed
         raise ValidationFailed(str(topo_path), problems)
     owned = dict(old["owned"]) if old else {"id": uuid.uuid4().hex[:8]}
-    # Record intent first: a crash during apply leaves a state file naming what may exist.
-    planned = sorted(set(owned.get("namespaces", [])) | {netns_name(lab.name, n.name) for n in lab.nodes})
+    # Ownership first (nothing recorded or changed if something is not ours), then record intent:
+    # a crash during apply leaves a state file naming what may exist, and only that.
+    planned = backend.claim(lab, owned)
     record = {
         "lab": lab.name, "backend": backend.name, "status": "building",
         "created_at": old["created_at"] if old else time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "topology": {"path": str(topo_path), "sha256": topology_sha256(topo_path),
                      "overrides": [list(o) for o in overrides], "scale_override": scale},
         "placement": placement(), "kernel": platform.release(), "linklab": __version__,
-        "resolved": lab.model_dump(mode="json"), "owned": {**owned, "namespaces": planned},
+        "resolved": lab.model_dump(mode="json"), "owned": planned,
     }
     if old and "sweep_base_overrides" in old:
         record["sweep_base_overrides"] = old["sweep_base_overrides"]  # a sweep is changing this lab
@@ -144,23 +145,99 @@ def down(lab_name: str, say=print) -> list[str]:
         old = state.require(lab_name)
         backend = get_backend(old.get("backend", "linux"))
         removed = backend.destroy(lab_name, old["owned"], say=say)
-        # Anything else carrying this lab's mark (a crash between create and record) goes too.
-        removed += backend.remove_orphans(backend.orphans(lab_name), say=say)
+        # Anything else carrying this very lab's mark (its name, id and checkout) goes too; a
+        # same-named lab of another checkout, or an older lab of that name, is not this one.
+        removed += backend.remove_orphans(backend.orphans(lab_name, old["owned"].get("id"), current_home()), say=say)
         state.remove(lab_name)
+        state.remove_lock(lab_name)
         return removed
 
 
-def clean(lab_name: str | None, say=print) -> list[str]:
-    """Remove what crashed labs left behind, found by ownership marks; drop their state files."""
+def clean(lab_name: str | None, say=print, *, dry_run: bool = False, other_checkouts: bool = False) -> list[str]:
+    """Remove what is provably abandoned, and only that; returns what was (or, with dry_run,
+    would be) removed, each with the reason.
+
+    Abandoned: a namespace whose mark names this checkout but no live lab of it (no state file,
+    or one with another id), or any lab of a state file whose owner is gone (crashed while
+    building and no command holds its lock; a VM lab whose VM is gone; a native lab none of
+    whose namespaces exist). A live lab is never touched; another checkout's labs only with
+    `other_checkouts` (they cannot be judged from here).
+    """
     backend = get_backend("linux")
-    removed = backend.remove_orphans(backend.orphans(lab_name), say=say)
+    home = current_home()
+    # Namespaces are listed before state files are read: a lab coming up meanwhile saved its
+    # state before making any namespace, so it is seen as live.
+    marked = backend.marked()
+    out: list[str] = []
+    live: dict[str, str | None] = {}
     for name in state.all_labs():
-        if lab_name in (None, name):
-            st = state.load(name)
-            if st is None or st.get("placement", {}).get("kind") == placement()["kind"]:
+        if lab_name not in (None, name):
+            continue
+        with state.try_locked(name) as got:
+            if not got:
+                live[name] = _state_id(name)  # a command is changing it right now
+                continue
+            why, st = _abandoned(name)
+            if why is None:
+                live[name] = (st.get("owned") or {}).get("id")
+                continue
+            owned = (st or {}).get("owned") or {}
+            if st is not None and st.get("placement", {}).get("kind") == placement()["kind"]:
+                out += [f"{r} (lab {name}: {why})" for r in
+                        ([] if dry_run else backend.destroy(name, owned, say=say))]
+            out.append(f"state {name} ({why})")
+            if not dry_run:
                 state.remove(name)
-                removed.append(f"state {name}")
-    return removed
+    for ns, m in sorted(marked.items()):
+        if lab_name not in (None, m.lab):
+            continue
+        if m.home == home or (m.home is None and m.lab in live):
+            if m.lab in live and live[m.lab] == m.id:
+                continue
+            why = f"lab {m.lab} id {m.id}: no live lab of this checkout has that id"
+        elif other_checkouts:
+            why = f"lab {m.lab} of another checkout ({m.home or 'unrecorded'}), named by --all-checkouts"
+        else:
+            say(f"  leaving {ns}: lab {m.lab} of another checkout ({m.home or 'unrecorded'}); "
+                "--all-checkouts removes those too")
+            continue
+        out.append(f"netns {ns} ({why})")
+        if not dry_run:
+            backend.remove_orphans([ns], say=say)
+    if not dry_run:
+        state.remove_stale_locks()
+    return out
+
+
+def _state_id(name: str) -> str | None:
+    try:
+        return ((state.load(name) or {}).get("owned") or {}).get("id")
+    except StateError:
+        return None
+
+
+def _abandoned(name: str) -> tuple[str | None, dict[str, Any] | None]:
+    """(why the lab's owner is gone, its state) or (None, state) for a live lab. Called holding its lock."""
+    try:
+        st = state.load(name)
+    except StateError as e:
+        return f"unreadable state file: {e}", None
+    if st is None:
+        return "state file vanished", None
+    kind = st.get("placement", {}).get("kind")
+    if st.get("status") != "up":
+        return f"crashed while {st.get('status')} and no command holds it", st
+    if kind == "vm" and placement()["kind"] != "vm":
+        from linklab import placement as where
+        if not where.lab_vm().running():
+            return "its lab VM is gone", st
+        return None, st
+    if kind == placement()["kind"]:
+        from pyroute2 import netns as _netns
+        listed = set((st.get("owned") or {}).get("namespaces", []))
+        if listed and not listed & set(_netns.listnetns()):
+            return "none of its namespaces exist (the machine restarted?)", st
+    return None, st
 
 
 def load_lab(lab_name: str) -> tuple[dict[str, Any], Lab]:

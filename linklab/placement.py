@@ -96,3 +96,33 @@ def forward(argv: list[str], say=print, boot: bool = True, raw: bool = False) ->
 
 def vm_labs() -> list[str]:
     return [name for name in state.all_labs() if lab_is_in_vm(name)]
+
+
+def forward_booting(argv: list[str], say=print) -> int:
+    """forward(), booting the VM if needed; a VM booted for a command that then leaves no lab
+    in it (bad input found in the VM, a refused `up`) is stopped again: no VM runs for nothing."""
+    was_running = lab_vm().running()
+    try:
+        return forward(argv, say=say, boot=True)
+    finally:
+        if not was_running:
+            stop_vm_if_unused(say=say)
+
+
+def keep_vm() -> None:
+    """Mark the running VM as started by the user (`linklab vm start`): kept with no lab."""
+    vm = lab_vm()
+    info = vm.info()
+    if info:
+        from linklab.fsutil import write_json_atomic
+        write_json_atomic(vm.json_path, {**info, "kept": True})
+
+
+def stop_vm_if_unused(say=print) -> bool:
+    """Stop the lab VM when no lab uses it, unless the user started it with `linklab vm start`."""
+    vm = lab_vm()
+    if not vm.running() or vm_labs() or (vm.info() or {}).get("kept"):
+        return False
+    say("linklab: stopping the lab VM (no lab uses it)")
+    vm.stop(say=say)
+    return True

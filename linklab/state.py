@@ -76,11 +76,54 @@ def all_labs() -> list[str]:
     return sorted(p.stem for p in d.glob("*.json")) if d.is_dir() else []
 
 
+def lock_path(lab: str) -> Path:
+    return labs_dir() / f".{lab}.lock"
+
+
+def remove_lock(lab: str) -> None:
+    try:
+        lock_path(lab).unlink()
+    except FileNotFoundError:
+        pass
+
+
+@contextmanager
+def try_locked(lab: str) -> Iterator[bool]:
+    """Like `locked`, but yields False instead of raising when another command holds the lab."""
+    labs_dir().mkdir(parents=True, exist_ok=True)
+    with open(lock_path(lab), "a") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        yield True
+
+
+def remove_stale_locks() -> list[str]:
+    """Lock files of labs without a state file that no command holds (left by a killed command)."""
+    removed = []
+    d = labs_dir()
+    for p in (d.glob(".*.lock") if d.is_dir() else []):
+        lab = p.name[1:-len(".lock")]
+        if path_for(lab).exists():
+            continue
+        with open(p, "a") as f:
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue
+            if not path_for(lab).exists():
+                p.unlink(missing_ok=True)
+                removed.append(str(p))
+    return removed
+
+
 @contextmanager
 def locked(lab: str) -> Iterator[None]:
     """One command at a time changes a lab (a sweep and a `set` must not interleave)."""
     labs_dir().mkdir(parents=True, exist_ok=True)
-    with open(labs_dir() / f".{lab}.lock", "w") as f:
+    with open(lock_path(lab), "a") as f:
         try:
             fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -19,6 +19,12 @@ class Backend(ABC):
     def problems(self, lab: Lab) -> list[str]:
         """What this backend cannot build in `lab`, on this kernel (empty: buildable)."""
 
+    def claim(self, lab: Lab, owned: dict[str, Any]) -> dict[str, Any]:
+        """Check, before anything is recorded or changed, that what `lab` needs is free or already
+        this lab's (raise StateError otherwise); returns `owned` extended with what apply may
+        create, which the caller records first so a crash mid-apply leaves nothing unlisted."""
+        return owned
+
     @abstractmethod
     def apply(self, lab: Lab, owned: dict[str, Any], say=print) -> dict[str, Any]:
         """Make the kernel match `lab`, idempotently, changing only what differs.
@@ -32,8 +38,13 @@ class Backend(ABC):
         """Remove exactly what `owned` lists; returns what was removed."""
 
     @abstractmethod
-    def orphans(self, lab_name: str | None) -> list[str]:
-        """Objects carrying this lab's ownership mark (any lab's, if None): what `clean` removes."""
+    def orphans(self, lab_name: str | None, lab_id: str | None = None, home: str | None = None) -> list[str]:
+        """Objects carrying this lab's ownership mark (any lab's, if None), of that id and
+        checkout when given."""
+
+    def marked(self) -> dict[str, Any]:
+        """Every object carrying a linklab mark -> its mark (lab, id, home): what `clean` judges."""
+        return {}
 
     @abstractmethod
     def remove_orphans(self, names: list[str], say=print) -> list[str]:

@@ -60,7 +60,9 @@ def cmd_sweep(args, argv) -> int:
             placement.require_shared_with_vm(Path(args.results), "results directory")
             if use_vm:
                 cli.say(f"linklab: the sweep runs in the lab VM ({why})")
-            return placement.forward(argv, say=cli.say, boot=not in_vm)
+            if in_vm:
+                return placement.forward(argv, say=cli.say, boot=False)
+            return placement.forward_booting(argv, say=cli.say)
     run(args.experiment, Options(quick=args.quick, force=args.force, results=Path(args.results), lab_name=args.lab,
                                         retry_failed=not args.no_retry),
         say=cli.say)

@@ -70,6 +70,7 @@ def test_lacp_summary_requires_one_aggregator_and_partner():
 
 
 def test_ownership_mark_round_trip():
-    assert parse_mark(mark("bond2", "ab12cd34")) == ("bond2", "ab12cd34")
+    assert parse_mark(mark("bond2", "ab12cd34", "0123456789ab")) == ("bond2", "ab12cd34", "0123456789ab")
+    assert parse_mark("linklab:bond2:ab12cd34") == ("bond2", "ab12cd34", None)  # before checkouts were marked
     assert parse_mark("something else") is None
     assert parse_mark(None) is None

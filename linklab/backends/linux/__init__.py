@@ -24,7 +24,7 @@ from linklab.backends.base import Backend
 from linklab.backends.linux import bond as bondopt
 from linklab.backends.linux import qdisc as tc
 from linklab.backends.linux import sysctl
-from linklab.backends.linux.names import hosts_dir, mark, netns_name, parse_mark
+from linklab.backends.linux.names import Mark, current_home, hosts_dir, mark, netns_name, parse_mark
 from linklab.errors import LinklabError, StateError
 from linklab.model.resolved import Lab, Link
 
@@ -45,24 +45,39 @@ class LinuxBackend(Backend):
         out += sysctl.problems(lab)
         return out
 
+    # ---- ownership ---------------------------------------------------------------------------
+    def claim(self, lab: Lab, owned: dict[str, Any]) -> dict[str, Any]:
+        """Refuse, before anything is recorded or changed, to build over namespaces that are not
+        this lab's; returns `owned` with the namespaces apply is about to make or keep. Only what
+        passed this check is ever listed in the state file, so `down` never removes a user's own
+        namespace that happened to carry a lab's name."""
+        lab_id = owned.get("id") or uuid.uuid4().hex[:8]
+        want = [netns_name(lab.name, n.name) for n in lab.nodes]
+        existing = set(netns.listnetns())
+        for ns in want:
+            if ns in existing and not is_ours(parse_mark(_read_mark(ns)), Mark(lab.name, lab_id, current_home())):
+                raise StateError(f"namespace {ns} exists but is not this lab's (mark {_read_mark(ns)!r}); nothing was changed",
+                                 hint="another lab, another checkout or a crashed run owns it: `linklab clean "
+                                      "--dry-run` shows what linklab can prove abandoned; a namespace without a "
+                                      "linklab mark is not linklab's to remove")
+        return {**owned, "id": lab_id, "namespaces": sorted(set(owned.get("namespaces", [])) | set(want))}
+
     # ---- build / reconcile ---------------------------------------------------------------
     def apply(self, lab: Lab, owned: dict[str, Any], say=print) -> dict[str, Any]:
-        lab_id = owned.get("id") or uuid.uuid4().hex[:8]
+        owned = self.claim(lab, owned)
+        lab_id = owned["id"]
         the_mark = mark(lab.name, lab_id)
         want_ns = {n.name: netns_name(lab.name, n.name) for n in lab.nodes}
         for ns in set(owned.get("namespaces", [])) - set(want_ns.values()):
-            _remove_netns(ns)
+            self._remove_if_ours(ns, Mark(lab.name, lab_id, current_home()))
         existing = set(netns.listnetns())
         for node, ns in want_ns.items():
-            if ns in existing:
-                found = _read_mark(ns)
-                if found != the_mark:
-                    raise StateError(f"namespace {ns} exists but is not this lab's (mark {found!r})",
-                                     hint="another lab or a crashed run owns it: `linklab clean` removes "
-                                          "leftovers of crashed labs")
-            else:
+            if ns not in existing:
                 netns.create(ns)
-        new = {"id": lab_id, "namespaces": list(want_ns.values()), "interfaces": [],
+                # Marked at once: an unmarked namespace is only ever one `claim` just vouched for.
+                with IPRoute(netns=ns) as ipr:
+                    ipr.link("set", index=ipr.link_lookup(ifname="lo")[0], ifalias=the_mark)
+        new = {"id": lab_id, "home": current_home(), "namespaces": list(want_ns.values()), "interfaces": [],
                "qdiscs": {}, "hosts_files": [], "sysctl_originals": {}}
         with ExitStack() as stack:
             ipr = {node: stack.enter_context(IPRoute(netns=ns)) for node, ns in want_ns.items()}
@@ -87,28 +102,43 @@ class LinuxBackend(Backend):
 
     # ---- teardown ------------------------------------------------------------------------
     def destroy(self, lab_name: str, owned: dict[str, Any], say=print) -> list[str]:
+        """Remove what `owned` lists and still carries this lab's mark (name, id and checkout);
+        an unmarked listed namespace is one `claim` vouched for and a crash left unmarked."""
         removed = []
-        lab_id = owned.get("id")
+        me = Mark(lab_name, owned.get("id"), owned.get("home") or current_home())
+        procs.stop_recorded(owned.get("processes", []))
         for ns in owned.get("namespaces", []):
             if ns in netns.listnetns():
-                found = parse_mark(_read_mark(ns))
-                if found and found != (lab_name, lab_id):
-                    say(f"  leaving {ns}: it now belongs to {found[0]}/{found[1]}")
+                if not self._remove_if_ours(ns, me, say):
                     continue
-                _remove_netns(ns)
                 removed.append(f"netns {ns}")
         for d in owned.get("hosts_files", []):
             if _remove_hosts_dir(Path(d), lab_name):
                 removed.append(f"hosts {d}")
         return removed
 
-    def orphans(self, lab_name: str | None) -> list[str]:
-        out = []
+    def _remove_if_ours(self, ns: str, me: Mark, say=print) -> bool:
+        found = parse_mark(_read_mark(ns))
+        if found is not None and not is_ours(found, me):
+            say(f"  leaving {ns}: it belongs to {found.lab}/{found.id} of checkout {found.home}")
+            return False
+        _remove_netns(ns)
+        return True
+
+    def marked(self) -> dict[str, Mark]:
+        """Every namespace carrying a linklab mark, with its mark."""
+        out = {}
         for ns in netns.listnetns():
             found = parse_mark(_read_mark(ns))
-            if found and (lab_name is None or found[0] == lab_name):
-                out.append(ns)
-        return sorted(out)
+            if found:
+                out[ns] = found
+        return out
+
+    def orphans(self, lab_name: str | None, lab_id: str | None = None, home: str | None = None) -> list[str]:
+        """Namespaces marked for this lab (any lab if None), of this id and checkout when given."""
+        return sorted(ns for ns, m in self.marked().items()
+                      if (lab_name is None or m.lab == lab_name) and (lab_id is None or m.id == lab_id)
+                      and (home is None or m.home == home))
 
     def remove_orphans(self, names: list[str], say=print) -> list[str]:
         removed = []
@@ -128,6 +158,12 @@ class LinuxBackend(Backend):
     def exec_argv(self, lab: Lab, node: str, argv: list[str]) -> list[str]:
         lab.node(node)  # KeyError for unknown nodes; the CLI turns it into a usage error
         return runner.netns_argv(argv, netns_name(lab.name, node))
+
+
+def is_ours(found: Mark | None, me: Mark) -> bool:
+    """A mark is this lab's when name, id and checkout match; a mark from before checkouts were
+    recorded (home None) is ours when name and id match (the id came from our own state file)."""
+    return found is not None and found.lab == me.lab and found.id == me.id and found.home in (None, me.home)
 
 
 class _Build:

@@ -6,25 +6,49 @@ leftovers by that mark, never by matching name patterns.
 
 from __future__ import annotations
 
+import hashlib
+from pathlib import Path
+from typing import NamedTuple
+
 PREFIX = "ll"
 MARK = "linklab"
+
+
+class Mark(NamedTuple):
+    """Who owns an object: the lab's name, the id it got at its first `up`, and the checkout
+    (state directory) it belongs to. `home` is None on marks made before homes were recorded."""
+    lab: str
+    id: str
+    home: str | None = None
 
 
 def netns_name(lab: str, node: str) -> str:
     return f"{PREFIX}-{lab}-{node}"
 
 
-def mark(lab: str, lab_id: str) -> str:
-    return f"{MARK}:{lab}:{lab_id}"
+def home_of(state_dir: str | Path) -> str:
+    """A short, stable name for a checkout's state directory (the same inside the lab VM, which
+    is handed the host's path)."""
+    return hashlib.sha256(str(Path(state_dir).resolve()).encode()).hexdigest()[:12]
 
 
-def parse_mark(text: str | None) -> tuple[str, str] | None:
-    """'linklab:bond2:ab12' -> ('bond2', 'ab12'); anything else -> None."""
+def current_home() -> str:
+    from linklab import state
+    return home_of(state.state_dir())
+
+
+def mark(lab: str, lab_id: str, home: str | None = None) -> str:
+    return f"{MARK}:{lab}:{lab_id}:{home or current_home()}"
+
+
+def parse_mark(text: str | None) -> Mark | None:
+    """'linklab:bond2:ab12:0123456789ab' -> Mark('bond2', 'ab12', '0123456789ab'); the older
+    three-part form has no home; anything else -> None."""
     if not text:
         return None
     parts = text.split(":")
-    if len(parts) == 3 and parts[0] == MARK:
-        return parts[1], parts[2]
+    if len(parts) in (3, 4) and parts[0] == MARK and all(parts[1:]):
+        return Mark(*parts[1:])
     return None
 
 
