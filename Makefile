@@ -10,7 +10,7 @@ EXP ?= experiments/e1_bonding_mtu.yaml
 SWEEP_ARGS ?= --quick
 PYTEST_ARGS ?=
 
-.PHONY: help setup lab-up lab-down status sweep report test test-unit test-integration bench clean
+.PHONY: help setup lab-up lab-down status sweep report test test-unit test-fuzz test-integration bench clean
 
 help:
 	@echo "make setup             install Debian packages and the project virtualenv (idempotent)"
@@ -45,6 +45,9 @@ test: setup
 
 test-unit: setup
 	$(PY) -m pytest tests/unit tests/golden $(PYTEST_ARGS)
+
+test-fuzz: setup
+	$(PY) -m pytest tests/fuzz $(PYTEST_ARGS)
 
 test-integration: setup
 	$(PY) -m pytest tests/integration/host $(PYTEST_ARGS)

@@ -19,7 +19,7 @@ from typing import Any
 from linklab import __version__, state
 from linklab.backends import get_backend
 from linklab.backends.linux.names import current_home
-from linklab.errors import StateError, UsageError
+from linklab.errors import LinklabError, StateError, UsageError
 from linklab.model import Context, load_topology, resolve, topology_sha256
 from linklab.model.overrides import split_assignment
 from linklab.model.resolved import Lab
@@ -212,7 +212,7 @@ def clean(lab_name: str | None, say=print, *, dry_run: bool = False, other_check
 def _state_id(name: str) -> str | None:
     try:
         return ((state.load(name) or {}).get("owned") or {}).get("id")
-    except StateError:
+    except LinklabError:
         return None
 
 
@@ -220,7 +220,7 @@ def _abandoned(name: str) -> tuple[str | None, dict[str, Any] | None]:
     """(why the lab's owner is gone, its state) or (None, state) for a live lab. Called holding its lock."""
     try:
         st = state.load(name)
-    except StateError as e:
+    except LinklabError as e:
         return f"unreadable state file: {e}", None
     if st is None:
         return "state file vanished", None

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from linklab import fsutil
-from linklab.errors import StateError
+from linklab.errors import LinklabError, StateError, UsageError
 
 FORMAT = 1
 
@@ -38,14 +38,21 @@ def path_for(lab: str) -> Path:
 write_json_atomic = fsutil.write_json_atomic
 
 
+class DamagedState(UsageError):
+    """A state file that is not what linklab wrote (truncated, edited, binary): bad input, exit 2."""
+
+
 def load(lab: str) -> dict[str, Any] | None:
     p = path_for(lab)
-    try:
-        data = json.loads(p.read_text())
-    except FileNotFoundError:
+    if not p.exists():
         return None
-    except json.JSONDecodeError as e:
-        raise StateError(f"state file {p} is damaged: {e}", hint="`linklab clean` removes the lab by its marks") from None
+    from linklab.model.loader import read_text_input
+    try:
+        data = json.loads(read_text_input(p, limit=16 << 20))
+    except (json.JSONDecodeError, LinklabError) as e:
+        raise DamagedState(f"state file {p} is damaged: {e}", hint="`linklab clean` removes the lab by its marks") from None
+    if not isinstance(data, dict) or not isinstance(data.get("owned", {}), dict):
+        raise DamagedState(f"state file {p} is damaged: not a lab's state", hint="`linklab clean` removes the lab by its marks")
     if data.get("format") != FORMAT:
         raise StateError(f"state file {p} has format {data.get('format')}, this linklab reads {FORMAT}")
     return data

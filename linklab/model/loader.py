@@ -28,23 +28,140 @@ def format_path(loc: tuple) -> str:
     return out or "(top level)"
 
 
+# Limits on what a YAML input may be. Real topologies and experiments are a few KiB with
+# nesting under 10 and a handful of anchors; these bounds stop a hostile or broken file
+# (a multi-GiB log passed by mistake, `[[[[...` a million deep, a "billion laughs" alias bomb
+# whose expansion would never finish) with an error instead of a hang or an exhausted memory.
+MAX_INPUT_BYTES = 1 << 20
+MAX_DEPTH = 64
+MAX_ALIASES = 100
+
+
+class InputTooLarge(Exception):
+    pass
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing more than MAX_ALIASES aliases or nesting beyond MAX_DEPTH."""
+
+    def __init__(self, stream):
+        super().__init__(stream)
+        self._aliases = 0
+        self._depth = 0
+
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.AliasEvent):
+            self._aliases += 1
+            if self._aliases > MAX_ALIASES:
+                raise yaml.YAMLError(f"more than {MAX_ALIASES} aliases (*name): refused, "
+                                     "their expansion could exhaust memory")
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                mark = self.peek_event().start_mark
+                raise yaml.YAMLError(f"nested deeper than {MAX_DEPTH} levels (line {mark.line + 1})")
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+
+MAX_NODES = 100_000
+
+
+_ON_STACK = -1
+
+
+def _expanded_size(node, memo: dict) -> int:
+    """How many nodes the document has once every alias is expanded (what a consumer walks),
+    computed in time linear in the *distinct* nodes: a few aliases can mean billions. A node
+    that contains itself (a recursive alias) is refused: no setting is infinite."""
+    key = id(node)
+    if memo.get(key) == _ON_STACK:
+        raise yaml.YAMLError(f"a recursive alias (line {node.start_mark.line + 1}): a value that contains itself")
+    if key not in memo:
+        memo[key] = _ON_STACK
+        if isinstance(node, yaml.MappingNode):
+            kids = [n for kv in node.value for n in kv]
+        elif isinstance(node, yaml.SequenceNode):
+            kids = node.value
+        else:
+            kids = []
+        total = 1
+        for k in kids:
+            total += _expanded_size(k, memo)
+            if total > MAX_NODES:
+                break
+        memo[key] = total
+    return memo[key]
+
+
+def _parse(text: str):
+    loader = _BoundedLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        if _expanded_size(node, {}) > MAX_NODES:
+            raise yaml.YAMLError(f"more than {MAX_NODES} values once its aliases are expanded: refused "
+                                 "(an alias bomb?)")
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
+def _compose(text: str):
+    loader = _BoundedLoader(text)
+    try:
+        return loader.get_single_node()
+    finally:
+        loader.dispose()
+
+
+def read_text_input(path: Path, limit: int = MAX_INPUT_BYTES) -> str:
+    """A file linklab reads as input, as text: missing, unreadable, too big, binary or not
+    UTF-8 are each a clear error naming the file (exit 2), raised before anything changes."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(limit + 1)
+    except FileNotFoundError:
+        raise UsageError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise UsageError(f"{path}: is a directory, not a file") from None
+    except OSError as e:
+        raise UsageError(f"{path}: cannot read: {e.strerror}") from None
+    if len(data) > limit:
+        raise ValidationFailed(str(path), [f"(file): larger than {limit // 1024} KiB: not a linklab input file"])
+    nul = data.find(b"\0")
+    if nul >= 0:
+        raise ValidationFailed(str(path), [f"(file): binary data (a NUL byte at offset {nul}): not a text file"])
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data[:e.start].count(b"\n") + 1
+        raise ValidationFailed(str(path), [f"(file): not UTF-8 text (byte 0x{data[e.start]:02x} on line {line})"]) from None
+
+
 class LineMap:
     """Path -> line number, from PyYAML's node tree (so errors can point into the file)."""
 
     def __init__(self, text: str):
         self.lines: dict[tuple, int] = {}
+        self._seen: set[int] = set()
         try:
-            root = yaml.compose(text)
-        except yaml.YAMLError:
+            root = _compose(text)
+        except (yaml.YAMLError, RecursionError):
             root = None
         if root is not None:
             self._walk(root, ())
 
     def _walk(self, node, path):
         self.lines.setdefault(path, node.start_mark.line + 1)
+        if id(node) in self._seen:  # an alias: its lines are known from the anchor (and it may recurse)
+            return
+        self._seen.add(id(node))
         if isinstance(node, yaml.MappingNode):
             for k, v in node.value:
-                key = k.value
+                key = k.value if isinstance(k, yaml.ScalarNode) else repr(k.value)
                 self.lines[path + (key,)] = k.start_mark.line + 1
                 self._walk(v, path + (key,))
         elif isinstance(node, yaml.SequenceNode):
@@ -61,19 +178,16 @@ class LineMap:
 
 
 def read_yaml(path: Path) -> tuple[Any, str]:
+    text = read_text_input(Path(path))
     try:
-        text = Path(path).read_text()
-    except FileNotFoundError:
-        raise UsageError(f"{path}: no such file") from None
-    except OSError as e:
-        raise UsageError(f"{path}: cannot read: {e.strerror}") from None
-    try:
-        data = yaml.safe_load(text)
+        data = _parse(text)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
         problem = getattr(e, "problem", None) or str(e)
         raise ValidationFailed(str(path), [f"not valid YAML{where}: {problem}"]) from None
+    except RecursionError:
+        raise ValidationFailed(str(path), [f"nested deeper than {MAX_DEPTH} levels"]) from None
     if data is None:
         data = {}
     if not isinstance(data, dict):
@@ -160,7 +274,7 @@ def pydantic_problems(err: ValidationError, model: type[BaseModel], prefix: tupl
         if etype == "extra_forbidden":
             owner = _model_at(model, loc[len(prefix):])
             valid = f" (valid: {', '.join(_valid_keys(owner))})" if owner else ""
-            msg = f"unknown setting '{loc[-1]}'{valid}"
+            msg = f"unknown setting '{loc[-1] if loc else value}'{valid}"
         elif etype in ("literal_error", "enum"):
             expected = e.get("ctx", {}).get("expected", "")
             field = str(loc[-1]) if loc and isinstance(loc[-1], str) else "value"

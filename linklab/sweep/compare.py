@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-import yaml
+from linklab.model.loader import read_yaml
 
 from linklab.measure.stats import summarize
 from linklab.sweep.store import ResultsStore
@@ -31,7 +31,7 @@ def _matches(row: dict[str, Any], point: dict[str, Any]) -> bool:
 def compare(run_dir: Path, reference: Path) -> list[dict[str, Any]]:
     store = ResultsStore.open(run_dir)
     rows = [r for r in store.rows() if not r.get("error")]
-    ref = yaml.safe_load(reference.read_text())
+    ref = read_yaml(reference)[0]
     scale = float(store.manifest.get("scale") or 1.0)
     entries = ref.get("throughput") or ref.get("runs") or []
     out = []
@@ -61,7 +61,7 @@ def compare_relative(run_dir: Path, reference: Path) -> list[dict[str, Any]]:
     smallest, within the entry's protocol. Scale cancels out of a ratio."""
     rows = [r for r in ResultsStore.open(run_dir).rows() if not r.get("error") and r.get("throughput_bps") not in (None, "")]
     out = []
-    for entry in yaml.safe_load(reference.read_text()).get("relative") or []:
+    for entry in read_yaml(reference)[0].get("relative") or []:
         if entry.get("metric") != "throughput" or "jumbo_over_normal" not in entry:
             continue
         point = {k: v for k, v in entry.items() if k not in ("metric", "jumbo_over_normal")}

@@ -17,7 +17,7 @@ import hashlib
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator, Field, field_validator, model_validator
+from pydantic import BeforeValidator, Field, ValidationError, field_validator, model_validator
 
 from linklab import units
 from linklab.model.loader import load_model, read_yaml
@@ -114,6 +114,11 @@ class Experiment(Model):
             for key in self.quick.tool:
                 if key not in Tool.model_fields:
                     problems.append(f"quick.tool.{key}: unknown setting (valid: {', '.join(Tool.model_fields)})")
+            if not problems:
+                try:  # the quick variant's tool is the full one with these changes: it must be valid too
+                    Tool.model_validate({**self.tool.model_dump(), **self.quick.tool})
+                except ValidationError as e:
+                    problems += [f"quick.tool.{'.'.join(map(str, err['loc']))}: {err['msg']}" for err in e.errors()]
         if problems:
             raise ValueError("; ".join(problems))
         return self
@@ -123,24 +128,33 @@ def is_path_axis(axis: str) -> bool:
     return "." in axis or "[" in axis
 
 
+def one_of(value: Any, choices) -> bool:
+    """`value in choices` that is simply False for a value that cannot be in them (a mapping
+    where a name was expected: unhashable, so `in` a dict or set would raise)."""
+    try:
+        return value in choices
+    except TypeError:
+        return False
+
+
 def check_axis_value(axis: str, value: Any, exp: Experiment) -> str | None:
     if axis == "mtu" and not (isinstance(value, int) and 68 <= value <= 65535):
         return f"MTU must be a whole number 68-65535, got {value!r}"
-    if axis == "bond_mode" and value not in BOND_MODES:
+    if axis == "bond_mode" and not one_of(value, BOND_MODES):
         return f"unknown bond mode {value!r} (valid: {', '.join(BOND_MODES)})"
     if axis == "bond" and not isinstance(value, dict):
         return "each value is a mapping of bond settings, e.g. {mode: 802.3ad, options: {lacp_rate: fast}}"
-    if axis == "sysctl_profile" and value not in exp.profiles:
+    if axis == "sysctl_profile" and not one_of(value, exp.profiles):
         return f"unknown profile {value!r} (valid: {', '.join(exp.profiles) or 'none defined under profiles:'})"
-    if axis == "cc" and value not in CC_ALGORITHMS:
+    if axis == "cc" and not one_of(value, CC_ALGORITHMS):
         return f"unknown congestion control {value!r} (valid: {', '.join(CC_ALGORITHMS)})"
     if axis == "streams" and not (isinstance(value, int) and 1 <= value <= 128):
         return f"streams must be 1-128, got {value!r}"
-    if axis == "parallel" and value not in ("threads", "processes"):
+    if axis == "parallel" and not one_of(value, ("threads", "processes")):
         return f"unknown parallel {value!r} (valid: threads, processes)"
-    if axis == "protocol" and value not in ("tcp", "udp"):
+    if axis == "protocol" and not one_of(value, ("tcp", "udp")):
         return f"unknown protocol {value!r} (valid: tcp, udp)"
-    if axis == "ip" and value not in (4, 6):
+    if axis == "ip" and not one_of(value, (4, 6)):
         return f"unknown ip version {value!r} (valid: 4, 6)"
     if axis == "udp_rate":
         try:

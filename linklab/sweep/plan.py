@@ -10,8 +10,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from linklab.errors import LinklabError, ValidationFailed
-from linklab.sweep.experiment import TOOL_AXES, Experiment, Tool, is_path_axis, topology_path
+from linklab.sweep.experiment import TOOL_AXES, Experiment, Tool, is_path_axis, one_of, topology_path
 
 CC_SYSCTL = "net.ipv4.tcp_congestion_control"
 
@@ -83,11 +85,11 @@ def check_experiment_points(exp_path: Path, exp: Experiment) -> list[tuple[tuple
     problems: list[tuple[tuple, str]] = []
     for role in ("client", "server"):
         name = getattr(exp, role)
-        if name not in base.hosts:
+        if not one_of(name, base.hosts):
             problems.append(((role,), f"unknown host {name!r} in {tpath} (valid: {', '.join(base.hosts)})"))
     for axis in ("client", "server"):
         for i, v in enumerate(exp.matrix.get(axis, [])):
-            if v not in base.hosts:
+            if not one_of(v, base.hosts):
                 problems.append((("matrix", axis, i), f"unknown host {v!r} (valid: {', '.join(base.hosts)})"))
     if "bond_mode" in exp.matrix and not _bond_links(topo_raw):
         problems.append((("matrix", "bond_mode"), f"{tpath} has no bonded link to change the mode of"))
@@ -96,7 +98,16 @@ def check_experiment_points(exp_path: Path, exp: Experiment) -> list[tuple[tuple
     seen: set[str] = set()
     for variant in (exp, apply_quick(exp)):
         for point in expand(variant.matrix):
-            plan = plan_point(variant, topo_raw, point.axes)
+            try:
+                plan = plan_point(variant, topo_raw, point.axes)
+            except ValidationError as e:  # a tool axis value the tool settings refuse
+                from linklab.model.loader import format_path, pydantic_problems
+                for loc, msg in pydantic_problems(e, Tool):
+                    text = f"point {point.key}: tool.{format_path(loc)}: {msg}"
+                    if text not in seen:
+                        seen.add(text)
+                        problems.append((("matrix",), text))
+                continue
             try:
                 load_topology(tpath, list(plan.overrides))
             except ValidationFailed as e:

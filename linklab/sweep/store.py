@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping
 
 from linklab import fsutil
-from linklab.errors import StateError
+from linklab.errors import LinklabError, StateError, UsageError
 from linklab.state import write_json_atomic
 from linklab.sweep.matrix import Point
 
@@ -91,7 +91,7 @@ class ResultsStore:
 
     @classmethod
     def open(cls, path: Path) -> ResultsStore:
-        return cls(Path(path), json.loads((Path(path) / MANIFEST).read_text()))
+        return cls(Path(path), _read_json_input(Path(path) / MANIFEST))
 
     @classmethod
     def runs(cls, root: Path, experiment: str) -> list[ResultsStore]:
@@ -106,8 +106,8 @@ class ResultsStore:
                 continue
             try:
                 store = cls.open(d)
-            except (OSError, ValueError):
-                continue  # crashed before its manifest was written: nothing in it to resume
+            except (OSError, ValueError, LinklabError):
+                continue  # crashed before its manifest was written (or it was damaged): nothing to resume
             found.append(((m.group(1), int(m.group(2) or 1)), store))
         return [s for _, s in sorted(found, key=lambda t: t[0])]
 
@@ -254,7 +254,7 @@ class ResultsStore:
         return sorted(removed)
 
     def rows(self) -> list[dict[str, Any]]:
-        rows = [json.loads((rdir / ROW).read_text()) for _, _, rdir in self._rep_dirs()]
+        rows = [_read_json_input(rdir / ROW) for _, _, rdir in self._rep_dirs()]
         return sorted(rows, key=lambda r: (r["point_index"], r["rep"]))
 
     def write_table(self) -> Path:
@@ -346,6 +346,18 @@ def _full_row(point: Point, rep: int, row: Mapping[str, Any], tool: Mapping[str,
             raise ValueError(f"row field {name!r} given twice")
         full[key] = value
     return full
+
+
+def _read_json_input(path: Path) -> dict[str, Any]:
+    """A results file read back (to resume or report): damaged is a clear error with its path."""
+    from linklab.model.loader import read_text_input
+    try:
+        data = json.loads(read_text_input(path, limit=64 << 20))
+    except json.JSONDecodeError as e:
+        raise UsageError(f"{path}: damaged results file: {e}") from None
+    if not isinstance(data, dict):
+        raise UsageError(f"{path}: damaged results file: not a JSON object")
+    return data
 
 
 def _failed(rdir: Path) -> bool:

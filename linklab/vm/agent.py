@@ -143,6 +143,18 @@ class Port:
                 self.absent_since = None
 
 
+def _interrupts_ignored() -> bool:
+    return any(signal.getsignal(s) == signal.SIG_IGN for s in (signal.SIGINT, signal.SIGQUIT))
+
+
+def _default_interrupts() -> None:
+    """In the forked child, before exec: a command gets Ctrl-C's default meaning even when the
+    agent was started with SIGINT ignored (as under `nohup ... &`, which exec would pass on),
+    so a forwarded Ctrl-C reaches it and the command decides. Only signal(2): safe after fork."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+
+
 def kill_group(proc: subprocess.Popen, sig: int) -> None:
     try:
         os.killpg(proc.pid, sig)
@@ -263,7 +275,8 @@ class PortServer:
             try:
                 # Own session: signals go to the whole command (a sweep and its iperf3s), like a terminal's Ctrl-C.
                 proc = subprocess.Popen(argv, cwd=cwd, env=child_env, stdin=subprocess.DEVNULL,
-                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+                                        preexec_fn=_default_interrupts if _interrupts_ignored() else None)
             except OSError as e:
                 code = P.EXIT_NOT_FOUND if isinstance(e, FileNotFoundError) else P.EXIT_CANNOT_RUN
                 self.port.send(P.output("err", f"linklab agent: cannot run {argv[0]}: {e}\n".encode()))

@@ -10,5 +10,7 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(scope="session", autouse=True)
 def _root():
+    # A failure, not a skip: CI must not go green with no integration test run.
     if os.geteuid() != 0:
-        pytest.skip("integration tests build real labs: they need root")
+        pytest.fail("integration tests build real labs and need root: this tier did NOT run "
+                    "(run `make test` as root, e.g. in CI's container)", pytrace=False)

@@ -277,3 +277,18 @@ def test_zygote_reexec_keeps_reporting_running_commands(tmp_path):
             f.close()
     finally:
         zygote.close()
+
+
+def test_ctrl_c_reaches_the_command_even_when_the_agent_ignores_sigint(served):
+    """Run from a background job (`nohup ... &`) SIGINT is inherited as ignored, and exec passes
+    that on: the guest command must still get Ctrl-C's default meaning."""
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        ch, _ = served
+        ch.handshake(deadline())
+        t0 = time.monotonic()
+        code = ch.run(["sh", "-c", "echo started; exec sleep 30"], "/", {}, None, CtrlCOnce(), io.BytesIO())
+    finally:
+        signal.signal(signal.SIGINT, old)
+    assert code == 128 + signal.SIGINT
+    assert time.monotonic() - t0 < 5
