@@ -78,6 +78,10 @@ def run(exp_path: str | Path, opts: Options, say=print) -> ResultsStore:
         base_overrides = labmod.remember_base_overrides(lab_name)
         for leftover in store.clean_partial():
             say(f"  removed partial result {leftover}")
+        # iperf3s a killed sweep left running in the lab (they live in their own sessions).
+        for node in st["resolved"]["nodes"]:
+            if measure_rep.stop_stale_iperf3(netns_name(lab_name, node["name"])):
+                say(f"  stopped iperf3 left running on {node['name']} by an interrupted sweep")
         if opts.retry_failed:
             for point_id, rep in sorted(store.failed()):
                 say(f"  retrying failed repetition (first attempt kept in {store.set_aside_failed(point_id, rep)})")

@@ -35,7 +35,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-from linklab import fsutil
+from linklab import fsutil, procs
 from linklab.errors import LinklabError, StateError, UsageError
 from linklab.state import write_json_atomic
 from linklab.sweep.matrix import Point
@@ -73,19 +73,30 @@ class ResultsStore:
         base = experiment_dir(root, experiment)
         base.mkdir(parents=True, exist_ok=True)
         stamp = now.strftime("%Y%m%d-%H%M%S")
+        # Made whole in a temp dir, then renamed into place: a run directory always has its
+        # manifest (a kill -9 in between leaves a `.tmp-` dir that clean_partial removes).
+        tmp = base / f".run{fsutil.TMP_MARK}{os.getpid()}"
+        for stale in base.glob(f".run{fsutil.TMP_MARK}*"):  # runs being made by killed sweeps
+            pid = stale.name.rpartition("-")[2]
+            if stale == tmp or not (pid.isdigit() and procs.alive(int(pid))):
+                shutil.rmtree(stale, ignore_errors=True)
+        tmp.mkdir()
         n = 1
         while True:
             name = stamp if n == 1 else f"{stamp}-{n}"
-            try:
-                # mkdir is the claim: two processes racing for one name cannot both win.
-                (base / name).mkdir()
-                break
-            except FileExistsError:
-                n += 1
+            data = {**manifest, "experiment": experiment, "run": name,
+                    "created_at": now.isoformat(timespec="seconds"), "complete": False}
+            write_json_atomic(tmp / MANIFEST, data)
+            if not (base / name).exists():
+                try:
+                    # rename(2) onto an existing non-empty dir fails: two racing processes cannot both win.
+                    os.rename(tmp, base / name)
+                    break
+                except OSError as e:
+                    if e.errno not in (errno.EEXIST, errno.ENOTEMPTY):
+                        raise
+            n += 1
         path = base / name
-        data = {**manifest, "experiment": experiment, "run": name,
-                "created_at": now.isoformat(timespec="seconds"), "complete": False}
-        write_json_atomic(path / MANIFEST, data)
         _fsync_dir(base)
         return cls.open(path)  # what is on disk (JSON-normalised), not what we were handed
 

@@ -54,8 +54,12 @@ class LinuxBackend(Backend):
         lab_id = owned.get("id") or uuid.uuid4().hex[:8]
         want = [netns_name(lab.name, n.name) for n in lab.nodes]
         existing = set(netns.listnetns())
+        listed = set(owned.get("namespaces", []))
         for ns in want:
-            if ns in existing and not is_ours(parse_mark(_read_mark(ns)), Mark(lab.name, lab_id, current_home())):
+            found = parse_mark(_read_mark(ns)) if ns in existing else None
+            # Unmarked and already listed: this lab made it and was killed before marking it.
+            if ns in existing and not (is_ours(found, Mark(lab.name, lab_id, current_home()))
+                                       or (found is None and ns in listed)):
                 raise StateError(f"namespace {ns} exists but is not this lab's (mark {_read_mark(ns)!r}); nothing was changed",
                                  hint="another lab, another checkout or a crashed run owns it: `linklab clean "
                                       "--dry-run` shows what linklab can prove abandoned; a namespace without a "
