@@ -1,6 +1,6 @@
 """Fuzz: malformed topology and experiment files -> a clear error with the file's path and exit
-2, never a traceback, a hang or a blown memory. 1200 seeded documents (about 20 s here, under
-contention); LINKLAB_FUZZ_N / LINKLAB_FUZZ_SEED run a longer or different campaign."""
+2, never a traceback, a hang or a blown memory. 1200 seeded documents (1077 malformed;
+173 s on this 2-core machine under heavy contention, ~1 min when quiet); LINKLAB_FUZZ_N / LINKLAB_FUZZ_SEED run a longer or different campaign."""
 
 import os
 import time
@@ -17,4 +17,4 @@ def test_malformed_documents_exit_2_with_their_path_and_no_traceback(tmp_path):
     assert counts["bad"] == [], counts["bad"]
     assert counts["exit2"] >= 1000, counts  # at least 1000 malformed ones (some mutations stay valid)
     assert counts["slowest_s"] < 5, counts  # no document may take long: alias bombs, deep nesting
-    assert time.monotonic() - t0 < 240
+    assert time.monotonic() - t0 < 480  # ~1-3 min on a loaded 2-core machine
