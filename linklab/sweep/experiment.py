@@ -108,9 +108,15 @@ class Experiment(Model):
                 if msg:
                     problems.append(f"matrix.{axis}[{i}]: {msg}")
         if self.quick:
-            for axis in self.quick.matrix:
+            for axis, values in self.quick.matrix.items():
                 if axis not in self.matrix:
                     problems.append(f"quick.matrix.{axis}: not an axis of the matrix (axes: {', '.join(self.matrix)})")
+                elif not values:
+                    problems.append(f"quick.matrix.{axis}: needs a non-empty list of values")
+                for i, value in enumerate(values if axis in self.matrix else []):
+                    msg = check_axis_value(axis, value, self)
+                    if msg:
+                        problems.append(f"quick.matrix.{axis}[{i}]: {msg}")
             for key in self.quick.tool:
                 if key not in Tool.model_fields:
                     problems.append(f"quick.tool.{key}: unknown setting (valid: {', '.join(Tool.model_fields)})")
@@ -190,7 +196,10 @@ def topology_path(exp_path: str | Path, exp: Experiment) -> Path:
     if p.is_absolute():
         return p
     beside = Path(exp_path).parent / p
-    return beside if beside.exists() else p
+    try:
+        return beside if beside.exists() else p
+    except OSError:  # a name the file system cannot hold (too long): reading it reports it, with the path
+        return p
 
 
 def file_sha256(path: str | Path) -> str:

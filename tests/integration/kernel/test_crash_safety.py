@@ -38,6 +38,8 @@ def forked(fn) -> int:
         try:
             fn()
         except BaseException:
+            import traceback
+            traceback.print_exc()
             code = 1
         os._exit(code)
     return pid
@@ -95,9 +97,10 @@ def residue(name: str, expect_up: bool) -> list[str]:
         problems += [f"hosts dir {d}" for d in Path("/etc/netns").glob(f"ll-{name}-*")]
         if state.lock_path(name).exists():
             problems.append("lock file left")
-    with state.try_locked(name) as free:
-        if not free:
-            problems.append("stale lock held")
+    if state.lock_path(name).exists():  # (try_locked would make the file it looks at)
+        with state.try_locked(name) as free:
+            if not free:
+                problems.append("stale lock held")
     problems += [f"temp file {p}" for p in state.labs_dir().glob(".*tmp*")]
     stray = subprocess.run(["pgrep", "-x", "iperf3"], capture_output=True, text=True).stdout.split()
     problems += [f"iperf3 pid {p} still running" for p in stray]
