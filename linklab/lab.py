@@ -18,7 +18,6 @@ from typing import Any
 
 from linklab import __version__, state
 from linklab.backends import get_backend
-from linklab.backends.linux.names import netns_name
 from linklab.errors import StateError, UsageError
 from linklab.model import Context, load_topology, resolve, topology_sha256
 from linklab.model.overrides import split_assignment
@@ -97,7 +96,7 @@ def _apply(lab: Lab, topo_path, overrides, scale, old, backend_name: str, say) -
         raise ValidationFailed(str(topo_path), problems)
     owned = dict(old["owned"]) if old else {"id": uuid.uuid4().hex[:8]}
     # Record intent first: a crash during apply leaves a state file naming what may exist.
-    planned = sorted(set(owned.get("namespaces", [])) | {netns_name(lab.name, n.name) for n in lab.nodes})
+    planned = sorted(set(owned.get("namespaces", [])) | {backend.node_netns(lab, n.name) for n in lab.nodes})
     record = {
         "lab": lab.name, "backend": backend.name, "status": "building",
         "created_at": old["created_at"] if old else time.strftime("%Y-%m-%dT%H:%M:%S%z"),
@@ -178,6 +177,14 @@ def exec_argv(lab_name: str, node: str, argv: list[str]) -> list[str]:
     st, lab = load_lab(lab_name)
     try:
         return get_backend(st.get("backend", "linux")).exec_argv(lab, node, argv)
+    except KeyError:
+        raise UsageError(f"unknown node {node!r} in lab {lab_name} (valid: {', '.join(n.name for n in lab.nodes)})") from None
+
+
+def switch_tool_argv(lab_name: str, node: str, argv: list[str]) -> list[str]:
+    st, lab = load_lab(lab_name)
+    try:
+        return get_backend(st.get("backend", "linux")).switch_tool_argv(lab, node, argv)
     except KeyError:
         raise UsageError(f"unknown node {node!r} in lab {lab_name} (valid: {', '.join(n.name for n in lab.nodes)})") from None
 

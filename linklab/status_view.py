@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from linklab.backends.linux.inspect import bond_summary
+from linklab.backends.base import bond_summary
 from linklab.units import format_rate
 
 

@@ -12,8 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from linklab import __version__, lab as labmod, runner, state
-from linklab.backends.linux import sysctl
-from linklab.backends.linux.names import netns_name
+from linklab.backends import get_backend
 from linklab.errors import LinklabError, StateError
 from linklab.measure.iperf3 import Iperf3Client
 from linklab.measure.nstat import Nstat
@@ -145,7 +144,7 @@ def _run_point(exp: Experiment, topo_raw: dict, lab_name: str, base_overrides, p
 def _qdisc_dumps(lab: Lab) -> str:
     out = []
     for node in lab.nodes:
-        res = runner.run(["tc", "-s", "-d", "qdisc", "show"], netns=netns_name(lab.name, node.name), check=False,
+        res = runner.run(["tc", "-s", "-d", "qdisc", "show"], netns=get_backend().node_netns(lab, node.name), check=False,
                          timeout=10)
         out.append(f"### {node.name}\n{res.stdout}")
     return "\n".join(out)
@@ -171,9 +170,9 @@ def _manifest(exp_path, exp: Experiment, tpath: Path, st: dict, points: list[Poi
     res = st["resolved"]
     hosts = [n["name"] for n in res["nodes"] if n["kind"] == "host"]
     sysctls = {}
+    lab = Lab.model_validate(res)
     for h in hosts:
-        ns = netns_name(res["name"], h)
-        sysctls[h] = sysctl.read(ns, list(RECORDED_SYSCTLS))
+        sysctls[h] = get_backend().read_sysctls(lab, h, list(RECORDED_SYSCTLS))
     versions = _tool_versions()
     return {
         "fingerprint": fingerprint, "linklab": __version__, "command": sys.argv,

@@ -16,13 +16,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from linklab import runner
-from linklab.backends.linux.names import netns_name
+from linklab.backends import get_backend
 from linklab.measure import counters, nstat
 from linklab.measure.cpu import CpuSampler
 from linklab.measure.iperf3 import Iperf3Client, Iperf3Server, aggregate, parse_result
 from linklab.measure.ping import Ping
 from linklab.model.resolved import Lab
-from linklab.backends.linux import netns_pids, sysctl
 from linklab.sweep.plan import CC_SYSCTL, PointPlan
 from linklab.units import parse_rate
 
@@ -44,10 +43,15 @@ class Servers:
                 p.kill()
 
 
-def stop_stale_iperf3(ns: str) -> int:
-    """iperf3 processes left in a lab namespace by a killed sweep would hold the ports."""
+def _ns(lab: Lab, node: str) -> str | None:
+    """Where the backend runs `node`'s commands (runner's netns=)."""
+    return get_backend().node_netns(lab, node)
+
+
+def stop_stale_iperf3(lab: Lab, node: str) -> int:
+    """iperf3 processes left on a lab node by a killed sweep would hold the ports."""
     stopped = 0
-    for pid in netns_pids(ns):
+    for pid in get_backend().node_pids(lab, node):
         try:
             if open(f"/proc/{pid}/comm").read().strip() == "iperf3":
                 os.kill(pid, signal.SIGKILL)
@@ -60,9 +64,9 @@ def stop_stale_iperf3(ns: str) -> int:
 def start_servers(lab: Lab, plan: PointPlan) -> Servers:
     n = plan.tool.streams if plan.tool.parallel == "processes" else 1
     servers = Iperf3Server.fleet(n, base_port=plan.tool.port, json_output=False)
-    ns = netns_name(lab.name, plan.server)
+    ns = _ns(lab, plan.server)
     for node in {plan.client, plan.server}:
-        stop_stale_iperf3(netns_name(lab.name, node))
+        stop_stale_iperf3(lab, node)
     procs = [runner.start(s.argv(), netns=ns) for s in servers]
     ports = [s.port for s in servers]
     wait_listening(ns, ports)
@@ -86,7 +90,7 @@ def bond_members(lab: Lab, node: str) -> list[str]:
 
 def measure(lab: Lab, plan: PointPlan, measure_what: list[str], omit: float) -> tuple[dict[str, str], dict[str, Any]]:
     tool = plan.tool
-    cns, sns = netns_name(lab.name, plan.client), netns_name(lab.name, plan.server)
+    cns, sns = _ns(lab, plan.client), _ns(lab, plan.server)
     target = plan.server if tool.ip == 4 else f"{plan.server}-v6"
     raw: dict[str, str] = {}
     row: dict[str, Any] = {}
@@ -100,13 +104,13 @@ def measure(lab: Lab, plan: PointPlan, measure_what: list[str], omit: float) -> 
     members = {node: bond_members(lab, node) for node in (plan.client, plan.server)}
     want_counters = "bond_counters" in measure_what and any(members.values())
     if want_counters:
-        c_before = {node: counters.read_counters(netns_name(lab.name, node), m) for node, m in members.items() if m}
+        c_before = {node: counters.read_counters(_ns(lab, node), m) for node, m in members.items() if m}
     if "nstat" in measure_what:
         n_before = {side: nstat.Nstat().run(netns=ns) for side, ns in (("client", cns), ("server", sns))}
 
     # Always name the congestion control: a long-running iperf3 3.12 server keeps the -C of an
     # earlier test otherwise (captured in tests/data/tools/iperf3_tcp_reverse_stale_cc.json).
-    cc = plan.cc or sysctl.read(cns, [CC_SYSCTL])[CC_SYSCTL] or None
+    cc = plan.cc or get_backend().read_sysctls(lab, plan.client, [CC_SYSCTL])[CC_SYSCTL] or None
     client = Iperf3Client(
         server=target, port=tool.port, duration=tool.duration, streams=tool.streams, protocol=tool.protocol,
         bitrate=parse_rate(tool.udp_rate) * lab.scale if tool.protocol == "udp" else None,
@@ -145,7 +149,7 @@ def measure(lab: Lab, plan: PointPlan, measure_what: list[str], omit: float) -> 
                                       "series": window.series}, default=str)
         row.update(window.row("cpu", labels={cns: "client", sns: "server"}))
     if want_counters:
-        c_after = {node: counters.read_counters(netns_name(lab.name, node), m) for node, m in members.items() if m}
+        c_after = {node: counters.read_counters(_ns(lab, node), m) for node, m in members.items() if m}
         deltas = {node: counters.delta(c_before[node], c_after[node]) for node in c_after}
         raw["bond_counters.json"] = json.dumps(deltas, indent=1)
         for node, d in deltas.items():
