@@ -82,13 +82,20 @@ def parse_dpctl_show(text: str) -> dict[str, Any]:
     return out
 
 
-def parse_name_csv(text: str) -> dict[str, int | None]:
-    """`ovs-vsctl --columns=name,mtu --format=csv --data=bare --no-headings list interface` -> {name: mtu}."""
-    out: dict[str, int | None] = {}
+INTERFACE_COLUMNS = ("--columns=name,ofport,mtu", "--format=csv", "--data=bare", "--no-headings")
+
+
+def parse_interfaces_csv(text: str) -> dict[str, dict[str, Any]]:
+    """`ovs-vsctl {INTERFACE_COLUMNS} list interface` -> {ofport: {name, mtu}} (ofport as dump-ports
+    prints it; the bridge's own port, 65534, is LOCAL there)."""
+    out: dict[str, dict[str, Any]] = {}
     for line in text.splitlines():
-        name, _, mtu = line.strip().partition(",")
-        if name:
-            out[name.strip('"')] = int(mtu) if mtu.strip().isdigit() else None
+        parts = [p.strip().strip('"') for p in line.split(",")]
+        if len(parts) != 3 or not parts[0]:
+            continue
+        name, ofport, mtu = parts
+        key = "LOCAL" if ofport == "65534" else ofport
+        out[key] = {"name": name, "mtu": int(mtu) if mtu.isdigit() else None}
     return out
 
 
@@ -101,10 +108,12 @@ def over_mtu_lines(kernel_log: str) -> list[str]:
 
 
 def port_delta(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
-    b = {p["port"]: p for p in before}
+    """Per port (by name when known) what changed between two dump-ports readings."""
+    b = {p.get("name", p["port"]): p for p in before}
     out = {}
     for p in after:
-        old = b.get(p["port"], {})
-        out[p["port"]] = {k: (v or 0) - (old.get(k) or 0) for k, v in p.items() if k != "port" and k != "mtu"
-                          and isinstance(v, int)}
+        key = p.get("name", p["port"])
+        old = b.get(key, {})
+        out[key] = {k: (v or 0) - (old.get(k) or 0) for k, v in p.items() if k not in ("port", "mtu")
+                    and isinstance(v, int)}
     return out

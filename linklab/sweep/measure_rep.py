@@ -18,6 +18,7 @@ from typing import Any
 from linklab import runner
 from linklab.backends import get_backend
 from linklab.measure import counters, nstat
+from linklab.measure import switch_evidence
 from linklab.measure.cpu import CpuSampler
 from linklab.measure.iperf3 import Iperf3Client, Iperf3Server, aggregate, parse_result
 from linklab.measure.ping import Ping
@@ -95,11 +96,17 @@ def measure(lab: Lab, plan: PointPlan, measure_what: list[str], omit: float) -> 
     raw: dict[str, str] = {}
     row: dict[str, Any] = {}
 
+    if "switch_counters" in measure_what:
+        # Learned flows and ARP entries forgotten: the first ping crosses the controller again.
+        get_backend().reset_forwarding(lab)
+        sw_before = get_backend().switch_counters(lab)
     if "ping" in measure_what:
         ping = Ping(target=target, count=tool.ping_count, interval=tool.ping_interval, family=tool.ip)
         res = runner.run(ping.argv(), netns=cns, timeout=tool.ping_count * tool.ping_interval + 15, check=False)
         raw["ping.txt"] = res.stdout + res.stderr
-        row.update(ping.parse_result(res).row("ping_"))
+        parsed = ping.parse_result(res)
+        row.update(parsed.row("ping_"))
+        row.update(switch_evidence.first_packet_row(parsed.rtts_ms))
 
     members = {node: bond_members(lab, node) for node in (plan.client, plan.server)}
     want_counters = "bond_counters" in measure_what and any(members.values())
@@ -155,6 +162,10 @@ def measure(lab: Lab, plan: PointPlan, measure_what: list[str], omit: float) -> 
         for node, d in deltas.items():
             side = "client" if node == plan.client else "server"
             row.update(counters.spread_row(counters.spread(d), prefix=f"{side}_member_"))
+    if "switch_counters" in measure_what:
+        sw_after = get_backend().switch_counters(lab)
+        raw["switch_counters.json"] = json.dumps({"before": sw_before, "after": sw_after}, indent=1)
+        row.update(switch_evidence.row(sw_before, sw_after))
     if "nstat" in measure_what:
         n_after = {side: nstat.Nstat().run(netns=ns) for side, ns in (("client", cns), ("server", sns))}
         for side in ("client", "server"):

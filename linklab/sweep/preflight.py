@@ -70,7 +70,9 @@ def bond_problems(lab: Lab, nodes: set[str] | None = None) -> tuple[list[str], l
 def path_mtu(lab: Lab, client: str, server: str) -> int:
     """The smallest MTU on the way: links of the client's and server's L2 segments."""
     segs = {link.segment for link in lab.links if any(e.node in (client, server) for e in link.ends)}
-    return min(link.mtu for link in lab.links if link.segment in segs)
+    # A switch whose ports keep their own MTU (port_mtu) bounds the path too.
+    ports = [lab.node(e.node).port_mtu for link in lab.links if link.segment in segs for e in link.ends]
+    return min([link.mtu for link in lab.links if link.segment in segs] + [m for m in ports if m])
 
 
 def run(lab: Lab, client: str, server: str, ip: int, deadline_s: float = 15.0) -> Preflight:

@@ -62,9 +62,16 @@ def vsctl(d: OvsDirs, *args: str, check: bool = True) -> runner.Result:
 
 
 def running(d: OvsDirs, owned: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The recorded ovsdb-server/ovs-vswitchd of this switch that are still alive."""
-    return [r for r in owned if r["node"] == d.node and r["role"] in ("ovsdb-server", "ovs-vswitchd")
+    """This switch's live ovsdb-server/ovs-vswitchd: as recorded, or (after an interrupted
+    `up` that recorded nothing) as their pidfiles in the lab's private run directory say."""
+    recs = [r for r in owned if r["node"] == d.node and r["role"] in ("ovsdb-server", "ovs-vswitchd")
             and procs.alive(r)]
+    for role in ("ovsdb-server", "ovs-vswitchd"):
+        if not any(r["role"] == role for r in recs):
+            pid = procs.read_pidfile(d.run / f"{role}.pid")
+            if pid and procs.start_time(pid) is not None and pid in procs.netns_pids_running(d.ns, role):
+                recs.append(procs.record(d.node, role, pid))
+    return recs
 
 
 def start(d: OvsDirs, datapath: str) -> list[dict[str, Any]]:

@@ -68,3 +68,17 @@ def read_pidfile(path: Path) -> int | None:
         return int(path.read_text().strip())
     except (OSError, ValueError):
         return None
+
+
+def netns_pids_running(ns: str, word: str) -> list[int]:
+    """Processes in the lab namespace `ns` whose command line contains `word`."""
+    from linklab import runner
+    res = runner.run(["ip", "netns", "pids", ns], check=False, timeout=30)
+    out = []
+    for p in res.stdout.split():
+        try:
+            if word in Path(f"/proc/{p}/cmdline").read_bytes().decode(errors="replace"):
+                out.append(int(p))
+        except OSError:
+            pass
+    return out

@@ -15,9 +15,9 @@ from typing import Any
 from linklab import controllers, runner
 from linklab.backends.linux import ovsd, procs
 from linklab.backends.linux.kinds import ovs
-from linklab.errors import EnvironmentProblem, LinklabError
+from linklab.errors import CommandFailed, EnvironmentProblem, LinklabError
 
-LISTEN_DEADLINE_S = 180.0
+LISTEN_DEADLINE_S = 300.0  # measured ~20 s in a quiet VM; far more while other VMs share the cores
 CONNECT_DEADLINE_S = 60.0
 
 
@@ -47,6 +47,12 @@ def configure(b, node) -> None:
     keep = [r for r in mine if procs.alive(r) and r.get("app") == node.controller and r.get("port") == node.controller_port]
     if not keep:
         procs.stop(mine)
+        # A controller an interrupted `up` started but never recorded: it lives in this lab's own
+        # namespace, so it is this lab's, and it would hold the port.
+        procs.stop([procs.record(node.name, "controller", pid) for pid in procs.netns_pids_running(d.ns, "osken-manager")])
+        # What an earlier app installed (flows, groups) is not this app's: start from an empty table.
+        for what in ("del-flows", "del-groups"):
+            d.run_tool("ovs-ofctl", "-O", "OpenFlow13", what, node.name, check=False)
         d.logs.mkdir(parents=True, exist_ok=True)
         log = d.logs / "controller.log"
         with open(log, "ab") as f:
@@ -60,7 +66,10 @@ def configure(b, node) -> None:
             if not procs.alive(rec):
                 raise LinklabError(f"controller {node.controller} for {node.name} exited",
                                    hint=f"its log: {log}\n" + _tail(log))
-            out = runner.run(["ss", "-Hltn"], netns=d.ns, check=False, timeout=10).stdout
+            try:
+                out = runner.run(["ss", "-Hltn"], netns=d.ns, check=False, timeout=30).stdout
+            except CommandFailed:  # timed out: a loaded machine, try again
+                return False
             return f":{node.controller_port} " in out or re.search(rf":{node.controller_port}\s", out) is not None
         ovsd.wait_for(listening, LISTEN_DEADLINE_S, f"controller {node.controller} listening on {node.name}",
                       interval=0.3, why=lambda: _tail(log))

@@ -117,16 +117,16 @@ def inspect(lab, node, ns: str) -> dict[str, Any]:
     flows = d.run_tool("ovs-ofctl", "-O", "OpenFlow13", "dump-flows", node.name, check=False)
     ports = d.run_tool("ovs-ofctl", "-O", "OpenFlow13", "dump-ports", node.name, check=False)
     dp = d.run_tool("ovs-appctl", "dpctl/show", check=False)
-    mtu = ovsd.vsctl(d, "--columns=name,mtu", "--format=csv", "--data=bare", "--no-headings", "list", "interface",
-                     check=False)
+    ifaces = ovsd.vsctl(d, *parse.INTERFACE_COLUMNS, "list", "interface", check=False)
     if not (flows.ok and ports.ok):
         out["error"] = (flows.stderr or ports.stderr).strip()
         return out
     fl = parse.parse_dump_flows(flows.stdout)
     out["flows"] = len(fl)
     out["packet_ins"] = parse.packet_in_count(fl)
-    mtus = parse.parse_name_csv(mtu.stdout) if mtu.ok else {}
-    out["ports"] = [{**p, "mtu": mtus.get(p["port"])} for p in parse.parse_dump_ports(ports.stdout)]
+    names = parse.parse_interfaces_csv(ifaces.stdout) if ifaces.ok else {}
+    out["ports"] = [{**p, **names.get(p["port"], {"name": p["port"], "mtu": None})}
+                    for p in parse.parse_dump_ports(ports.stdout)]
     out["datapath"] = parse.parse_dpctl_show(dp.stdout) if dp.ok else {}
     return out
 
