@@ -24,7 +24,7 @@ from pyroute2.netlink.exceptions import NetlinkError
 from linklab import runner
 from linklab.backends.base import Backend
 from linklab.backends.linux import bond as bondopt
-from linklab.backends.linux import kinds, ovsd
+from linklab.backends.linux import kinds, ovsd, procs
 from linklab.backends.linux import qdisc as tc
 from linklab.backends.linux import sysctl
 from linklab.backends.linux.names import hosts_dir, mark, netns_name, parse_mark
@@ -82,13 +82,12 @@ class LinuxBackend(Backend):
             b.addresses()
             b.qdiscs()
             b.iface_settings()
-            # Switches stop their processes that are no longer wanted (a controller removed).
-            wanted = {(p["node"], p["pid"]) for p in new["processes"]}
-            from linklab.backends.linux import procs
-            procs.stop([p for p in owned.get("processes", []) if (p["node"], p["pid"]) not in wanted
-                        and p["role"] == "controller"])
             for node in self.lab_nodes_with("controller", lab):
                 kinds.module("controller").configure(b, node)
+            # Controllers no longer wanted (a switch lost its controller) are stopped.
+            wanted = {(p["node"], p["pid"]) for p in new["processes"]}
+            procs.stop([p for p in owned.get("processes", []) if (p["node"], p["pid"]) not in wanted
+                        and p["role"] == "controller"])
         new["sysctl_originals"] = sysctl.apply(lab, want_ns, owned.get("sysctl_originals", {}))
         new["hosts_files"] = _write_hosts(lab, want_ns, the_mark)
         return new
