@@ -88,3 +88,23 @@ def test_controller_argv_names_app_port_and_layout():
     assert argv[0] == "env" and 'LINKLAB_SWITCH={"ports":[1,2],"groups":[]}' in argv and "LINKLAB_DPID=3" in argv
     assert argv[argv.index("--ofp-tcp-listen-port") + 1] == "6653"
     assert argv[-1].endswith("controllers/hub.py")
+
+
+def test_dump_flows_hub_has_only_the_table_miss_flow():
+    flows = ovs.parse_dump_flows(read("ovs_ofctl_dump_flows_hub.txt"))
+    assert [(f["priority"], f["actions"]) for f in flows] == [(0, "CONTROLLER:65535")]
+    assert ovs.packet_in_count(flows) == flows[0]["n_packets"] > 0
+
+
+def test_switch_evidence_row_sums_deltas():
+    from linklab.measure.switch_evidence import first_packet_row, row
+    before = {"switches": {"s1": {"packet_ins": 3, "flows": 1, "datapath": {"hit": 1, "missed": 2, "lost": 0},
+                                  "ports": [{"port": "1", "name": "eth1", "rx_dropped": 1, "tx_errors": 0}]}},
+              "kernel_over_mtu_lines": 4}
+    after = {"switches": {"s1": {"packet_ins": 13, "flows": 1, "datapath": {"hit": 5, "missed": 9, "lost": 1},
+                                 "ports": [{"port": "1", "name": "eth1", "rx_dropped": 4, "tx_errors": 2}]}},
+             "kernel_over_mtu_lines": 6}
+    r = row(before, after)
+    assert (r["switch_packet_ins"], r["switch_dp_missed"], r["switch_dp_lost"]) == (10, 7, 1)
+    assert (r["switch_rx_dropped"], r["switch_tx_errors"], r["kernel_over_mtu_lines"]) == (3, 2, 2)
+    assert first_packet_row((60.0, 1.0, 3.0)) == {"ping_first_rtt_ms": 60.0, "ping_steady_rtt_mean_ms": 2.0}

@@ -142,3 +142,34 @@ def test_multipath_spreads_flows_over_parallel_switch_links(make_lab):
     after = counters.read_counters(lb.ns("s1"), ports)
     sent = {p: after[p]["tx_bytes"] - before[p]["tx_bytes"] for p in ports}
     assert all(v > 0.05 * sum(sent.values()) for v in sent.values()), f"8 flows should use both links: {sent}"
+
+
+def test_e3_quick_sweep_end_to_end_with_switch_evidence(tmp_path):
+    import csv
+    from linklab.sweep.engine import Options, run
+    try:
+        store = run("experiments/e3_sdn_mtu.yaml", Options(quick=True, results=tmp_path / "results"),
+                    say=lambda *_: None)
+        with open(store.path / "results.csv") as f:
+            rows = list(csv.DictReader(f))
+    finally:
+        if lab.state.load("sdn_pair"):
+            lab.down("sdn_pair", say=lambda *_: None)
+    assert len(rows) == 12, "6 points x 2 repetitions"
+    assert all(r["preflight_ok"] == "True" and not r.get("error") for r in rows), [r.get("error") for r in rows]
+
+    def pick(controller, port_mtu, mtu):
+        return [r for r in rows if r["switches.s1.controller"] == controller
+                and r["switches.s1.port_mtu"] in (port_mtu, "" if port_mtu == "null" else port_mtu)
+                and r["mtu"] == str(mtu)]
+
+    for r in rows:
+        assert float(r["throughput_bps"]) > 0 and int(r["switch_packet_ins"]) > 0
+    learning, hub = pick("l2_learning", "null", 1500), pick("hub", "null", 1500)
+    # Every packet through the controller vs only first packets: far more packet-ins.
+    assert min(int(r["switch_packet_ins"]) for r in hub) > 10 * max(int(r["switch_packet_ins"]) for r in learning)
+    # The first ping crossed the controller (flows and ARP forgotten before it).
+    assert all(float(r["ping_first_rtt_ms"]) > float(r["ping_steady_rtt_mean_ms"]) for r in learning)
+    # Hosts at 2000, switch ports at 1500: oversize frames are dropped at the switch's ports.
+    mismatch = pick("l2_learning", "1500", 2000)
+    assert all(int(r["switch_rx_dropped"]) + int(r["switch_tx_errors"]) > 0 for r in mismatch)
