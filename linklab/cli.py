@@ -63,6 +63,17 @@ def _parser() -> argparse.ArgumentParser:
     ex.add_argument("node")
     ex.add_argument("argv", nargs=argparse.REMAINDER, help="the command, after --")
 
+    o = cmd("ovs", "run an Open vSwitch tool against a lab switch's own OVS: linklab ovs s1 -- dump-flows",
+             epilog="examples:\n  linklab ovs s1 -- dump-flows            ovs-ofctl -O OpenFlow13 dump-flows s1\n"
+                    "  linklab ovs s1 -- dump-ports\n  linklab ovs s1 -- vsctl show\n"
+                    "  linklab ovs s1 -- appctl dpctl/show      datapath hit/missed/lost\n"
+                    "  linklab ovs s1 -- appctl bond/show       OVS bonds and LACP\n"
+                    "the lab's switches run their own ovsdb-server/ovs-vswitchd; the host's OVS is never reached",
+             formatter_class=argparse.RawDescriptionHelpFormatter)
+    o.add_argument("--lab")
+    o.add_argument("switch")
+    o.add_argument("argv", nargs=argparse.REMAINDER, help="the OVS command, after --")
+
     s = cmd("set", "change settings of a running lab in place (MTU, bond mode, impairments, sysctls)",
             epilog="examples:\n  linklab set 'links[*].mtu=9000'\n  linklab set 'links[bond].bond.mode=802.3ad'\n"
                    "  linklab set 'links[0].impair.delay=10ms'\n"
@@ -215,6 +226,19 @@ def cmd_exec(args, argv) -> int:
     return EXIT_FAILURE
 
 
+def cmd_ovs(args, argv) -> int:
+    from linklab import lab
+    cmd = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
+    name = args.lab or lab.default_lab()
+    fwd = _forwarded(name, argv)
+    if fwd is not None:
+        return fwd
+    full = lab.switch_tool_argv(name, args.switch, cmd)
+    sys.stdout.flush()
+    os.execvp(full[0], full)
+    return EXIT_FAILURE
+
+
 def cmd_set(args, argv) -> int:
     from linklab import lab
     name = args.lab or lab.default_lab()
@@ -313,7 +337,7 @@ def cmd_vm(args, argv) -> int:
     return 0
 
 
-COMMANDS = {"up": cmd_up, "down": cmd_down, "status": cmd_status, "exec": cmd_exec, "set": cmd_set,
+COMMANDS = {"up": cmd_up, "down": cmd_down, "status": cmd_status, "exec": cmd_exec, "ovs": cmd_ovs, "set": cmd_set,
             "validate": cmd_validate, "show": cmd_show, "clean": cmd_clean, "vm": cmd_vm}
 
 

@@ -18,7 +18,6 @@ from typing import Any
 
 from linklab import __version__, state
 from linklab.backends import get_backend
-from linklab.backends.linux.names import current_home
 from linklab.errors import LinklabError, StateError, UsageError
 from linklab.model import Context, load_topology, resolve, topology_sha256
 from linklab.model.overrides import split_assignment
@@ -147,7 +146,7 @@ def down(lab_name: str, say=print) -> list[str]:
         removed = backend.destroy(lab_name, old["owned"], say=say)
         # Anything else carrying this very lab's mark (its name, id and checkout) goes too; a
         # same-named lab of another checkout, or an older lab of that name, is not this one.
-        removed += backend.remove_orphans(backend.orphans(lab_name, old["owned"].get("id"), current_home()), say=say)
+        removed += backend.remove_orphans(backend.orphans(lab_name, old["owned"].get("id"), state.home()), say=say)
         state.remove(lab_name)
         state.remove_lock(lab_name)
         return removed
@@ -164,7 +163,7 @@ def clean(lab_name: str | None, say=print, *, dry_run: bool = False, other_check
     `other_checkouts` (they cannot be judged from here).
     """
     backend = get_backend("linux")
-    home = current_home()
+    home = state.home()
     # Namespaces are listed before state files are read: a lab coming up meanwhile saved its
     # state before making any namespace, so it is seen as live.
     marked = backend.marked()
@@ -255,6 +254,14 @@ def exec_argv(lab_name: str, node: str, argv: list[str]) -> list[str]:
     st, lab = load_lab(lab_name)
     try:
         return get_backend(st.get("backend", "linux")).exec_argv(lab, node, argv)
+    except KeyError:
+        raise UsageError(f"unknown node {node!r} in lab {lab_name} (valid: {', '.join(n.name for n in lab.nodes)})") from None
+
+
+def switch_tool_argv(lab_name: str, node: str, argv: list[str]) -> list[str]:
+    st, lab = load_lab(lab_name)
+    try:
+        return get_backend(st.get("backend", "linux")).switch_tool_argv(lab, node, argv)
     except KeyError:
         raise UsageError(f"unknown node {node!r} in lab {lab_name} (valid: {', '.join(n.name for n in lab.nodes)})") from None
 

@@ -9,6 +9,7 @@ that `down` after a crash still knows what to remove.
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import time
@@ -24,6 +25,18 @@ FORMAT = 1
 
 def state_dir() -> Path:
     return Path(os.environ.get("LINKLAB_STATE_DIR") or Path.cwd() / ".linklab")
+
+
+def home_of(directory: str | Path) -> str:
+    """A short, stable name for a checkout's state directory (the same inside the lab VM, which
+    is handed the host's path): part of every ownership mark, so labs of two checkouts never
+    claim each other's objects."""
+    return hashlib.sha256(str(Path(directory).resolve()).encode()).hexdigest()[:12]
+
+
+def home() -> str:
+    """This checkout's name in ownership marks."""
+    return home_of(state_dir())
 
 
 def labs_dir() -> Path:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from linklab.backends.linux.inspect import bond_summary
+from linklab.backends.base import bond_summary
 from linklab.units import format_rate
 
 
@@ -71,4 +71,27 @@ def render(data: dict[str, Any]) -> str:
                 text += (f", aggregator {s['aggregator']}, partner {s['partner_mac']} — "
                          + ("LACP aggregated" if s["lacp_aggregated"] else "NOT aggregated"))
             lines.append(text)
+    lines += _switch_lines(live)
     return "\n".join(lines)
+
+
+def _switch_lines(live: dict[str, Any]) -> list[str]:
+    """Open vSwitch switches: controller connected?, flows, packet-ins, datapath, ports with MTU and drops."""
+    out = []
+    for node, info in live["nodes"].items():
+        o = info.get("ovs")
+        if not o:
+            continue
+        if o.get("error"):
+            out.append(f"  {node}: OVS not answering: {o['error']}")
+            continue
+        ctl = "no controller" if not o.get("controller") else (
+            f"controller {o['controller']} " + ("connected" if o.get("controller_connected") else "NOT connected"))
+        dp = o.get("datapath") or {}
+        out.append(f"  {node}: bridge {o['bridge']}, {ctl}, {o.get('flows')} flows, {o.get('packet_ins')} packets "
+                   f"to the controller; datapath hit {dp.get('hit')} missed {dp.get('missed')} lost {dp.get('lost')}")
+        for p in o.get("ports", []):
+            out.append(f"    {p.get('name', p['port']):<10} mtu {p.get('mtu') or '-':<5} "
+                       f"rx {p.get('rx_packets')} (drop {p.get('rx_dropped')}, err {p.get('rx_errors')})  "
+                       f"tx {p.get('tx_packets')} (drop {p.get('tx_dropped')}, err {p.get('tx_errors')})")
+    return ["switches (Open vSwitch):", *out] if out else []

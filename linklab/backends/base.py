@@ -57,3 +57,44 @@ class Backend(ABC):
     @abstractmethod
     def exec_argv(self, lab: Lab, node: str, argv: list[str]) -> list[str]:
         """argv that runs `argv` on `node`."""
+
+    # ---- reaching a node, for the sweep and status (never through backend internals) --------
+    @abstractmethod
+    def node_netns(self, lab: Lab, node: str) -> str | None:
+        """Where commands for `node` run: the value to pass as runner's `netns=`."""
+
+    @abstractmethod
+    def node_pids(self, lab: Lab, node: str) -> list[int]:
+        """Processes running on `node` (e.g. stale iperf3 servers of a killed sweep)."""
+
+    @abstractmethod
+    def read_sysctls(self, lab: Lab, node: str, keys: list[str]) -> dict[str, str | None]:
+        """Current values of `keys` on `node` (None: absent there)."""
+
+    @abstractmethod
+    def switch_tool_argv(self, lab: Lab, node: str, argv: list[str]) -> list[str]:
+        """argv running a switch tool (ovs-ofctl/vsctl/appctl) against `node`'s own switch."""
+
+    def switch_counters(self, lab: Lab) -> dict[str, Any]:
+        """Per-switch counters (ports, flows, packet-ins, datapath) for a measurement's evidence."""
+        return {"switches": {}}
+
+    def reset_forwarding(self, lab: Lab) -> None:
+        """Forget learned forwarding (controller-installed flows, neighbour caches)."""
+
+
+def bond_summary(iface: dict[str, Any], members: list[dict[str, Any]]) -> dict[str, Any]:
+    """For pre-flight and status: members up, LACP aggregated (all members in one aggregator,
+    partner MAC set). Pure, on `Backend.inspect` output (the format every backend returns)."""
+    b = iface.get("bond") or {}
+    up = [m["ifname"] for m in members if (m.get("bond_member") or {}).get("mii") == "up"]
+    out = {"mode": b.get("mode"), "members": len(members), "members_up": len(up)}
+    if b.get("mode") == "802.3ad":
+        ad = b.get("ad_info") or {}
+        aggs = {(m.get("bond_member") or {}).get("aggregator") for m in members}
+        partner = ad.get("partner_mac")
+        out["aggregator"] = ad.get("aggregator")
+        out["partner_mac"] = partner
+        out["lacp_aggregated"] = (len(aggs) == 1 and ad.get("aggregator") in aggs and ad.get("num_ports") == len(members)
+                                  and partner not in (None, "00:00:00:00:00:00"))
+    return out

@@ -20,7 +20,30 @@ def check_topology(t: Topology, indices: list[int] | None = None) -> list[Proble
     """`indices[j]` is the position in the file of t.links[j] (links that failed structural
     validation are absent from t.links but keep their numbering in messages)."""
     numbered = list(zip(indices or range(len(t.links)), t.links))
-    return [*_names(t, numbered), *(p for i, link in numbered for p in _link(t, i, link))]
+    return [*_names(t, numbered), *_switches(t), *(p for i, link in numbered for p in _link(t, i, link))]
+
+
+OVS_ONLY = ("controller", "fail_mode")
+
+
+def _switches(t: Topology) -> Iterator[Problem]:
+    from linklab.controllers import app_problem
+    for name, sw in t.switches.items():
+        if sw is None:
+            continue
+        here = ("switches", name)
+        if sw.kind != "ovs":
+            for field in OVS_ONLY:
+                if getattr(sw, field) is not None:
+                    yield here + (field,), f"{field} applies to Open vSwitch switches only (write kind: ovs)"
+            if sw.datapath != "kernel":
+                yield here + ("datapath",), "datapath applies to Open vSwitch switches only (write kind: ovs)"
+        if sw.controller is not None:
+            problem = app_problem(sw.controller.app)
+            if problem:
+                yield here + ("controller",), problem
+        if sw.kind == "ovs" and sw.stp:
+            yield here + ("stp",), "stp is built for Linux bridges only (kind: bridge)"
 
 
 def _names(t: Topology, numbered: list[tuple[int, Link]]) -> Iterator[Problem]:

@@ -214,6 +214,7 @@ def _link(t: Topology, i: int, link, names: _Names, seg: int, alloc: _Addresses,
     ends: list[r.LinkEnd] = []
     end_ifaces: dict[str, str] = {}
     bridge_ports: dict[str, list[str]] = {}
+    ovs_bonds: dict[str, r.OvsBond | None] = {}
     if link.bond is None:
         a_if = ep_a.ifname or names.take(ep_a.node, "eth", 1)
         b_if = ep_b.ifname or names.take(ep_b.node, "eth", 1)
@@ -234,7 +235,14 @@ def _link(t: Topology, i: int, link, names: _Names, seg: int, alloc: _Addresses,
             else:
                 members[ep.node] = [names.take(ep.node, "eth", 1) for _ in range(bond.members)]
                 lag = _switch_lag(bond)
-                if lag is None:
+                sw = t.switches.get(ep.node)
+                if sw is not None and sw.kind == "ovs":
+                    # OVS makes the switch side itself (an OVS bond), or leaves the members as
+                    # separate ports for its controller (the lacp app) to aggregate.
+                    end_ifaces[ep.node] = members[ep.node][0]
+                    bridge_ports[ep.node] = members[ep.node]
+                    ovs_bonds[ep.node] = _ovs_bond(bond, sw, names.take(ep.node, "lag", 0), members[ep.node])
+                elif lag is None:
                     end_ifaces[ep.node] = members[ep.node][0]
                     bridge_ports[ep.node] = members[ep.node]
                 else:
@@ -259,7 +267,8 @@ def _link(t: Topology, i: int, link, names: _Names, seg: int, alloc: _Addresses,
             ports = bridge_ports.get(ep.node, [ifname])
         ends.append(r.LinkEnd(node=ep.node, ifname=ifname, ipv4=ipv4, ipv6=ipv6,
                               txqueuelen=settings.txqueuelen if settings else None,
-                              offloads=dict(settings.offloads) if settings else {}, bridge_ports=ports))
+                              offloads=dict(settings.offloads) if settings else {}, bridge_ports=ports,
+                              ovs_bond=ovs_bonds.get(ep.node)))
     name = link.name or f"{ep_a.node}-{ep_b.node}" + (f"-{i}" if _pair_repeats(t, i) else "")
     if v6_note:
         notes.append(f"link {name}: {v6_note}")
@@ -287,6 +296,20 @@ def _bond_options(bond, members: list[str]) -> dict:
     return opts
 
 
+def _ovs_bond(bond, sw, name: str, members: list[str]) -> r.OvsBond | None:
+    """An OVS switch's side of a host bond: its own bond unless a controller does the work."""
+    if sw.controller is not None:
+        return None
+    kind = bond.switch_lag
+    if kind == "auto":
+        kind = {"802.3ad": "lacp", "balance-rr": "static", "balance-xor": "static",
+                "broadcast": "static"}.get(bond.mode, "none")
+    if kind == "none" and bond.ovs_bond_mode is None:
+        return None
+    mode = bond.ovs_bond_mode or ("balance-tcp" if kind == "lacp" else "balance-slb")
+    return r.OvsBond(name=name, mode=mode, lacp="active" if kind == "lacp" else "off", members=members)
+
+
 def _switch_lag(bond) -> tuple[str, dict] | None:
     """The switch's side of a bond, as a real switch would be configured for that mode."""
     kind = bond.switch_lag
@@ -310,8 +333,13 @@ def _nodes(t: Topology, links: list[r.Link]) -> list[r.Node]:
                             hosts=_hosts_entries(name, t, links)))
     for name, sw in t.switches.items():
         mtus = [link.mtu for link in links if any(e.node == name for e in link.ends)]
+        ovs = sw is not None and sw.kind == "ovs"
+        ctl = sw.controller if sw else None
         nodes.append(r.Node(name=name, kind="switch", switch_kind=sw.kind if sw else "bridge",
-                            stp=sw.stp if sw else False, controller=sw.controller if sw else None,
+                            stp=sw.stp if sw else False, controller=ctl.app if ctl else None,
+                            controller_port=ctl.port if ctl else None,
+                            fail_mode=(sw.fail_mode or ("secure" if ctl else "standalone")) if ovs else None,
+                            datapath=sw.datapath if ovs else None, port_mtu=sw.port_mtu if sw else None,
                             mtu=min(mtus) if mtus else None))
     return nodes
 

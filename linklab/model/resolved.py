@@ -61,6 +61,15 @@ class BondEnd(R):
     role: Literal["host", "switch-lag"] = "host"
 
 
+class OvsBond(R):
+    """An Open vSwitch bond port: the switch side of a host's bond, done by OVS itself."""
+
+    name: str
+    mode: Literal["active-backup", "balance-slb", "balance-tcp"]
+    lacp: Literal["active", "off"]
+    members: list[str]
+
+
 class LinkEnd(R):
     node: str
     ifname: str  # the interface that carries addresses or joins the bridge (bond, veth or LAG)
@@ -69,6 +78,7 @@ class LinkEnd(R):
     txqueuelen: int | None = None
     offloads: dict[str, bool] = {}
     bridge_ports: list[str] = []  # switch ends: the interfaces enslaved to the switch's bridge
+    ovs_bond: OvsBond | None = None  # OVS switch ends of a bond: the bond OVS makes of bridge_ports
 
 
 class Link(R):
@@ -89,7 +99,11 @@ class Node(R):
     kind: Literal["host", "switch"]
     switch_kind: Literal["bridge", "ovs"] | None = None
     stp: bool = False
-    controller: str | None = None
+    controller: str | None = None  # OVS: the os-ken app (controllers/<app>.py)
+    controller_port: int | None = None  # OVS: its OpenFlow TCP port, inside the switch's namespace
+    fail_mode: Literal["secure", "standalone"] | None = None  # OVS
+    datapath: Literal["kernel", "netdev"] | None = None  # OVS
+    port_mtu: int | None = None  # switches: their ports' MTU, when it differs from the links'
     sysctls: dict[str, str] = {}
     mtu: int | None = None  # switches: the bridge's MTU (the smallest of its links)
     hosts: list[tuple[str, str]] = []  # /etc/hosts entries seen from this node: (address, name)

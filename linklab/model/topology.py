@@ -24,6 +24,9 @@ BOND_MODES = ("balance-rr", "active-backup", "balance-xor", "broadcast", "802.3a
 # Kernel mode numbers (include/uapi/linux/if_bonding.h), used by netlink.
 BOND_MODE_NUMBER = {m: i for i, m in enumerate(BOND_MODES)}
 SWITCH_KINDS = ("bridge", "ovs")
+FAIL_MODES = ("secure", "standalone")
+DATAPATHS = ("kernel", "netdev")
+OVS_BOND_MODES = ("active-backup", "balance-slb", "balance-tcp")
 SHAPERS = ("netem", "tbf", "htb")
 LAG_KINDS = ("auto", "lacp", "static", "none")
 
@@ -135,6 +138,9 @@ class Bond(Model):
     # What a switch at the far end does with the members: auto = LACP for 802.3ad, a static LAG
     # for balance-rr/xor/broadcast, plain ports for active-backup/tlb/alb (as a real switch would).
     switch_lag: Literal[LAG_KINDS] = "auto"  # type: ignore[valid-type]
+    # An OVS switch's own bond as the far end (default: by switch_lag: LACP -> balance-tcp with
+    # lacp active, static -> balance-slb, none -> separate ports); ignored by Linux bridges
+    ovs_bond_mode: Literal[OVS_BOND_MODES] | None = None  # type: ignore[valid-type]
 
 
 class IfaceSettings(Model):
@@ -193,10 +199,28 @@ class Host(Model):
         return v
 
 
+class Controller(Model):
+    """An OpenFlow controller for an OVS switch: an os-ken app from controllers/<app>.py."""
+
+    app: str
+    port: Annotated[int, Field(ge=1024, le=65535)] = 6653  # OpenFlow TCP port inside the switch's namespace
+
+
+def _controller(v):
+    return {"app": v} if isinstance(v, str) else v
+
+
 class Switch(Model):
     kind: Literal[SWITCH_KINDS] = "bridge"  # type: ignore[valid-type]
     stp: bool = False
-    controller: str | None = None  # OVS only: an OpenFlow controller (SDN issue)
+    # OVS only: an OpenFlow controller app (`controller: l2_learning` or `{app: hub, port: 6653}`)
+    controller: Annotated[Controller, BeforeValidator(_controller)] | None = None
+    # OVS only: what the switch does without its controller: secure = nothing, standalone = learn
+    # like a plain switch (default: secure with a controller, standalone without)
+    fail_mode: Literal[FAIL_MODES] | None = None  # type: ignore[valid-type]
+    datapath: Literal[DATAPATHS] = "kernel"  # type: ignore[valid-type]  # OVS: kernel module or userspace (netdev)
+    # MTU of this switch's ports whatever their links say (Mininet leaves switch ports at 1500)
+    port_mtu: Mtu | None = None
     description: str | None = None
 
 

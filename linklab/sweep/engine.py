@@ -12,8 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from linklab import __version__, lab as labmod, runner, state
-from linklab.backends.linux import sysctl
-from linklab.backends.linux.names import netns_name
+from linklab.backends import get_backend
 from linklab.errors import LinklabError, StateError
 from linklab.measure.iperf3 import Iperf3Client
 from linklab.measure.nstat import Nstat
@@ -79,9 +78,10 @@ def run(exp_path: str | Path, opts: Options, say=print) -> ResultsStore:
         for leftover in store.clean_partial():
             say(f"  removed partial result {leftover}")
         # iperf3s a killed sweep left running in the lab (they live in their own sessions).
-        for node in st["resolved"]["nodes"]:
-            if measure_rep.stop_stale_iperf3(netns_name(lab_name, node["name"])):
-                say(f"  stopped iperf3 left running on {node['name']} by an interrupted sweep")
+        live_lab = Lab.model_validate(st["resolved"])
+        for node in live_lab.nodes:
+            if measure_rep.stop_stale_iperf3(live_lab, node.name):
+                say(f"  stopped iperf3 left running on {node.name} by an interrupted sweep")
         if opts.retry_failed:
             for point_id, rep in sorted(store.failed()):
                 say(f"  retrying failed repetition (first attempt kept in {store.set_aside_failed(point_id, rep)})")
@@ -193,7 +193,7 @@ def refuse_mismatched_resume(latest: ResultsStore, parts: dict[str, Any]) -> Non
 def _qdisc_dumps(lab: Lab) -> str:
     out = []
     for node in lab.nodes:
-        res = runner.run(["tc", "-s", "-d", "qdisc", "show"], netns=netns_name(lab.name, node.name), check=False,
+        res = runner.run(["tc", "-s", "-d", "qdisc", "show"], netns=get_backend().node_netns(lab, node.name), check=False,
                          timeout=10)
         out.append(f"### {node.name}\n{res.stdout}")
     return "\n".join(out)
@@ -219,9 +219,9 @@ def _manifest(exp_path, exp: Experiment, tpath: Path, st: dict, points: list[Poi
     res = st["resolved"]
     hosts = [n["name"] for n in res["nodes"] if n["kind"] == "host"]
     sysctls = {}
+    lab = Lab.model_validate(res)
     for h in hosts:
-        ns = netns_name(res["name"], h)
-        sysctls[h] = sysctl.read(ns, list(RECORDED_SYSCTLS))
+        sysctls[h] = get_backend().read_sysctls(lab, h, list(RECORDED_SYSCTLS))
     versions = parts["tools"]
     return {
         "fingerprint": fingerprint, "fingerprint_parts": parts, "linklab": __version__, "command": sys.argv,

@@ -14,13 +14,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from linklab import procs, runner
-from linklab.backends.linux.names import netns_name
+from linklab.backends import get_backend
 from linklab.measure import counters, nstat
+from linklab.measure import switch_evidence
 from linklab.measure.cpu import CpuSampler
 from linklab.measure.iperf3 import Iperf3Client, Iperf3Server, aggregate, parse_result
 from linklab.measure.ping import Ping
 from linklab.model.resolved import Lab
-from linklab.backends.linux import netns_pids, sysctl
 from linklab.sweep.plan import CC_SYSCTL, PointPlan
 from linklab.units import parse_rate
 
@@ -36,9 +36,14 @@ class Servers:
         procs.stop_popen(self.procs)
 
 
-def stop_stale_iperf3(ns: str) -> int:
-    """iperf3 processes left in a lab namespace by a killed sweep would hold the ports."""
-    stale = [pid for pid in netns_pids(ns) if (procs.identity(pid) or {}).get("comm") == "iperf3"]
+def _ns(lab: Lab, node: str) -> str | None:
+    """Where the backend runs `node`'s commands (runner's netns=)."""
+    return get_backend().node_netns(lab, node)
+
+
+def stop_stale_iperf3(lab: Lab, node: str) -> int:
+    """iperf3 processes left on a lab node by a killed sweep would hold the ports."""
+    stale = [pid for pid in get_backend().node_pids(lab, node) if (procs.identity(pid) or {}).get("comm") == "iperf3"]
     procs.stop(stale, grace=0.5)
     return len(stale)
 
@@ -46,9 +51,9 @@ def stop_stale_iperf3(ns: str) -> int:
 def start_servers(lab: Lab, plan: PointPlan) -> Servers:
     n = plan.tool.streams if plan.tool.parallel == "processes" else 1
     servers = Iperf3Server.fleet(n, base_port=plan.tool.port, json_output=False)
-    ns = netns_name(lab.name, plan.server)
+    ns = _ns(lab, plan.server)
     for node in {plan.client, plan.server}:
-        stop_stale_iperf3(netns_name(lab.name, node))
+        stop_stale_iperf3(lab, node)
     procs = [runner.start(s.argv(), netns=ns) for s in servers]
     ports = [s.port for s in servers]
     wait_listening(ns, ports)
@@ -72,27 +77,33 @@ def bond_members(lab: Lab, node: str) -> list[str]:
 
 def measure(lab: Lab, plan: PointPlan, measure_what: list[str], omit: float) -> tuple[dict[str, str], dict[str, Any]]:
     tool = plan.tool
-    cns, sns = netns_name(lab.name, plan.client), netns_name(lab.name, plan.server)
+    cns, sns = _ns(lab, plan.client), _ns(lab, plan.server)
     target = plan.server if tool.ip == 4 else f"{plan.server}-v6"
     raw: dict[str, str] = {}
     row: dict[str, Any] = {}
 
+    if "switch_counters" in measure_what:
+        # Learned flows and ARP entries forgotten: the first ping crosses the controller again.
+        get_backend().reset_forwarding(lab)
+        sw_before = get_backend().switch_counters(lab)
     if "ping" in measure_what:
         ping = Ping(target=target, count=tool.ping_count, interval=tool.ping_interval, family=tool.ip)
         res = runner.run(ping.argv(), netns=cns, timeout=tool.ping_count * tool.ping_interval + 15, check=False)
         raw["ping.txt"] = res.stdout + res.stderr
-        row.update(ping.parse_result(res).row("ping_"))
+        parsed = ping.parse_result(res)
+        row.update(parsed.row("ping_"))
+        row.update(switch_evidence.first_packet_row(parsed.rtts_ms))
 
     members = {node: bond_members(lab, node) for node in (plan.client, plan.server)}
     want_counters = "bond_counters" in measure_what and any(members.values())
     if want_counters:
-        c_before = {node: counters.read_counters(netns_name(lab.name, node), m) for node, m in members.items() if m}
+        c_before = {node: counters.read_counters(_ns(lab, node), m) for node, m in members.items() if m}
     if "nstat" in measure_what:
         n_before = {side: nstat.Nstat().run(netns=ns) for side, ns in (("client", cns), ("server", sns))}
 
     # Always name the congestion control: a long-running iperf3 3.12 server keeps the -C of an
     # earlier test otherwise (captured in tests/data/tools/iperf3_tcp_reverse_stale_cc.json).
-    cc = plan.cc or sysctl.read(cns, [CC_SYSCTL])[CC_SYSCTL] or None
+    cc = plan.cc or get_backend().read_sysctls(lab, plan.client, [CC_SYSCTL])[CC_SYSCTL] or None
     client = Iperf3Client(
         server=target, port=tool.port, duration=tool.duration, streams=tool.streams, protocol=tool.protocol,
         bitrate=parse_rate(tool.udp_rate) * lab.scale if tool.protocol == "udp" else None,
@@ -135,12 +146,16 @@ def measure(lab: Lab, plan: PointPlan, measure_what: list[str], omit: float) -> 
                                       "series": window.series}, default=str)
         row.update(window.row("cpu", labels={cns: "client", sns: "server"}))
     if want_counters:
-        c_after = {node: counters.read_counters(netns_name(lab.name, node), m) for node, m in members.items() if m}
+        c_after = {node: counters.read_counters(_ns(lab, node), m) for node, m in members.items() if m}
         deltas = {node: counters.delta(c_before[node], c_after[node]) for node in c_after}
         raw["bond_counters.json"] = json.dumps(deltas, indent=1)
         for node, d in deltas.items():
             side = "client" if node == plan.client else "server"
             row.update(counters.spread_row(counters.spread(d), prefix=f"{side}_member_"))
+    if "switch_counters" in measure_what:
+        sw_after = get_backend().switch_counters(lab)
+        raw["switch_counters.json"] = json.dumps({"before": sw_before, "after": sw_after}, indent=1)
+        row.update(switch_evidence.row(sw_before, sw_after))
     if "nstat" in measure_what:
         n_after = {side: nstat.Nstat().run(netns=ns) for side, ns in (("client", cns), ("server", sns))}
         for side in ("client", "server"):

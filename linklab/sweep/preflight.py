@@ -13,8 +13,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from linklab.backends.linux.inspect import bond_summary, inspect_lab
-from linklab.backends.linux.names import netns_name
+from linklab.backends import get_backend
+from linklab.backends.base import bond_summary
 from linklab.measure.ping import Ping
 from linklab.model.resolved import Lab
 
@@ -41,7 +41,7 @@ class Preflight:
 
 
 def bond_problems(lab: Lab, nodes: set[str] | None = None) -> tuple[list[str], list[dict[str, Any]]]:
-    live = inspect_lab(lab)
+    live = get_backend().inspect(lab)
     problems, summaries = [], []
     for link in lab.links:
         for b in link.bonds:
@@ -70,7 +70,9 @@ def bond_problems(lab: Lab, nodes: set[str] | None = None) -> tuple[list[str], l
 def path_mtu(lab: Lab, client: str, server: str) -> int:
     """The smallest MTU on the way: links of the client's and server's L2 segments."""
     segs = {link.segment for link in lab.links if any(e.node in (client, server) for e in link.ends)}
-    return min(link.mtu for link in lab.links if link.segment in segs)
+    # A switch whose ports keep their own MTU (port_mtu) bounds the path too.
+    ports = [lab.node(e.node).port_mtu for link in lab.links if link.segment in segs for e in link.ends]
+    return min([link.mtu for link in lab.links if link.segment in segs] + [m for m in ports if m])
 
 
 def run(lab: Lab, client: str, server: str, ip: int, deadline_s: float = 15.0) -> Preflight:
@@ -90,7 +92,7 @@ def run(lab: Lab, client: str, server: str, ip: int, deadline_s: float = 15.0) -
     if ip == 6 and mtu < 1280:
         pf.fail(f"IPv6 asked for, but the path MTU is {mtu} (< 1280: no IPv6)")
         return pf
-    ns = netns_name(lab.name, client)
+    ns = get_backend().node_netns(lab, client)
     target = server if ip == 4 else f"{server}-v6"
     size = mtu - IP_HEADER[ip]
     res = Ping(target=target, count=3, interval=0.2, size=size, dont_fragment=True, family=ip, wait=2).run(

@@ -9,7 +9,6 @@ change an MTU, a bond mode or an impairment without rebuilding the lab.
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import uuid
 from contextlib import ExitStack
@@ -22,14 +21,14 @@ from pyroute2.netlink.exceptions import NetlinkError
 from linklab import fsutil, procs, runner
 from linklab.backends.base import Backend
 from linklab.backends.linux import bond as bondopt
+from linklab.backends.linux import kinds, ovsd
 from linklab.backends.linux import qdisc as tc
 from linklab.backends.linux import sysctl
 from linklab.backends.linux.names import Mark, current_home, hosts_dir, mark, netns_name, parse_mark
 from linklab.errors import LinklabError, StateError
 from linklab.model.resolved import Lab, Link
 
-IFA_F_NODAD = 0x02
-BRIDGE = "br0"
+BRIDGE = kinds.bridge.BRIDGE
 
 
 class LinuxBackend(Backend):
@@ -39,9 +38,8 @@ class LinuxBackend(Backend):
     def problems(self, lab: Lab) -> list[str]:
         out = []
         for n in lab.nodes:
-            if n.switch_kind == "ovs":
-                out.append(f"switches.{n.name}: Open vSwitch switches are not built by this version "
-                           "(use kind: bridge)")
+            for kind in kinds.kinds_of(n):
+                out += kinds.module(kind).check(lab, n)
         out += sysctl.problems(lab)
         return out
 
@@ -82,7 +80,8 @@ class LinuxBackend(Backend):
                 with IPRoute(netns=ns) as ipr:
                     ipr.link("set", index=ipr.link_lookup(ifname="lo")[0], ifalias=the_mark)
         new = {"id": lab_id, "home": current_home(), "namespaces": list(want_ns.values()), "interfaces": [],
-               "qdiscs": {}, "hosts_files": [], "sysctl_originals": {}}
+               "qdiscs": {}, "hosts_files": [], "sysctl_originals": {},
+               "processes": []}
         with ExitStack() as stack:
             ipr = {node: stack.enter_context(IPRoute(netns=ns)) for node, ns in want_ns.items()}
             for node, ns in want_ns.items():
@@ -100,9 +99,19 @@ class LinuxBackend(Backend):
             b.addresses()
             b.qdiscs()
             b.iface_settings()
+            for node in self.lab_nodes_with("controller", lab):
+                kinds.module("controller").configure(b, node)
+            # Controllers no longer wanted (a switch lost its controller) are stopped.
+            wanted = {(p["node"], p["pid"]) for p in new["processes"]}
+            procs.stop_recorded([p for p in owned.get("processes", []) if (p["node"], p["pid"]) not in wanted
+                                 and p["role"] == "controller"])
         new["sysctl_originals"] = sysctl.apply(lab, want_ns, owned.get("sysctl_originals", {}))
         new["hosts_files"] = _write_hosts(lab, want_ns, the_mark)
         return new
+
+    @staticmethod
+    def lab_nodes_with(kind: str, lab: Lab) -> list:
+        return [n for n in lab.nodes if kind in kinds.kinds_of(n)]
 
     # ---- teardown ------------------------------------------------------------------------
     def destroy(self, lab_name: str, owned: dict[str, Any], say=print) -> list[str]:
@@ -110,7 +119,11 @@ class LinuxBackend(Backend):
         an unmarked listed namespace is one `claim` vouched for and a crash left unmarked."""
         removed = []
         me = Mark(lab_name, owned.get("id"), owned.get("home") or current_home())
-        procs.stop_recorded(owned.get("processes", []))
+        # Processes the lab started (controllers, then each switch's OVS), exactly those.
+        for node in sorted({p["node"] for p in owned.get("processes", [])}):
+            ns = netns_name(lab_name, node)
+            for kind in ("controller", "ovs"):
+                removed += kinds.module(kind).remove(lab_name, node, ns, owned)
         for ns in owned.get("namespaces", []):
             if ns in netns.listnetns():
                 if not self._remove_if_ours(ns, me, say):
@@ -163,6 +176,70 @@ class LinuxBackend(Backend):
         lab.node(node)  # KeyError for unknown nodes; the CLI turns it into a usage error
         return runner.netns_argv(argv, netns_name(lab.name, node))
 
+    def node_netns(self, lab: Lab, node: str) -> str:
+        return netns_name(lab.name, node)
+
+    def node_pids(self, lab: Lab, node: str) -> list[int]:
+        return netns_pids(netns_name(lab.name, node))
+
+    def read_sysctls(self, lab: Lab, node: str, keys: list[str]) -> dict[str, str | None]:
+        return sysctl.read(netns_name(lab.name, node), keys)
+
+    def switch_tool_argv(self, lab: Lab, node: str, argv: list[str]) -> list[str]:
+        n = lab.node(node)
+        if n.switch_kind != "ovs":
+            raise LinklabError(f"{node} is not an Open vSwitch switch (kind {n.switch_kind or n.kind})")
+        tool, args = _ovs_tool(argv, node)
+        d = ovsd.OvsDirs(ns=netns_name(lab.name, node), lab=lab.name, node=node)
+        return runner.netns_argv(d.argv(tool, *args), d.ns)
+
+    def switch_counters(self, lab: Lab) -> dict[str, Any]:
+        out: dict[str, Any] = {"switches": {}}
+        for n in self.lab_nodes_with("ovs", lab):
+            out["switches"][n.name] = kinds.ovs.inspect(lab, n, netns_name(lab.name, n.name))
+        if out["switches"]:
+            from linklab.measure.ovs import over_mtu_lines
+            res = runner.run(["dmesg"], check=False, timeout=10)
+            out["kernel_over_mtu_lines"] = len(over_mtu_lines(res.stdout)) if res.ok else None
+        return out
+
+    def reset_forwarding(self, lab: Lab) -> None:
+        """Forget what switches and hosts learned (flows an app installed with the learned
+        cookie, neighbour caches), so the next packet crosses the controller again."""
+        ovs_nodes = self.lab_nodes_with("controller", lab)
+        if not ovs_nodes:
+            return
+        for n in ovs_nodes:
+            d = ovsd.OvsDirs(ns=netns_name(lab.name, n.name), lab=lab.name, node=n.name)
+            d.run_tool("ovs-ofctl", "-O", "OpenFlow13", "del-flows", n.name, "cookie=0x1/-1", check=False)
+        for n in lab.nodes:
+            if n.kind == "host":
+                runner.run(["ip", "neigh", "flush", "all"], netns=netns_name(lab.name, n.name), check=False,
+                           timeout=10)
+
+
+OFCTL_BRIDGE_COMMANDS = ("show", "dump-flows", "dump-ports", "dump-ports-desc", "dump-tables", "dump-groups",
+                         "dump-group-stats", "add-flow", "del-flows", "mod-flows", "add-group", "dump-meters")
+
+
+def _ovs_tool(argv: list[str], bridge: str) -> tuple[str, list[str]]:
+    """`linklab ovs s1 -- dump-flows` -> ovs-ofctl -O OpenFlow13 dump-flows s1; `vsctl ...`,
+    `ofctl ...`, `appctl ...`, `dpctl ...` reach the other tools as they are."""
+    if not argv:
+        raise LinklabError("no OVS command given", hint="e.g. linklab ovs s1 -- dump-flows  |  vsctl show  |  appctl dpctl/show")
+    head, rest = argv[0], list(argv[1:])
+    if head in ("vsctl", "appctl", "dpctl"):
+        return f"ovs-{head}", rest
+    if head == "ofctl":
+        return "ovs-ofctl", ["-O", "OpenFlow13", *rest]
+    if head.startswith("ovs-"):
+        return head, rest
+    if head in OFCTL_BRIDGE_COMMANDS:
+        return "ovs-ofctl", ["-O", "OpenFlow13", head, bridge, *rest]
+    raise LinklabError(f"unknown OVS command {head!r}",
+                       hint="valid: vsctl ARGS, ofctl ARGS, appctl ARGS, dpctl ARGS, or an ovs-ofctl bridge command "
+                            f"({', '.join(OFCTL_BRIDGE_COMMANDS)})")
+
 
 def is_ours(found: Mark | None, me: Mark) -> bool:
     """A mark is this lab's when name, id and checkout match; a mark from before checkouts were
@@ -209,7 +286,7 @@ class _Build:
         """Interfaces an earlier apply made that the lab no longer has (fewer bond members...)."""
         keep = set(self.new["interfaces"])
         keep |= {f"{b.node}/{b.ifname}" for link in self.lab.links for b in link.bonds}
-        keep |= {f"{n.name}/{BRIDGE}" for n in self.lab.nodes if n.kind == "switch"}
+        keep |= {f"{n.name}/{BRIDGE}" for n in self.lab.nodes if kinds.kind_of(n) == "bridge"}
         for item in self.owned.get("interfaces", []):
             node, _, ifname = item.partition("/")
             if item not in keep and node in self.ipr:
@@ -250,23 +327,8 @@ class _Build:
 
     def bridges(self) -> None:
         for node in self.lab.nodes:
-            if node.kind != "switch":
-                continue
-            ipr = self.ipr[node.name]
-            br = self.idx(node.name, BRIDGE)
-            if br is None:
-                ipr.link("add", ifname=BRIDGE, kind="bridge", br_stp_state=int(node.stp), br_forward_delay=0)
-                br = self.idx(node.name, BRIDGE)
-            ipr.link("set", index=br, ifalias=self.mark)
-            self.own(node.name, BRIDGE)
-            for link in self.lab.links:
-                for end in link.ends:
-                    if end.node != node.name:
-                        continue
-                    for port in end.bridge_ports:
-                        pi = self.idx(node.name, port)
-                        if ipr.get_links(pi)[0].get_attr("IFLA_MASTER") != br:
-                            ipr.link("set", index=pi, master=br)
+            if node.kind == "switch":
+                kinds.module(kinds.kind_of(node)).configure(self, node)
 
     def mtu_and_up(self) -> None:
         for link in self.lab.links:
@@ -274,12 +336,13 @@ class _Build:
             for pair in link.veths:
                 for end in (pair.a, pair.b):
                     if (end.node, end.ifname) not in bonded:
-                        self._set_mtu(end.node, end.ifname, link.mtu)
+                        # A switch's port_mtu (Mininet leaves switch ports at 1500) beats the link's.
+                        self._set_mtu(end.node, end.ifname, self.lab.node(end.node).port_mtu or link.mtu)
             for b in link.bonds:
                 self._set_mtu(b.node, b.ifname, link.mtu)  # a bond's MTU is pushed to its members
         for node in self.lab.nodes:
-            if node.kind == "switch" and node.mtu:
-                self._set_mtu(node.name, BRIDGE, node.mtu)
+            if kinds.kind_of(node) == "bridge" and node.mtu:
+                self._set_mtu(node.name, BRIDGE, node.port_mtu or node.mtu)
         for node, ipr in self.ipr.items():
             for x in ipr.get_links():
                 if x.get("ifname") != "lo" and x.get("state") != "up":
@@ -294,23 +357,9 @@ class _Build:
                 raise LinklabError(f"{node}:{ifname}: the kernel refused MTU {mtu}: {e.args[1] if len(e.args) > 1 else e}") from None
 
     def addresses(self) -> None:
-        for link in self.lab.links:
-            for end in link.ends:
-                if self.lab.node(end.node).kind != "host":
-                    continue
-                ipr, i = self.ipr[end.node], self.idx(end.node, end.ifname)
-                want = {ipaddress.ip_interface(a) for a in (end.ipv4, end.ipv6 if link.ipv6 else None) if a}
-                have = set()
-                for a in ipr.get_addr(index=i):
-                    if a["scope"] == 0:  # global; link-local fe80:: is the kernel's business
-                        have.add(ipaddress.ip_interface(f"{a.get_attr('IFA_ADDRESS')}/{a['prefixlen']}"))
-                for a in have - want:
-                    ipr.addr("del", index=i, address=str(a.ip), prefixlen=a.network.prefixlen)
-                for a in sorted(want - have, key=str):
-                    # Below MTU 1280 the kernel drops IPv6 from an interface and does not bring the
-                    # addresses back when the MTU rises: reconciling re-adds them here.
-                    extra = {"flags": IFA_F_NODAD} if a.version == 6 else {}
-                    ipr.addr("add", index=i, address=str(a.ip), prefixlen=a.network.prefixlen, **extra)
+        for node in self.lab.nodes:
+            if node.kind == "host":
+                kinds.module("host").configure(self, node)
 
     def qdiscs(self) -> None:
         for link in self.lab.links:
@@ -365,12 +414,14 @@ def _read_mark(ns: str) -> str | None:
 
 
 def _remove_netns(ns: str) -> None:
-    """Stop every process inside (iperf3 servers, controllers), then delete the namespace."""
+    """Stop every process inside (iperf3 servers, controllers, a switch's OVS), then delete the
+    namespace and the OVS database/sockets directory named after it."""
     procs.stop(netns_pids(ns))
     try:
         netns.remove(ns)
     except FileNotFoundError:
         pass
+    ovsd.remove_rundir(ns)
 
 
 def netns_pids(ns: str) -> list[int]:

@@ -6,7 +6,9 @@ from typing import Any
 
 from pyroute2 import IPRoute, netns
 
+from linklab.backends.base import bond_summary  # noqa: F401  (kept importable from here)
 from linklab.backends.linux import bond as bondopt
+from linklab.backends.linux import kinds
 from linklab.backends.linux import qdisc as tc
 from linklab.backends.linux.names import netns_name
 from linklab.model.resolved import Lab
@@ -27,6 +29,9 @@ def inspect_lab(lab: Lab) -> dict[str, Any]:
         with IPRoute(netns=ns) as ipr:
             nodes[node.name] = {"netns": ns, "present": True, "kind": node.kind,
                                 "interfaces": _interfaces(ipr)}
+        extra = kinds.module(kinds.kind_of(node)).inspect(lab, node, ns)
+        if extra:
+            nodes[node.name][kinds.kind_of(node)] = extra
     return {"lab": lab.name, "nodes": nodes}
 
 
@@ -67,21 +72,4 @@ def _interfaces(ipr: IPRoute) -> list[dict[str, Any]]:
                 "link_failures": attrs.get("IFLA_BOND_SLAVE_LINK_FAILURE_COUNT"),
             }
         out.append(item)
-    return out
-
-
-def bond_summary(iface: dict[str, Any], members: list[dict[str, Any]]) -> dict[str, Any]:
-    """For pre-flight and status: members up, LACP aggregated (all members in one aggregator,
-    partner MAC set). Pure, on inspect output."""
-    b = iface.get("bond") or {}
-    up = [m["ifname"] for m in members if (m.get("bond_member") or {}).get("mii") == "up"]
-    out = {"mode": b.get("mode"), "members": len(members), "members_up": len(up)}
-    if b.get("mode") == "802.3ad":
-        ad = b.get("ad_info") or {}
-        aggs = {(m.get("bond_member") or {}).get("aggregator") for m in members}
-        partner = ad.get("partner_mac")
-        out["aggregator"] = ad.get("aggregator")
-        out["partner_mac"] = partner
-        out["lacp_aggregated"] = (len(aggs) == 1 and ad.get("aggregator") in aggs and ad.get("num_ports") == len(members)
-                                  and partner not in (None, "00:00:00:00:00:00"))
     return out

@@ -6,7 +6,6 @@ leftovers by that mark, never by matching name patterns.
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import NamedTuple
 
@@ -26,15 +25,9 @@ def netns_name(lab: str, node: str) -> str:
     return f"{PREFIX}-{lab}-{node}"
 
 
-def home_of(state_dir: str | Path) -> str:
-    """A short, stable name for a checkout's state directory (the same inside the lab VM, which
-    is handed the host's path)."""
-    return hashlib.sha256(str(Path(state_dir).resolve()).encode()).hexdigest()[:12]
-
-
 def current_home() -> str:
     from linklab import state
-    return home_of(state.state_dir())
+    return state.home()
 
 
 def mark(lab: str, lab_id: str, home: str | None = None) -> str:

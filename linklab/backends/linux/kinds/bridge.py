@@ -1,0 +1,37 @@
+"""A Linux bridge switch: bridge `br0` in the switch's namespace, its link ends as ports."""
+
+from __future__ import annotations
+
+from typing import Any
+
+BRIDGE = "br0"
+
+
+def check(lab, node) -> list[str]:
+    return []
+
+
+def configure(b, node) -> None:
+    ipr = b.ipr[node.name]
+    br = b.idx(node.name, BRIDGE)
+    if br is None:
+        ipr.link("add", ifname=BRIDGE, kind="bridge", br_stp_state=int(node.stp), br_forward_delay=0)
+        br = b.idx(node.name, BRIDGE)
+    ipr.link("set", index=br, ifalias=b.mark)
+    b.own(node.name, BRIDGE)
+    for port in ports(b.lab, node.name):
+        pi = b.idx(node.name, port)
+        if ipr.get_links(pi)[0].get_attr("IFLA_MASTER") != br:
+            ipr.link("set", index=pi, master=br)
+
+
+def ports(lab, node: str) -> list[str]:
+    return [p for link in lab.links for end in link.ends if end.node == node for p in end.bridge_ports]
+
+
+def inspect(lab, node, ns: str) -> dict[str, Any]:
+    return {}
+
+
+def remove(lab_name: str, node: str, ns: str, owned: dict[str, Any]) -> list[str]:
+    return []  # the bridge goes with the namespace

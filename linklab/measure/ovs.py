@@ -1,0 +1,119 @@
+"""Open vSwitch's own counters, parsed from ovs-ofctl / ovs-appctl text (pure functions,
+tested on output captured in the lab VM: tests/data/tools/ovs_*.txt).
+
+  dump-flows   one flow a line: n_packets, n_bytes, cookie, priority, actions
+  dump-ports   per port rx/tx packets, bytes, drops, errors
+  dpctl/show   the kernel datapath's lookups hit / missed / lost (lost: upcalls to
+               ovs-vswitchd dropped because its queue was full)
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+_KV = re.compile(r"(\w+)=([^,\s]+)")
+
+
+def parse_dump_flows(text: str) -> list[dict[str, Any]]:
+    flows = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line.startswith("cookie="):
+            continue
+        head, _, actions = line.partition(" actions=")
+        f: dict[str, Any] = {"actions": actions}
+        for k, v in _KV.findall(head):
+            f[k] = v
+        for k in ("n_packets", "n_bytes", "priority", "table"):
+            if k in f:
+                f[k] = int(f[k])
+        f.setdefault("priority", 32768)  # OpenFlow's default, which ovs-ofctl leaves out
+        f["cookie"] = int(f.get("cookie", "0"), 16)
+        flows.append(f)
+    return flows
+
+
+def packet_in_count(flows: list[dict[str, Any]]) -> int:
+    """Packets sent to the controller: the n_packets of every flow whose actions include it."""
+    return sum(f.get("n_packets", 0) for f in flows if "CONTROLLER" in f["actions"])
+
+
+_PORT = re.compile(r'^\s*port\s+"?([^":]+)"?:\s+rx\s+(.*)$')
+
+
+def _nums(text: str) -> dict[str, int]:
+    return {k: (int(v) if v.isdigit() else None) for k, v in _KV.findall(text)}
+
+
+def parse_dump_ports(text: str) -> list[dict[str, Any]]:
+    """[{port, rx_packets, rx_bytes, rx_dropped, rx_errors, tx_packets, tx_bytes, tx_dropped, tx_errors}]"""
+    out: list[dict[str, Any]] = []
+    cur: dict[str, Any] | None = None
+    for line in text.splitlines():
+        m = _PORT.match(line)
+        if m:
+            rx = _nums(m.group(2))
+            cur = {"port": m.group(1).strip(), "rx_packets": rx.get("pkts"), "rx_bytes": rx.get("bytes"),
+                   "rx_dropped": rx.get("drop"), "rx_errors": rx.get("errs")}
+            out.append(cur)
+            continue
+        s = line.strip()
+        if cur is not None and s.startswith("tx "):
+            tx = _nums(s[3:])
+            cur.update({"tx_packets": tx.get("pkts"), "tx_bytes": tx.get("bytes"), "tx_dropped": tx.get("drop"),
+                        "tx_errors": tx.get("errs")})
+    return out
+
+
+_LOOKUPS = re.compile(r"lookups:\s+hit:(\d+)\s+missed:(\d+)\s+lost:(\d+)")
+_FLOWS = re.compile(r"^\s*flows:\s+(\d+)", re.M)
+
+
+def parse_dpctl_show(text: str) -> dict[str, Any]:
+    """{'hit', 'missed', 'lost', 'flows'} summed over the datapaths shown (one per namespace)."""
+    out = {"hit": 0, "missed": 0, "lost": 0, "flows": 0}
+    for m in _LOOKUPS.finditer(text):
+        out["hit"] += int(m.group(1))
+        out["missed"] += int(m.group(2))
+        out["lost"] += int(m.group(3))
+    for m in _FLOWS.finditer(text):
+        out["flows"] += int(m.group(1))
+    return out
+
+
+INTERFACE_COLUMNS = ("--columns=name,ofport,mtu", "--format=csv", "--data=bare", "--no-headings")
+
+
+def parse_interfaces_csv(text: str) -> dict[str, dict[str, Any]]:
+    """`ovs-vsctl {INTERFACE_COLUMNS} list interface` -> {ofport: {name, mtu}} (ofport as dump-ports
+    prints it; the bridge's own port, 65534, is LOCAL there)."""
+    out: dict[str, dict[str, Any]] = {}
+    for line in text.splitlines():
+        parts = [p.strip().strip('"') for p in line.split(",")]
+        if len(parts) != 3 or not parts[0]:
+            continue
+        name, ofport, mtu = parts
+        key = "LOCAL" if ofport == "65534" else ofport
+        out[key] = {"name": name, "mtu": int(mtu) if mtu.isdigit() else None}
+    return out
+
+
+OVER_MTU = "dropped over-mtu packet"
+
+
+def over_mtu_lines(kernel_log: str) -> list[str]:
+    """Kernel log lines where the OVS datapath dropped a packet longer than the output port's MTU."""
+    return [line for line in kernel_log.splitlines() if OVER_MTU in line]
+
+
+def port_delta(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
+    """Per port (by name when known) what changed between two dump-ports readings."""
+    b = {p.get("name", p["port"]): p for p in before}
+    out = {}
+    for p in after:
+        key = p.get("name", p["port"])
+        old = b.get(key, {})
+        out[key] = {k: (v or 0) - (old.get(k) or 0) for k, v in p.items() if k not in ("port", "mtu")
+                    and isinstance(v, int)}
+    return out
