@@ -27,19 +27,6 @@ def add_commands(sub) -> None:
     p.add_argument("--lab", help="run against this lab (default: the lab named by the experiment's topology)")
     cli.register("sweep", cmd_sweep)
 
-    r = sub.add_parser(
-        "report", help="summarize a sweep's results, beside the published figures",
-        description="Summarize a run: per matrix point the mean and 95 % confidence interval over repetitions "
-                    "(throughput, retransmits, busiest core, iperf3 CPU per side, bond member spread, UDP "
-                    "jitter/loss), then linklab's figures next to the published ones when the experiment has "
-                    "a reference file. Prints it and writes report.md into the run directory. Needs no lab.",
-        epilog="examples:\n  linklab report                                   # newest run of any experiment\n"
-               "  linklab report experiments/e1_bonding_mtu.yaml   # newest run of E1\n"
-               "  linklab report results/e1_bonding_mtu/20261121-083017",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
-    r.add_argument("run", nargs="?", help="run directory, experiment results directory, or experiment file/name")
-    r.add_argument("--results", default="results", help="results root directory (default ./results)")
-    cli.register("report", cmd_report)
 
 
 def cmd_sweep(args, argv) -> int:
@@ -60,15 +47,4 @@ def cmd_sweep(args, argv) -> int:
             return placement.forward(argv, say=cli.say, boot=not in_vm)
     run(args.experiment, Options(quick=args.quick, force=args.force, results=Path(args.results), lab_name=args.lab),
         say=cli.say)
-    return 0
-
-
-def cmd_report(args, argv) -> int:
-    from linklab import cli
-    from linklab.sweep.report import find_run, write_report
-
-    run_dir = find_run(args.run, Path(args.results))
-    path, text = write_report(run_dir)
-    print(text, end="")
-    cli.say(f"linklab: report written to {path}")
     return 0
