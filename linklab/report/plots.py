@@ -329,7 +329,8 @@ def _shares(spec: PlotSpec, sources: list[Source]):
     ax.set_xlim(0, 1)
     ax.axvline(0.5, color="grey", linewidth=0.8, linestyle=":")
     ax.set_xlabel("share of the bond's transmitted bytes (sender side)")
-    ax.legend(fontsize=7, loc="upper right", bbox_to_anchor=(1.0, -0.12 if len(bars) < 6 else -0.05), ncol=len(members))
+    ax.set_title(spec.title, pad=20)
+    ax.legend(fontsize=7, loc="lower right", bbox_to_anchor=(1.0, 1.0), ncol=len(members), frameon=False)
     fig._linklab_caption = "Every run's per-member split is shown: runs whose streams hashed onto one member are kept."
     return fig
 

@@ -92,8 +92,8 @@ def run(exp_path: str | Path, opts: Options, say=print) -> ResultsStore:
     failed = sum(1 for r in rows if not r.get("preflight_ok", True) or r.get("error"))
     say(f"linklab: {exp.name}: {len(rows)} repetitions recorded ({failed} failed) in {store.path}")
     say(f"  table: {store.path / 'results.csv'}")
-    from linklab.report.build import write_report
     try:
+        from linklab.report.build import write_report
         say(f"  report: {write_report(store.path)[0]} (`linklab report` prints it)")
     except Exception as e:  # the results are safe on disk; a report can be made later
         say(f"  (no report: {e}; `linklab report {store.path}` retries)")
