@@ -45,6 +45,7 @@ class PlotSpec:
     x: str | None = None      # lines: the axis along x (default: the first varied of X_AXES; none -> bars)
     logy: bool = False
     max_points: int = 4       # timeseries: how many points to draw
+    where: dict | None = None  # timeseries: draw the points with these axis values (default: chosen, see _chosen)
 
 
 DEFAULT_PLOTS: tuple[PlotSpec, ...] = (
@@ -340,7 +341,7 @@ def _timeseries(spec: PlotSpec, sources: list[Source]):
     fig, ax = _new(spec.title)
     drawn = 0
     for si, src in enumerate(sources):
-        for p in _chosen(src.points, spec.max_points):
+        for p in _chosen(src.points, spec.max_points, spec.where):
             for k, series in enumerate(samples.intervals(src.run.path, p)):
                 ax.plot([t for t, _ in series], [v / 1e6 for _, v in series], marker=".",
                         linestyle=LINESTYLES[si % len(LINESTYLES)], color=f"C{drawn % 10}",
@@ -357,8 +358,11 @@ def _timeseries(spec: PlotSpec, sources: list[Source]):
     return fig
 
 
-def _chosen(points: list[Point], n: int) -> list[Point]:
+def _chosen(points: list[Point], n: int, where: dict | None = None) -> list[Point]:
     have = [p for p in points if p.ok]
+    if where:
+        from linklab.report.published import same
+        return [p for p in have if all(same(p.axes.get(k), v) for k, v in where.items())][:n]
     if not have:
         return []
     rate: Callable[[Point], float] = lambda p: sum(metrics.num(r.get("throughput_bps")) or 0 for r in p.ok) / len(p.ok)

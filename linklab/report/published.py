@@ -121,6 +121,8 @@ def compare(run: Run, ref: dict[str, Any]) -> Published:
         for entry in ref.get(section) or []:
             quantities = [q for q in ("throughput_mbps", "throughput_MBps", "throughput_bps", "retransmits", "cwnd_bytes")
                           if q in entry]
+            # any other report metric by its key (e.g. E3's ping_rtt_ms, jitter_ms, ping_loss_pct)
+            quantities += [q for q in entry if q in metrics.BY_KEY and q not in quantities]
             if not quantities:
                 continue
             point = {k: v for k, v in entry.items() if k not in quantities and k not in META_KEYS}
@@ -183,7 +185,9 @@ def _one(q: str, published: float, rows: list[dict[str, Any]], point: dict[str, 
                               note=f"published cwnd {published / 1e3:.0f} kB at {pub_rate / 1e6:.0f} Mbit/s")
         return Comparison(point, "cwnd (raw)", "bytes", published, None, None,
                           note="not compared: no published rate to express the window in time")
-    raise ValueError(q)
+    m = metrics.BY_KEY[q]
+    st = describe([v for r in rows if (v := m.get(r)) is not None])
+    return Comparison(point, m.label, m.unit, published, st, (st.mean / scale if m.scaled else st.mean) if st else None)
 
 
 def _relative(run: Run, ref: dict[str, Any], rows: list[dict[str, Any]]) -> list[Relative]:

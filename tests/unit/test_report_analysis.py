@@ -177,3 +177,10 @@ def test_published_key_answered_by_an_aliased_axis(tmp_path):
            "throughput": [{"mtu": 450, "throughput_mbps": 549}, {"mtu": 1500, "throughput_mbps": 941}]}
     pub = published.compare(run, ref)
     assert [c.point for c in pub.comparisons] == [{"mtu": 450}] and pub.comparisons[0].ratio == pytest.approx(500 / 549)
+
+
+def test_published_entry_may_name_any_report_metric(tmp_path):
+    run = run_of(tmp_path, {"mtu": 0}, [{"mtu": 500, "ping_rtt_mean_ms": 22.0, "jitter_ms": 1.0}])
+    pub = published.compare(run, {"throughput": [{"mtu": 500, "ping_rtt_ms": 44.1, "jitter_ms": 1.7}]})
+    got = {c.quantity: round(c.ratio, 3) for c in pub.comparisons}
+    assert got == {"ping RTT": 0.499, "UDP jitter": 0.588}
