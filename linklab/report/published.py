@@ -156,6 +156,16 @@ def compare(run: Run, ref: dict[str, Any]) -> Published:
                                               float(entry["busy_pct"]), st, st.mean,
                                               note="CPU % is not scaled: the lab's cores carried 1/scale less traffic"
                                               if scale != 1 else ""))
+    drop = ref.get("udp_drop_pct")
+    if isinstance(drop, dict) and drop.get("mean") is not None:
+        udp = [r for r in rows if str(axis_value(r, "protocol")) == "udp"]
+        st = describe([v for r in udp if (v := metrics.num(r.get("lost_percent"))) is not None])
+        if st:
+            out.comparisons.append(Comparison({"protocol": "udp"}, "UDP datagrams lost", "%", float(drop["mean"]), st,
+                                              st.mean, note=f"published range {drop.get('min')}–{drop.get('max')} %; "
+                                                            f"{drop.get('note', '')}".strip("; ")))
+        else:
+            out.unmatched.append(Unmatched({"protocol": "udp"}, "no UDP repetition in this run"))
     out.relative = _relative(run, ref, rows)
     return out
 

@@ -184,3 +184,10 @@ def test_published_entry_may_name_any_report_metric(tmp_path):
     pub = published.compare(run, {"throughput": [{"mtu": 500, "ping_rtt_ms": 44.1, "jitter_ms": 1.7}]})
     got = {c.quantity: round(c.ratio, 3) for c in pub.comparisons}
     assert got == {"ping RTT": 0.499, "UDP jitter": 0.588}
+
+
+def test_published_udp_drop_compared_on_udp_rows(tmp_path):
+    run = run_of(tmp_path, {"protocol": 0}, [{"protocol": "udp", "lost_percent": 30.0},
+                                             {"protocol": "tcp", "lost_percent": None, "throughput_bps": 9e7}])
+    pub = published.compare(run, {"udp_drop_pct": {"mean": 40, "min": 0, "max": 60}})
+    assert [(c.quantity, c.ratio) for c in pub.comparisons] == [("UDP datagrams lost", 0.75)]
