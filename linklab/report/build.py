@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from linklab.report import cpu_model, findings, plots, published, render
-from linklab.report.points import Point, group
+from linklab.report.points import Point, group, label_points
 from linklab.report.runs import Run
 from linklab.sweep.store import write_text_atomic
 
@@ -36,8 +36,8 @@ class Report:
     html: str = ""
 
 
-def analyse(run: Run, tag: str, experiments_dir: Path | None = None) -> RunReport:
-    points = group(run)
+def analyse(run: Run, tag: str, experiments_dir: Path | None = None, points: list[Point] | None = None) -> RunReport:
+    points = group(run) if points is None else points
     ref_path = run.reference_path(experiments_dir)
     ref = published.load_reference(ref_path) if ref_path and ref_path.is_file() else None
     rr = RunReport(tag, run, points, ref_path, ref)
@@ -52,7 +52,14 @@ def analyse(run: Run, tag: str, experiments_dir: Path | None = None) -> RunRepor
 def build(run_dirs: list[Path], experiments_dir: Path | None = None) -> Report:
     runs = [Run.load(d) for d in run_dirs]
     tags = [chr(ord("A") + i) if len(runs) > 1 else "" for i in range(len(runs))]
-    rrs = [analyse(r, t, experiments_dir) for r, t in zip(runs, tags)]
+    grouped = [group(r) for r in runs]
+    if len(runs) > 1 and len({tuple(r.axes) for r in runs}) == 1:
+        # One set of labels over every run's points, so the same point reads the same in each.
+        for pts in grouped:
+            for p in pts:
+                p.labels.clear()
+        label_points([p for pts in grouped for p in pts])
+    rrs = [analyse(r, t, experiments_dir, pts) for r, t, pts in zip(runs, tags, grouped)]
     ref = next((r.reference for r in rrs if r.reference), None)
     sources = [plots.Source(r.tag or r.run.name, r.run, r.points) for r in rrs]
     figs = plots.render_all(plots.specs_from(ref), sources)
