@@ -178,7 +178,9 @@ def _lines(spec: PlotSpec, sources: list[Source]):
                 series.setdefault(_series_label(p, x), []).append((xv, st.mean, err))
             for label, pts in series.items():
                 pts.sort()
-                ax.errorbar([p[0] for p in pts], [p[1] for p in pts], yerr=[p[2] for p in pts], capsize=3,
+                # Every metric here is non-negative: an interval is not drawn below zero.
+                yerr = [[min(p[2], max(p[1], 0.0)) for p in pts], [p[2] for p in pts]]
+                ax.errorbar([p[0] for p in pts], [p[1] for p in pts], yerr=yerr, capsize=3,
                             marker=MARKERS[i % len(MARKERS)], linestyle=LINESTYLES[si % len(LINESTYLES)],
                             label=_tag(src, label, many))
                 i += 1
@@ -200,7 +202,8 @@ def _lines(spec: PlotSpec, sources: list[Source]):
                 means.append(st.mean)
                 errs.append(st.half_width if st.n > 1 and not math.isnan(st.half_width) else 0.0)
                 colors.append(f"C{si}")
-        ax.barh(range(len(labels)), means, xerr=errs, capsize=3, color=colors)
+        ax.barh(range(len(labels)), means, xerr=[[min(e, max(m, 0.0)) for e, m in zip(errs, means)], errs], capsize=3,
+                color=colors)
         ax.set_yticks(range(len(labels)))
         ax.set_yticklabels(labels)
         ax.invert_yaxis()
@@ -213,6 +216,8 @@ def _lines(spec: PlotSpec, sources: list[Source]):
         return fig
     if spec.logy:
         ax.set_yscale("log")
+    else:
+        ax.set_ylim(bottom=0)
     ax.set_ylabel(metric.title)
     _scale_axis(ax, metric, sources)
     ax.legend(fontsize=7, loc="best")

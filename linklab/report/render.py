@@ -284,7 +284,7 @@ CSS = """
 body{font-family:"DejaVu Sans",Arial,sans-serif;font-size:14px;margin:1.5em auto;max-width:1200px;color:#222;padding:0 1em}
 h1{font-size:1.5em}h2{font-size:1.25em;border-bottom:1px solid #ccc;margin-top:1.6em}h3{font-size:1.05em}
 table{border-collapse:collapse;margin:.6em 0;font-size:12px}td,th{border:1px solid #ddd;padding:3px 6px;vertical-align:top}
-th{background:#f3f3f3;text-align:left}table.points td{white-space:nowrap}table.prov td:first-child{font-weight:bold}
+th{background:#f3f3f3;text-align:left}table.points td:first-child{white-space:nowrap}table.prov td:first-child{font-weight:bold}
 figure{margin:1em 0;padding:.5em;border:1px solid #eee;display:inline-block;max-width:100%}
 figure img{max-width:100%;height:auto}figcaption{font-size:12px;color:#555;max-width:700px}
 .agrees{color:#176a1c;font-weight:bold}.differs{color:#a3171b;font-weight:bold}.other{color:#666}
