@@ -135,6 +135,8 @@ def compare(base: Run, new: Run, allow: set[str] = frozenset()) -> Result:
         if q is None:
             continue
         for m in metrics.METRICS:
+            if not m.table:
+                continue  # derived from another metric (packets/s from throughput): counted once
             b = _stats(p, m, 1.0)
             n = _stats(q, m, scale_ratio if m.scaled else 1.0)
             if b is None or n is None:
@@ -158,7 +160,8 @@ def render(res: Result, show_all: bool = False) -> str:
         lines.append(f"only in the baseline (not compared): {', '.join(res.only_base)}")
     if res.only_new:
         lines.append(f"only in the new run (not compared): {', '.join(res.only_new)}")
-    shown = [d for d in res.deltas if show_all or d.verdict != WITHIN]
+    # By default the table lists what moved with a direction; --all adds the rest.
+    shown = [d for d in res.deltas if show_all or d.verdict in (REGRESSED, IMPROVED)]
     if shown:
         rows = [["point", "metric", "baseline", "band ±", "new", "change", "verdict"]]
         for d in shown:
@@ -173,7 +176,7 @@ def render(res: Result, show_all: bool = False) -> str:
     counts = {v: sum(1 for d in res.deltas if d.verdict == v) for v in (WITHIN, IMPROVED, CHANGED, REGRESSED)}
     lines.append("")
     lines.append(f"{len(res.deltas)} point×metric pairs compared: {counts[WITHIN]} within their band, "
-                 f"{counts[IMPROVED]} improved, {counts[CHANGED]} changed (no direction), "
+                 f"{counts[IMPROVED]} improved, {counts[CHANGED]} changed (no direction{'' if show_all else '; --all lists them'}), "
                  f"{counts[REGRESSED]} regressed")
     lines.append("result: " + ("within tolerance" if res.ok else "REGRESSION (outside tolerance)"))
     return "\n".join(lines)
