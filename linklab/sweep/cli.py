@@ -44,7 +44,23 @@ def cmd_sweep(args, argv) -> int:
             placement.require_shared_with_vm(Path(args.results), "results directory")
             if use_vm:
                 cli.say(f"linklab: the sweep runs in the lab VM ({why})")
-            return placement.forward(argv, say=cli.say, boot=not in_vm)
+            rc = placement.forward(argv, say=cli.say, boot=not in_vm)
+            if rc == 0:  # figures are drawn here: matplotlib under software emulation takes minutes
+                _report_newest(Path(args.results), exp.name)
+            return rc
     run(args.experiment, Options(quick=args.quick, force=args.force, results=Path(args.results), lab_name=args.lab),
         say=cli.say)
     return 0
+
+
+def _report_newest(results: Path, experiment: str) -> None:
+    from linklab import cli
+    from linklab.sweep.store import ResultsStore
+    newest = ResultsStore.latest(results, experiment)
+    if newest is None or not newest.manifest.get("complete"):
+        return
+    try:
+        from linklab.report.build import write_report
+        cli.say(f"  report: {write_report(newest.path)[0].with_name('report.html')} (`linklab report` prints it)")
+    except Exception as e:  # the results are safe on disk; a report can be made later
+        cli.say(f"  (no report: {e}; `linklab report {newest.path}` retries)")
