@@ -168,11 +168,12 @@ def _lines(spec: PlotSpec, sources: list[Source]):
     if x:
         # Colours follow the matrix order of every series, drawn or not, so one series keeps its
         # colour across figures (retransmits has no UDP series, throughput does).
-        order: list[tuple[int, str]] = []
-        for si, src in enumerate(sources):
+        # With several runs, a series keeps its colour and each run has its own line style.
+        order: list[str] = []
+        for src in sources:
             for p in src.points:
-                if (si, _series_label(p, x)) not in order:
-                    order.append((si, _series_label(p, x)))
+                if _series_label(p, x) not in order:
+                    order.append(_series_label(p, x))
         for si, src in enumerate(sources):
             series: dict[str, list[tuple[float, float, float]]] = {}
             for p in src.points:
@@ -184,11 +185,12 @@ def _lines(spec: PlotSpec, sources: list[Source]):
                 series.setdefault(_series_label(p, x), []).append((xv, st.mean, err))
             for label, pts in series.items():
                 pts.sort()
-                i = order.index((si, label))
+                i = order.index(label)
                 # Every metric here is non-negative: an interval is not drawn below zero.
                 yerr = [[min(p[2], max(p[1], 0.0)) for p in pts], [p[2] for p in pts]]
                 # Series side by side around each x (log axis: a small factor), so error bars do not hide each other.
-                dodge = 1 + 0.015 * (i - (len(order) - 1) / 2)
+                k = i * len(sources) + si
+                dodge = 1 + 0.015 * (k - (len(order) * len(sources) - 1) / 2)
                 ax.errorbar([p[0] * dodge for p in pts], [p[1] for p in pts], yerr=yerr, capsize=3, color=f"C{i % 10}",
                             marker=MARKERS[i % len(MARKERS)], linestyle=LINESTYLES[si % len(LINESTYLES)],
                             label=_tag(src, label, many))
