@@ -9,15 +9,20 @@ TOPO ?= topologies/bond2.yaml
 EXP ?= experiments/e1_bonding_mtu.yaml
 SWEEP_ARGS ?= --quick
 PYTEST_ARGS ?=
+# make regress: a quick sweep of REGRESS_EXP compared against the baseline stored for it
+REGRESS_EXP ?= experiments/e1_bonding_mtu.yaml
+REGRESS_NAME = $(basename $(notdir $(REGRESS_EXP)))
+BASELINE ?= baselines/$(REGRESS_NAME)-quick-vm-tcg
 
-.PHONY: help setup lab-up lab-down status sweep report test test-unit test-fuzz test-integration bench clean
+.PHONY: help setup lab-up lab-down status sweep report regress test test-unit test-fuzz test-integration bench clean
 
 help:
 	@echo "make setup             install Debian packages and the project virtualenv (idempotent)"
 	@echo "make lab-up [TOPO=…]   build a lab (default $(TOPO)); in a VM if this kernel lacks bonding/netem"
 	@echo "make status            show the lab as the kernel reports it"
 	@echo "make sweep [EXP=…]     run an experiment (default: $(EXP) $(SWEEP_ARGS))"
-	@echo "make report [RUN=…]    summarize the newest run (or RUN: a run dir or experiment) beside the published figures"
+	@echo "make report [RUN=…]    report.html + report.md + figures for the newest run (or RUN), beside the published figures"
+	@echo "make regress           quick sweep of $(REGRESS_EXP), compared with $(BASELINE) (exit 1 if it regressed)"
 	@echo "make lab-down          remove everything the lab created"
 	@echo "make test              unit + golden + integration tests (integration builds real labs)"
 	@echo "make bench             benchmarks (bench/): lab up/down times, sweep overhead"
@@ -39,6 +44,11 @@ sweep: setup
 
 report: setup
 	$(LINKLAB) report $(RUN)
+
+# A new run every time (--force), then `linklab compare`: exit 1 when a metric left its band.
+regress: setup
+	$(LINKLAB) sweep $(REGRESS_EXP) --quick --force
+	$(LINKLAB) compare $(BASELINE) $(REGRESS_EXP)
 
 test: setup
 	bash scripts/test.sh $(PYTEST_ARGS)

@@ -53,7 +53,7 @@ def main() -> int:
     print(f"\nsweep overhead, {exp.name} --quick: {len(rows)} repetitions, wall {wall:.1f} s, "
           f"measurement windows {windows:.1f} s, overhead {overhead:.2f} "
           f"({manifest.get('placement', {}).get('kind')}, kernel {manifest.get('kernel')}, scale {manifest.get('scale')})\n")
-    from linklab.sweep.report import write_report
+    from linklab.report.build import write_report
     print(write_report(run_dir)[1])  # per point, and beside the published figures
     out = ROOT / "bench" / "results" / "sweep_overhead.json"
     out.write_text(json.dumps({"experiment": exp.name, "wall_s": wall, "windows_s": windows, "overhead": overhead,

@@ -115,6 +115,8 @@ def _parser() -> argparse.ArgumentParser:
 
     from linklab.sweep import cli as sweep_cli
     sweep_cli.add_commands(sub)
+    from linklab.report import cli as report_cli
+    report_cli.add_commands(sub)
     return p
 
 

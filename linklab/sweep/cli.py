@@ -30,19 +30,6 @@ def add_commands(sub) -> None:
     p.add_argument("--lab", help="run against this lab (default: the lab named by the experiment's topology)")
     cli.register("sweep", cmd_sweep)
 
-    r = sub.add_parser(
-        "report", help="summarize a sweep's results, beside the published figures",
-        description="Summarize a run: per matrix point the mean and 95 % confidence interval over repetitions "
-                    "(throughput, retransmits, busiest core, iperf3 CPU per side, bond member spread, UDP "
-                    "jitter/loss), then linklab's figures next to the published ones when the experiment has "
-                    "a reference file. Prints it and writes report.md into the run directory. Needs no lab.",
-        epilog="examples:\n  linklab report                                   # newest run of any experiment\n"
-               "  linklab report experiments/e1_bonding_mtu.yaml   # newest run of E1\n"
-               "  linklab report results/e1_bonding_mtu/20261121-083017",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
-    r.add_argument("run", nargs="?", help="run directory, experiment results directory, or experiment file/name")
-    r.add_argument("--results", default="results", help="results root directory (default ./results)")
-    cli.register("report", cmd_report)
 
 
 def cmd_sweep(args, argv) -> int:
@@ -61,20 +48,26 @@ def cmd_sweep(args, argv) -> int:
             if use_vm:
                 cli.say(f"linklab: the sweep runs in the lab VM ({why})")
             if in_vm:
-                return placement.forward(argv, say=cli.say, boot=False)
-            return placement.forward_booting(argv, say=cli.say)
+                rc = placement.forward(argv, say=cli.say, boot=False)
+            else:
+                rc = placement.forward_booting(argv, say=cli.say)
+            if rc == 0:  # figures are drawn here: matplotlib under software emulation takes minutes
+                _report_newest(Path(args.results), exp.name)
+            return rc
     run(args.experiment, Options(quick=args.quick, force=args.force, results=Path(args.results), lab_name=args.lab,
-                                        retry_failed=not args.no_retry),
+                                 retry_failed=not args.no_retry),
         say=cli.say)
     return 0
 
 
-def cmd_report(args, argv) -> int:
+def _report_newest(results: Path, experiment: str) -> None:
     from linklab import cli
-    from linklab.sweep.report import find_run, write_report
-
-    run_dir = find_run(args.run, Path(args.results))
-    path, text = write_report(run_dir)
-    print(text, end="")
-    cli.say(f"linklab: report written to {path}")
-    return 0
+    from linklab.sweep.store import ResultsStore
+    newest = ResultsStore.latest(results, experiment)
+    if newest is None or not newest.manifest.get("complete"):
+        return
+    try:
+        from linklab.report.build import write_report
+        cli.say(f"  report: {write_report(newest.path)[0].with_name('report.html')} (`linklab report` prints it)")
+    except Exception as e:  # the results are safe on disk; a report can be made later
+        cli.say(f"  (no report: {e}; `linklab report {newest.path}` retries)")

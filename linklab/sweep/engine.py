@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from linklab import __version__, lab as labmod, runner, state
+from linklab import __version__, kernel, lab as labmod, runner, state
 from linklab.backends import get_backend
 from linklab.errors import LinklabError, StateError
 from linklab.measure.iperf3 import Iperf3Client
@@ -109,8 +109,10 @@ def run(exp_path: str | Path, opts: Options, say=print) -> ResultsStore:
         say(f"  the run stays incomplete: rerun the same sweep to retry the {len(failed_reps)} failed "
             "repetitions (--no-retry accepts them as they are)")
     say(f"  table: {store.path / 'results.csv'}")
-    from linklab.sweep.report import write_report
+    if kernel.in_lab_vm():
+        return store  # the host that forwarded this sweep writes the report (figures are slow under emulation)
     try:
+        from linklab.report.build import write_report
         say(f"  report: {write_report(store.path)[0]} (`linklab report` prints it)")
     except Exception as e:  # the results are safe on disk; a report can be made later
         say(f"  (no report: {e}; `linklab report {store.path}` retries)")

@@ -1,0 +1,93 @@
+"""Assemble a report: load runs, group points, evaluate the reference, draw the figures,
+write report.md, report.html and figures/ (SVG + PNG)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from linklab.report import cpu_model, findings, plots, published, render
+from linklab.report.points import Point, group, label_points
+from linklab.report.runs import Run
+from linklab.sweep.store import write_text_atomic
+
+REPORT_MD, REPORT_HTML, FIGURES = "report.md", "report.html", "figures"
+
+
+@dataclass
+class RunReport:
+    tag: str
+    run: Run
+    points: list[Point]
+    reference_path: Path | None
+    reference: dict[str, Any] | None
+    published: published.Published | None = None
+    verdicts: list[findings.Verdict] = field(default_factory=list)
+    fit: cpu_model.Fit | None = None
+
+
+@dataclass
+class Report:
+    runs: list[RunReport]
+    figures: list[plots.Figure]
+    markdown: str = ""
+    html: str = ""
+
+
+def analyse(run: Run, tag: str, experiments_dir: Path | None = None, points: list[Point] | None = None) -> RunReport:
+    points = group(run) if points is None else points
+    ref_path = run.reference_path(experiments_dir)
+    ref = published.load_reference(ref_path) if ref_path and ref_path.is_file() else None
+    rr = RunReport(tag, run, points, ref_path, ref)
+    if ref is not None:
+        rr.published = published.compare(run, ref)
+        rr.verdicts = findings.evaluate(ref, points, run.scale)
+        if ref.get("cpu_model"):
+            rr.fit = cpu_model.fit_rows(run.ok_rows())
+    return rr
+
+
+def build(run_dirs: list[Path], experiments_dir: Path | None = None) -> Report:
+    runs = [Run.load(d) for d in run_dirs]
+    tags = [chr(ord("A") + i) if len(runs) > 1 else "" for i in range(len(runs))]
+    grouped = [group(r) for r in runs]
+    if len(runs) > 1 and len({tuple(r.axes) for r in runs}) == 1:
+        # One set of labels over every run's points, so the same point reads the same in each.
+        for pts in grouped:
+            for p in pts:
+                p.labels.clear()
+        label_points([p for pts in grouped for p in pts])
+    rrs = [analyse(r, t, experiments_dir, pts) for r, t, pts in zip(runs, tags, grouped)]
+    ref = next((r.reference for r in rrs if r.reference), None)
+    sources = [plots.Source(r.tag or r.run.name, r.run, r.points) for r in rrs]
+    figs = plots.render_all(plots.specs_from(ref), sources)
+    rep = Report(rrs, figs)
+    rep.markdown = render.markdown(rep)
+    rep.html = render.html(rep)
+    return rep
+
+
+def default_out(run_dirs: list[Path], results_root: Path) -> Path:
+    if len(run_dirs) == 1:
+        return run_dirs[0]
+    name = "__".join(re.sub(r"[^A-Za-z0-9_.+-]", "-", f"{Path(d).parent.name}-{Path(d).name}") for d in run_dirs)
+    return results_root / "reports" / name[:180]
+
+
+def write(rep: Report, out: Path) -> dict[str, Path]:
+    """report.md, report.html and figures/*.svg|png; derived from the rows, so rewriting them
+    loses nothing measured."""
+    out.mkdir(parents=True, exist_ok=True)
+    plots.write(rep.figures, out / FIGURES)
+    write_text_atomic(out / REPORT_MD, rep.markdown)
+    write_text_atomic(out / REPORT_HTML, rep.html)
+    return {"markdown": out / REPORT_MD, "html": out / REPORT_HTML, "figures": out / FIGURES}
+
+
+def write_report(run_dir: Path, experiments_dir: Path | None = None) -> tuple[Path, str]:
+    """One run's report into its own directory (what a sweep calls when it finishes)."""
+    rep = build([Path(run_dir)], experiments_dir)
+    paths = write(rep, Path(run_dir))
+    return paths["markdown"], rep.markdown

@@ -1,0 +1,272 @@
+"""Published findings as checkable statements, evaluated on a run's data.
+
+Each reference file lists its findings:
+
+    findings:
+      - id: rr-above-one-link
+        says: balance-rr peaks above one link's rate
+        check: {kind: threshold, metric: link_fraction, where: {bond_mode: balance-rr}, stat: max, op: ">", value: 1.05}
+        mechanism: bound          # optional: say whether the points were link- or CPU-bound
+
+Kinds (each a small evaluator registered in KINDS):
+  threshold  a metric over the selected points (mean per point), reduced by `stat`
+             (max, min, mean, all, any), against `value` with `op` (> >= < <= between approx)
+  ratio      the metric at `top` over the metric at `bottom` (axis: value, or max/min of the
+             axis), paired over the other axes; reduced by `stat`, against `value` with `op`
+  saturates  along `axis`: rises from the smallest value to `from`, and stays within
+             `within` (a fraction) of the series' maximum from `from` up; per series
+
+The verdict is "agrees" or "differs", or "not measured" when the run has no point the check
+selects (a quick variant leaves some out). Verdicts are computed here, never written by hand.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from linklab.errors import UsageError
+from linklab.report import metrics
+from linklab.report.points import Point, axis_value
+from linklab.report.published import same
+
+AGREES, DIFFERS, NOT_MEASURED = "agrees", "differs", "not measured"
+
+
+@dataclass
+class Verdict:
+    id: str
+    says: str
+    verdict: str
+    measured: str
+    mechanism: str = ""
+
+
+@dataclass
+class Context:
+    points: list[Point]
+    scale: float
+    link_bps: float | None
+    members: int | None
+
+
+# -- metrics a finding can name: the report's, plus link_fraction ----------------------------
+
+def metric_of(name: str, ctx: Context) -> Callable[[dict[str, Any]], float | None]:
+    if name == "link_fraction":
+        if not ctx.link_bps:
+            raise UsageError("finding uses link_fraction but the reference has no link_rate_bps")
+
+        def frac(row: dict[str, Any]) -> float | None:
+            bps = metrics.num(row.get("throughput_bps"))
+            return bps / (ctx.link_bps * ctx.scale) if bps is not None else None
+        return frac
+    if name not in metrics.BY_KEY:
+        raise UsageError(f"unknown metric {name!r} in a finding (valid: link_fraction, {', '.join(metrics.BY_KEY)})")
+    return metrics.BY_KEY[name].get
+
+
+def point_mean(p: Point, get: Callable[[dict[str, Any]], float | None]) -> float | None:
+    vals = [v for r in p.ok if (v := get(r)) is not None]
+    return sum(vals) / len(vals) if vals else None
+
+
+def selected(ctx: Context, where: dict[str, Any] | None) -> list[Point]:
+    where = where or {}
+    return [p for p in ctx.points if p.ok and all(same(axis_value(p.ok[0], k), v) for k, v in where.items())]
+
+
+def check_op(x: float, op: str, value: Any) -> bool:
+    if op == ">":
+        return x > value
+    if op == ">=":
+        return x >= value
+    if op == "<":
+        return x < value
+    if op == "<=":
+        return x <= value
+    if op == "between":
+        return value[0] <= x <= value[1]
+    if op == "approx":  # value: [target, relative tolerance]
+        return abs(x - value[0]) <= value[1] * abs(value[0])
+    raise UsageError(f"unknown op {op!r} in a finding (valid: > >= < <= between approx)")
+
+
+def expect_text(op: str, value: Any) -> str:
+    if op == "between":
+        return f"between {value[0]:g} and {value[1]:g}"
+    if op == "approx":
+        return f"≈ {value[0]:g} ± {value[1] * 100:g} %"
+    return f"{op} {value:g}"
+
+
+def reduce(values: list[tuple[str, float]], stat: str, op: str, value: Any) -> tuple[bool, str]:
+    """(passes, what was measured) for (label, value) pairs reduced by stat."""
+    if stat in ("all", "any"):
+        results = [check_op(v, op, value) for _, v in values]
+        ok = all(results) if stat == "all" else any(results)
+        return ok, ", ".join(f"{lbl}: {v:.3g}" for lbl, v in values)
+    pick = {"max": max, "min": min}.get(stat)
+    if pick:
+        lbl, v = pick(values, key=lambda t: t[1])
+        return check_op(v, op, value), f"{stat} {v:.3g} ({lbl})"
+    if stat == "mean":
+        v = sum(x for _, x in values) / len(values)
+        return check_op(v, op, value), f"mean {v:.3g} over {len(values)}"
+    raise UsageError(f"unknown stat {stat!r} in a finding (valid: max min mean all any)")
+
+
+# -- evaluators ------------------------------------------------------------------------------
+
+def _threshold(check: dict[str, Any], ctx: Context) -> tuple[str, str, list[Point]]:
+    get = metric_of(check["metric"], ctx)
+    pts = selected(ctx, check.get("where"))
+    vals = [(p.label, v) for p in pts if (v := point_mean(p, get)) is not None]
+    if not vals:
+        return NOT_MEASURED, "no point of this run is selected", []
+    ok, text = reduce(vals, check.get("stat", "all"), check["op"], check["value"])
+    return (AGREES if ok else DIFFERS), f"{check['metric']} {text}; expected {check.get('stat', 'all')} " \
+                                        f"{expect_text(check['op'], check['value'])}", pts
+
+
+def _pick_axis_value(pts: list[Point], axis: str, want: Any) -> Any:
+    values = [axis_value(p.ok[0], axis) for p in pts]
+    if want in ("max", "min"):
+        nums = [metrics.num(v) for v in values if metrics.num(v) is not None]
+        if not nums:
+            return None
+        return max(nums) if want == "max" else min(nums)
+    return want
+
+
+def _ratio(check: dict[str, Any], ctx: Context) -> tuple[str, str, list[Point]]:
+    get = metric_of(check["metric"], ctx)
+    pts = selected(ctx, check.get("where"))
+    top, bottom = dict(check["top"]), dict(check["bottom"])
+    for sel in (top, bottom):
+        for axis, want in list(sel.items()):
+            sel[axis] = _pick_axis_value(pts, axis, want)
+    varied = set(top) | set(bottom)
+
+    def rest(p: Point) -> tuple:
+        return tuple(sorted((a, str(v)) for a, v in p.axes.items() if a not in varied))
+
+    def matches(p: Point, sel: dict[str, Any]) -> bool:
+        return all(v is not None and same(axis_value(p.ok[0], a), v) for a, v in sel.items())
+
+    pairs = []
+    used: list[Point] = []
+    for p in pts:
+        if not matches(p, top):
+            continue
+        for q in pts:
+            if q is not p and matches(q, bottom) and rest(q) == rest(p):
+                a, b = point_mean(p, get), point_mean(q, get)
+                if a is not None and b:
+                    label = " ".join(f"{k}={v}" for k, v in rest(p) if len({str(x.axes.get(k)) for x in pts}) > 1)
+                    pairs.append((label or "all", a / b))
+                    used += [p, q]
+    if not pairs:
+        return NOT_MEASURED, "this run has no pair of points to divide", []
+    ok, text = reduce(pairs, check.get("stat", "all"), check["op"], check["value"])
+    what = f"{check['metric']} {_sel(top)} ÷ {_sel(bottom)}"
+    return (AGREES if ok else DIFFERS), f"{what}: {text}; expected {check.get('stat', 'all')} " \
+                                        f"{expect_text(check['op'], check['value'])}", used
+
+
+def _sel(sel: dict[str, Any]) -> str:
+    return ",".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in sel.items())
+
+
+def _saturates(check: dict[str, Any], ctx: Context) -> tuple[str, str, list[Point]]:
+    get = metric_of(check["metric"], ctx)
+    axis, start, within = check["axis"], float(check["from"]), float(check.get("within", 0.1))
+    pts = selected(ctx, check.get("where"))
+    series: dict[tuple, list[tuple[float, float, Point]]] = {}
+    for p in pts:
+        x, y = metrics.num(axis_value(p.ok[0], axis)), point_mean(p, get)
+        if x is None or y is None:
+            continue
+        key = tuple(sorted((a, str(v)) for a, v in p.axes.items() if a != axis))
+        series.setdefault(key, []).append((x, y, p))
+    parts, ok_all, used = [], True, []
+    for key, s in series.items():
+        s.sort(key=lambda t: t[0])
+        above = [t for t in s if t[0] >= start]
+        if len(s) < 2 or not above or s[0][0] >= start:
+            continue
+        top = max(t[1] for t in s)
+        rises = s[0][1] < above[0][1]
+        flat = all(t[1] >= (1 - within) * top for t in above)
+        ok_all &= rises and flat
+        label = " ".join(v for a, v in key if len({str(p.axes.get(a)) for p in pts}) > 1) or "all"
+        parts.append(f"{label}: {s[0][1]:.3g} at {s[0][0]:g} → " + ", ".join(f"{t[1]:.3g} at {t[0]:g}" for t in above)
+                     + ("" if rises else " (does not rise)") + ("" if flat else " (not flat)"))
+        used += [t[2] for t in s]
+    if not parts:
+        return NOT_MEASURED, f"no series with {axis} below and from {start:g}", []
+    return (AGREES if ok_all else DIFFERS), "; ".join(parts) + f" (flat = within {within * 100:g} % of the maximum)", used
+
+
+KINDS: dict[str, Callable[[dict[str, Any], Context], tuple[str, str, list[Point]]]] = {
+    "threshold": _threshold, "ratio": _ratio, "saturates": _saturates}
+
+
+# -- mechanisms ------------------------------------------------------------------------------
+
+def goodput_fraction(mtu: float) -> float:
+    """TCP payload per wire byte at an MTU (IPv4+TCP with timestamps 52 B, Ethernet 14 B) —
+    what netem's rate delivers, measured within 1 % in the lab VM."""
+    return max(0.0, (mtu - 52) / (mtu + 14))
+
+
+def bound(points: list[Point], ctx: Context) -> str:
+    """Per point: the share of what the links could carry, and the busiest core -> link-bound,
+    CPU-bound or neither."""
+    if not ctx.link_bps:
+        return ""
+    parts = []
+    for p in sorted({id(p): p for p in points}.values(), key=lambda p: p.index)[:6]:
+        r = p.ok
+        bps = point_mean(p, lambda row: metrics.num(row.get("throughput_bps")))
+        core = point_mean(p, metrics.BY_KEY["busiest_core_pct"].get)
+        active = point_mean(p, lambda row: metrics.num(row.get("client_member_tx_active"))) or 1
+        if bps is None or not r:
+            continue
+        # The interfaces' MTU sets the wire overhead (a write length -l does not change it).
+        mtu = point_mean(p, lambda row: metrics.num(axis_value(row, "mtu"))) or 1500
+        capacity = ctx.link_bps * ctx.scale * max(1, round(active)) * goodput_fraction(mtu)
+        share = bps / capacity if capacity else math.nan
+        what = ("link-bound" if share >= 0.9 else "CPU-bound" if core is not None and core >= 90
+                else "neither link- nor CPU-bound")
+        parts.append(f"{p.label}: {share * 100:.0f} % of {max(1, round(active))} member(s)' goodput"
+                     + (f", busiest core {core:.0f} %" if core is not None else "") + f" → {what}")
+    return "; ".join(parts)
+
+
+MECHANISMS = {"bound": bound}
+
+
+def evaluate(ref: dict[str, Any], points: list[Point], scale: float) -> list[Verdict]:
+    ctx = Context(points, scale, metrics.num(ref.get("link_rate_bps")), ref.get("members"))
+    out = []
+    for i, f in enumerate(ref.get("findings") or []):
+        fid = str(f.get("id") or f"finding-{i + 1}")
+        check = f.get("check") or {}
+        kind = KINDS.get(check.get("kind"))
+        if kind is None:
+            raise UsageError(f"findings[{i}] ({fid}): unknown check kind {check.get('kind')!r} "
+                             f"(valid: {', '.join(KINDS)})")
+        try:
+            verdict, measured, used = kind(check, ctx)
+        except KeyError as e:
+            raise UsageError(f"findings[{i}] ({fid}): check lacks {e}") from None
+        mech = ""
+        if f.get("mechanism") and used:
+            fn = MECHANISMS.get(f["mechanism"])
+            if fn is None:
+                raise UsageError(f"findings[{i}] ({fid}): unknown mechanism {f['mechanism']!r} (valid: {', '.join(MECHANISMS)})")
+            mech = fn(used, ctx)
+        out.append(Verdict(fid, str(f.get("says", fid)), verdict, measured, mech))
+    return out

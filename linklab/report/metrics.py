@@ -1,0 +1,152 @@
+"""What each reported metric is, as data: where it comes from in a row, its unit, which
+direction is better, whether it is a rate that scales with the lab, and the smallest change
+`compare` treats as real (its tolerance floor).
+
+Unknown columns are not an error: the report lists every other numeric column too (see
+`other_columns`), so fields added to the rows later appear without touching this table.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from linklab.report.points import axis_value
+
+Row = dict[str, Any]
+
+
+def num(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return None
+    return v if math.isfinite(v) else None
+
+
+def col(name: str, factor: float = 1.0) -> Callable[[Row], float | None]:
+    def get(row: Row) -> float | None:
+        v = num(row.get(name))
+        return None if v is None else v * factor
+    return get
+
+
+def busiest_core(row: Row) -> tuple[str, float] | None:
+    """(core, busy %) of the busiest single core in a row's measurement window."""
+    cores = core_busy(row)
+    return max(cores.items(), key=lambda c: c[1]) if cores else None
+
+
+def core_busy(row: Row) -> dict[str, float]:
+    """{"0": 41.2, "1": 88.0}: each core's busy % (keys cpu<N>_busy_pct)."""
+    out = {}
+    for k, raw in row.items():
+        if k.startswith("cpu") and k.endswith("_busy_pct") and k[3:4].isdigit():
+            v = num(raw)
+            if v is not None:
+                out[k[3:-len("_busy_pct")]] = v
+    return dict(sorted(out.items(), key=lambda kv: int(kv[0]) if kv[0].isdigit() else 0))
+
+
+def packet_size(row: Row) -> float | None:
+    """The size the sender's packets had: the varied "MTU" (interface MTU, or iperf3's -M/-l
+    when those were the axis), else the interface MTU recorded in the row."""
+    varied = row.get("mtu_varied")
+    for key in ([varied] if isinstance(varied, str) else []) + ["length", "mss", "mtu", "preflight_mtu"]:
+        v = num(axis_value(row, key))
+        if v:
+            return v
+    return None
+
+
+def packets_per_s(row: Row) -> float | None:
+    """E1's model input: R = throughput / (MTU * 8)."""
+    bps, size = num(row.get("throughput_bps")), packet_size(row)
+    return bps / (size * 8) if bps is not None and size else None
+
+
+def _ratio(a: str, b: str, factor: float = 1.0) -> Callable[[Row], float | None]:
+    def get(row: Row) -> float | None:
+        x, y = num(row.get(a)), num(row.get(b))
+        return x / y * factor if x is not None and y else None
+    return get
+
+
+@dataclass(frozen=True)
+class Metric:
+    key: str
+    label: str
+    unit: str
+    get: Callable[[Row], float | None]
+    fmt: str = ".3g"
+    better: str | None = None       # "higher", "lower", or None (no direction: not a regression either way)
+    scaled: bool = False            # a rate that the lab's scale multiplied
+    rel_floor: float = 0.10         # compare: a band never narrower than this fraction of the baseline mean …
+    abs_floor: float = 0.0          # … nor than this, in the metric's unit
+    table: bool = True              # a column of the per-point table
+
+    @property
+    def title(self) -> str:
+        return f"{self.label} ({self.unit})" if self.unit else self.label
+
+
+# Tolerance floors are wide on purpose: the stored baselines come from a shared 2-core machine
+# running the lab VM under software emulation, where throughput moves ~5-10 % between quiet
+# and busy minutes and retransmit counts by several times.
+METRICS: tuple[Metric, ...] = (
+    Metric("throughput_mbps", "throughput", "Mbit/s", col("throughput_bps", 1e-6), ".1f", "higher", True, 0.15, 2.0),
+    Metric("retransmits", "retransmits", "segments", col("retransmits"), ".0f", "lower", rel_floor=1.0, abs_floor=50),
+    Metric("retrans_per_gb", "retransmits per GB sent", "/GB", _ratio("retransmits", "sent_bytes", 1e9), ".0f",
+           "lower", rel_floor=1.0, abs_floor=100),
+    Metric("cwnd_kb", "mean cwnd", "kB", col("cwnd_mean", 1e-3), ".0f", None, True),
+    Metric("cwnd_ms", "cwnd at the measured rate", "ms",
+           lambda r: (c * 8 / b * 1e3) if (c := num(r.get("cwnd_mean"))) is not None and (b := num(r.get("throughput_bps"))) else None,
+           ".2f", None),
+    Metric("tcp_rtt_ms", "iperf3 TCP RTT", "ms", col("rtt_mean_us", 1e-3), ".2f", "lower", rel_floor=1.0, abs_floor=5.0),
+    Metric("busiest_core_pct", "busiest core", "%", lambda r: (c[1] if (c := busiest_core(r)) else None), ".0f",
+           None, abs_floor=15.0),
+    Metric("sender_cpu_pct", "sender iperf3 CPU", "% of a core", col("cpu_client_iperf3_pct"), ".0f", None, abs_floor=15.0),
+    Metric("receiver_cpu_pct", "receiver iperf3 CPU", "% of a core", col("cpu_server_iperf3_pct"), ".0f", None,
+           abs_floor=15.0),
+    Metric("member_max_share", "busiest bond member's share", "of bytes", col("client_member_tx_max_share"), ".2f",
+           None, abs_floor=0.1),
+    Metric("jitter_ms", "UDP jitter", "ms", col("jitter_ms"), ".3f", "lower", rel_floor=1.0, abs_floor=0.5),
+    Metric("lost_percent", "UDP loss", "%", col("lost_percent"), ".2f", "lower", rel_floor=0.5, abs_floor=5.0),
+    Metric("ping_rtt_ms", "ping RTT", "ms", col("ping_rtt_mean_ms"), ".3f", "lower", rel_floor=1.0, abs_floor=1.0),
+    Metric("ping_p95_ms", "ping RTT p95", "ms", col("ping_rtt_p95_ms"), ".3f", "lower", rel_floor=1.0, abs_floor=1.0),
+    Metric("ping_loss_pct", "ping loss", "%", col("ping_loss_pct"), ".1f", "lower", rel_floor=0.0, abs_floor=10.0),
+    Metric("packets_per_s", "packets", "pkt/s", packets_per_s, ".0f", None, True, table=False),
+)
+BY_KEY = {m.key: m for m in METRICS}
+
+# Columns that are settings or identities, not measurements: never listed as "other columns".
+NOT_MEASURED = {"point_index", "rep", "scale", "repetitions", "duration_s", "omit_s", "streams", "parallel",
+                "processes", "sender_threads", "mss", "length", "ip", "mtu", "port", "reverse", "preflight_mtu",
+                "window_s", "sent_bytes", "received_bytes", "sent_bps", "received_bps", "packets", "udp_rate"}
+_COVERED = {"throughput_bps", "retransmits", "cwnd_mean", "rtt_mean_us", "cpu_client_iperf3_pct",
+            "cpu_server_iperf3_pct", "client_member_tx_max_share", "jitter_ms", "lost_percent", "ping_rtt_mean_ms",
+            "ping_rtt_p95_ms", "ping_loss_pct"}
+
+
+def get(metric: str | Metric, row: Row) -> float | None:
+    m = metric if isinstance(metric, Metric) else BY_KEY[metric]
+    return m.get(row)
+
+
+def present(rows: list[Row]) -> list[Metric]:
+    return [m for m in METRICS if any(m.get(r) is not None for r in rows)]
+
+
+def other_columns(rows: list[Row], axes: list[str]) -> list[str]:
+    """Numeric columns no metric covers (e.g. fields added to rows after this was written)."""
+    names: set[str] = set()
+    for r in rows:
+        for k, v in r.items():
+            if (k in axes or k in NOT_MEASURED or k in _COVERED or num(v) is None or k.startswith("tool.")
+                    or (k.startswith("cpu") and k[3:4].isdigit())):
+                continue
+            names.add(k)
+    return sorted(names)

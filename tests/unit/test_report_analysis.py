@@ -1,0 +1,193 @@
+"""Statistics, the CPU-model fit, every finding evaluator (agrees on agreeing data, differs on
+differing data), and published-figure matching, on data built here with known answers."""
+
+import math
+from pathlib import Path
+
+import pytest
+
+from linklab.errors import UsageError
+from linklab.report import findings, published
+from linklab.report.cpu_model import fit_line, fit_rows
+from linklab.report.points import group
+from linklab.report.runs import Run
+from linklab.report.stats import describe
+
+
+def test_describe_n_mean_sd_variance_and_student_t_interval():
+    s = describe([10.0, 12.0, 14.0])
+    assert (s.n, s.mean, s.sd, s.variance) == (3, 12.0, 2.0, 4.0)
+    # t(0.975, 2) = 4.3027: 12 ± 4.3027 * 2 / sqrt(3)
+    assert s.ci_low == pytest.approx(12 - 4.968, abs=1e-3) and s.ci_high == pytest.approx(12 + 4.968, abs=1e-3)
+    one = describe([5.0])
+    assert one.n == 1 and math.isnan(one.sd) and math.isnan(one.ci_low) and one.text(".1f") == "5.0"
+    assert describe([]) is None
+
+
+def test_cpu_fit_recovers_a_known_line_with_uncertainty():
+    xs = [10_000, 40_000, 80_000, 120_000, 160_000]
+    ys = [0.0001713 * x + 51.69 for x in xs]
+    f = fit_line(xs, ys)
+    assert f.alpha == pytest.approx(0.0001713) and f.beta == pytest.approx(51.69)
+    assert f.r2 == pytest.approx(1.0) and f.alpha_se == pytest.approx(0, abs=1e-12)
+    noisy = [y + e for y, e in zip(ys, (1.0, -1.0, 0.5, -0.5, 0.0))]
+    g = fit_line(xs, noisy)
+    assert 0 < g.r2 < 1 and g.alpha_ci[0] < 0.0001713 < g.alpha_ci[1] and g.beta_ci[0] < 51.69 < g.beta_ci[1]
+    # hand-checked: sxx = 1.448e10, residual se -> alpha se = sqrt(s2/sxx)
+    assert g.alpha_se == pytest.approx(math.sqrt(sum((y - g.predict(x)) ** 2 for x, y in zip(xs, noisy)) / 3 / 1.448e10),
+                                       rel=1e-6)
+    assert fit_line([1, 2], [3, 4]) is None and fit_line([1, 1, 1], [1, 2, 3]) is None
+
+
+def test_cpu_fit_from_rows_uses_packet_size_and_busiest_core():
+    rows = [{"mtu": m, "throughput_bps": bps, "cpu0_busy_pct": 0.0001713 * bps / (m * 8) + 51.69, "cpu1_busy_pct": 1.0}
+            for m, bps in ((450, 5e8), (1500, 9e8), (9200, 9.9e8), (1024, 9.877e8))]
+    f = fit_rows(rows)
+    assert f.n == 4 and f.alpha == pytest.approx(0.0001713) and f.beta == pytest.approx(51.69)
+
+
+# -- findings -----------------------------------------------------------------------------------
+
+def run_of(tmp_path: Path, axes: dict, rows: list[dict], scale: float = 0.1) -> Run:
+    rows = [{"point_index": i, "point_id": f"p{i}", "rep": 1, **r} for i, r in enumerate(rows)]
+    return Run(tmp_path, {"matrix": {a: [] for a in axes}, "scale": scale}, rows)
+
+
+def verdicts(run: Run, *checks, link=1e9) -> list[str]:
+    ref = {"link_rate_bps": link, "findings": [{"id": f"f{i}", "says": "s", "check": c} for i, c in enumerate(checks)]}
+    return [v.verdict for v in findings.evaluate(ref, group(run), run.scale)]
+
+
+RR_ABOVE = {"kind": "threshold", "metric": "link_fraction", "where": {"bond_mode": "balance-rr"}, "stat": "max",
+            "op": ">", "value": 1.05}
+
+
+@pytest.mark.parametrize("rr_mbps,expected", [(150.0, "agrees"), (95.0, "differs")])
+def test_threshold_finding(tmp_path, rr_mbps, expected):
+    run = run_of(tmp_path, {"bond_mode": 0}, [{"bond_mode": "balance-rr", "throughput_bps": rr_mbps * 1e6},
+                                              {"bond_mode": "802.3ad", "throughput_bps": 95e6}])
+    assert verdicts(run, RR_ABOVE) == [expected]
+
+
+def test_threshold_finding_not_measured_when_nothing_selected(tmp_path):
+    run = run_of(tmp_path, {"bond_mode": 0}, [{"bond_mode": "802.3ad", "throughput_bps": 95e6}])
+    assert verdicts(run, RR_ABOVE) == ["not measured"]
+
+
+JUMBO = {"kind": "ratio", "metric": "throughput_mbps", "top": {"mtu": "max"}, "bottom": {"mtu": "min"},
+         "where": {"protocol": "tcp"}, "stat": "all", "op": ">", "value": 1.03}
+
+
+@pytest.mark.parametrize("jumbo_mbps,expected", [(99.0, "agrees"), (94.0, "differs")])
+def test_ratio_finding_pairs_points_over_the_other_axes(tmp_path, jumbo_mbps, expected):
+    rows = []
+    for ip in (4, 6):
+        rows += [{"ip": ip, "mtu": 1500, "protocol": "tcp", "throughput_bps": 94e6},
+                 {"ip": ip, "mtu": 9000, "protocol": "tcp", "throughput_bps": jumbo_mbps * 1e6},
+                 {"ip": ip, "mtu": 1500, "protocol": "udp", "throughput_bps": 50e6}]
+    run = run_of(tmp_path, {"ip": 0, "mtu": 0, "protocol": 0}, rows)
+    assert verdicts(run, JUMBO) == [expected]
+
+
+def test_ratio_between_and_approx_ops(tmp_path):
+    run = run_of(tmp_path, {"mtu": 0}, [{"mtu": 1500, "jitter_ms": 0.10}, {"mtu": 9000, "jitter_ms": 0.15}])
+    between = {"kind": "ratio", "metric": "jitter_ms", "top": {"mtu": 9000}, "bottom": {"mtu": 1500}, "op": "between",
+               "value": [0.5, 2.0]}
+    approx = dict(between, op="approx", value=[1.5, 0.05])
+    far = dict(between, op="approx", value=[1.0, 0.05])
+    assert verdicts(run, between, approx, far) == ["agrees", "agrees", "differs"]
+
+
+SATURATES = {"kind": "saturates", "metric": "throughput_mbps", "axis": "mtu", "from": 1500, "within": 0.1}
+
+
+@pytest.mark.parametrize("at_9200,expected", [(99.0, "agrees"), (60.0, "differs")])
+def test_saturates_finding(tmp_path, at_9200, expected):
+    run = run_of(tmp_path, {"mtu": 0}, [{"mtu": 450, "throughput_bps": 80e6}, {"mtu": 1500, "throughput_bps": 95e6},
+                                        {"mtu": 9200, "throughput_bps": at_9200 * 1e6}])
+    assert verdicts(run, SATURATES) == [expected]
+
+
+def test_saturates_differs_when_throughput_does_not_rise(tmp_path):
+    run = run_of(tmp_path, {"mtu": 0}, [{"mtu": 450, "throughput_bps": 99e6}, {"mtu": 1500, "throughput_bps": 95e6}])
+    assert verdicts(run, SATURATES) == ["differs"]
+
+
+def test_mechanism_says_link_or_cpu_bound(tmp_path):
+    run = run_of(tmp_path, {"mtu": 0}, [
+        {"mtu": 1500, "throughput_bps": 95.5e6, "cpu0_busy_pct": 40.0},           # 100 % of goodput: link-bound
+        {"mtu": 450, "throughput_bps": 40e6, "cpu0_busy_pct": 97.0}])             # half of goodput, core full
+    ref = {"link_rate_bps": 1e9, "findings": [{"id": "x", "says": "s", "mechanism": "bound",
+                                              "check": {"kind": "threshold", "metric": "throughput_mbps", "op": ">",
+                                                        "value": 0}}]}
+    mech = findings.evaluate(ref, group(run), 0.1)[0].mechanism
+    assert "mtu=1500: 100 % of 1 member(s)' goodput, busiest core 40 % → link-bound" in mech
+    assert "mtu=450: 47 % of 1 member(s)' goodput, busiest core 97 % → CPU-bound" in mech
+
+
+def test_bad_findings_are_usage_errors_naming_the_choices(tmp_path):
+    run = run_of(tmp_path, {"mtu": 0}, [{"mtu": 1500, "throughput_bps": 1e6}])
+    with pytest.raises(UsageError, match="unknown check kind 'nope' .valid: threshold, ratio, saturates"):
+        verdicts(run, {"kind": "nope"})
+    with pytest.raises(UsageError, match="unknown metric 'speed'"):
+        verdicts(run, {"kind": "threshold", "metric": "speed", "op": ">", "value": 1})
+
+
+def test_every_bundled_reference_finding_is_well_formed(tmp_path):
+    """Each reference file's findings evaluate (to any verdict) on a run with none of their points."""
+    run = run_of(tmp_path, {"zz": 0}, [{"zz": 1, "throughput_bps": 1e6}])
+    for ref_file in sorted(Path("experiments").glob("*.reference.yaml")):
+        ref = published.load_reference(ref_file)
+        got = findings.evaluate(ref, group(run), 0.1)
+        assert len(got) == len(ref.get("findings") or []) and all(v.verdict == "not measured" for v in got)
+
+
+# -- published figures --------------------------------------------------------------------------
+
+def test_published_matching_rules_and_comparable_units(tmp_path):
+    bond_rr = {"mode": "balance-rr", "options": {"miimon": 100}}
+    bond_tlb = {"mode": "balance-tlb", "options": {"miimon": 100, "xmit_hash_policy": "layer3+4"}}
+    run = run_of(tmp_path, {"bond": 0, "server": 0}, [
+        {"bond": bond_rr, "server": "rxa", "streams": 1, "throughput_bps": 178e6, "retransmits": 2000,
+         "sent_bytes": 222.5e6, "cwnd_mean": 33100},
+        {"bond": bond_tlb, "server": "rxa", "streams": 1, "throughput_bps": 94e6, "retransmits": 2, "sent_bytes": 117.5e6,
+         "cwnd_mean": 23300}])
+    ref = {"link_rate_bps": 1e9, "duration_s": 10, "runs": [
+        {"server": "rxa", "streams": 1, "bond_mode": "balance-rr", "throughput_bps": 1.78e9, "retransmits": 20079,
+         "cwnd_bytes": 331000},
+        {"case": "single link", "throughput_bps": 9.4e8},
+        {"streams": 1, "throughput_bps": 9.4e8}]}
+    pub = published.compare(run, ref)
+    by_q = {c.quantity: c for c in pub.comparisons}
+    # bond_mode (E5's key) is read from the bond axis's mode
+    assert by_q["throughput"].ratio == pytest.approx(1.0) and by_q["throughput"].of_link == pytest.approx((1.78, 1.78))
+    # 20079 over 10 s at 1.78 Gbit/s = 2.225 GB -> 9024/GB; linklab 2000 over 0.2225 GB -> 8989/GB
+    assert by_q["retransmits per GB sent"].published == pytest.approx(9024.3, rel=1e-3)
+    assert by_q["retransmits per GB sent"].ratio == pytest.approx(8988.8 / 9024.3, rel=1e-3)
+    # cwnd as time: 331 kB at 1.78 Gbit/s = 1.488 ms, the same window-to-rate ratio at scale 0.1
+    assert by_q["cwnd ÷ rate"].published == pytest.approx(1.4876, rel=1e-3) and by_q["cwnd ÷ rate"].ratio == pytest.approx(1.0)
+    reasons = {tuple(u.point): u.reason for u in pub.unmatched}
+    assert "not an axis or recorded setting" in reasons[("case",)]
+    assert reasons[("streams",)].startswith("names no axis of this run")
+
+
+def test_published_key_answered_by_an_aliased_axis(tmp_path):
+    run = run_of(tmp_path, {"length": 0}, [{"length": 450, "mtu_varied": "length", "throughput_bps": 50e6}])
+    ref = {"link_rate_bps": 1e9, "match_axes": {"mtu": ["mtu", "length"]},
+           "throughput": [{"mtu": 450, "throughput_mbps": 549}, {"mtu": 1500, "throughput_mbps": 941}]}
+    pub = published.compare(run, ref)
+    assert [c.point for c in pub.comparisons] == [{"mtu": 450}] and pub.comparisons[0].ratio == pytest.approx(500 / 549)
+
+
+def test_published_entry_may_name_any_report_metric(tmp_path):
+    run = run_of(tmp_path, {"mtu": 0}, [{"mtu": 500, "ping_rtt_mean_ms": 22.0, "jitter_ms": 1.0}])
+    pub = published.compare(run, {"throughput": [{"mtu": 500, "ping_rtt_ms": 44.1, "jitter_ms": 1.7}]})
+    got = {c.quantity: round(c.ratio, 3) for c in pub.comparisons}
+    assert got == {"ping RTT": 0.499, "UDP jitter": 0.588}
+
+
+def test_published_udp_drop_compared_on_udp_rows(tmp_path):
+    run = run_of(tmp_path, {"protocol": 0}, [{"protocol": "udp", "lost_percent": 30.0},
+                                             {"protocol": "tcp", "lost_percent": None, "throughput_bps": 9e7}])
+    pub = published.compare(run, {"udp_drop_pct": {"mean": 40, "min": 0, "max": 60}})
+    assert [(c.quantity, c.ratio) for c in pub.comparisons] == [("UDP datagrams lost", 0.75)]

@@ -1,0 +1,131 @@
+"""linklab report: finding runs, grouping and labelling points, the written report."""
+
+import hashlib
+from datetime import datetime
+
+import pytest
+
+from linklab.errors import UsageError
+from linklab.report import metrics
+from linklab.report.build import build, write, write_report
+from linklab.report.points import axis_texts, group
+from linklab.report.runs import Run, export, find_run
+from linklab.sweep.matrix import expand
+from linklab.sweep.store import ResultsStore
+
+POINTS = expand({"bond_mode": ["802.3ad", "balance-rr"], "streams": [1]})
+REFERENCE = """\
+link_rate_bps: 1.0e9
+throughput:
+  - {case: single link, throughput_mbps: 98}
+  - {bond_mode: 802.3ad, streams: 1, throughput_mbps: 941}
+  - {bond_mode: balance-rr, streams: 1, throughput_mbps: 1390, approx: true}
+  - {bond_mode: balance-rr, streams: 20, throughput_mbps: null}
+findings:
+  - id: rr-above
+    says: balance-rr exceeds one link
+    check: {kind: threshold, metric: link_fraction, where: {bond_mode: balance-rr}, stat: max, op: ">", value: 1.05}
+"""
+
+
+def make_run(root, now, rates, *, experiments):
+    manifest = {"fingerprint": "fp", "matrix": {"bond_mode": ["802.3ad", "balance-rr"], "streams": [1]},
+                "points": 2, "repetitions": len(rates[0]), "scale": 0.1, "description": "demo",
+                "placement": {"kind": "vm", "vm": {"accel": "tcg"}}, "kernel": "6.1.0-test",
+                "reference": "demo.reference.yaml", "experiment_file": str(experiments / "demo.yaml")}
+    store = ResultsStore.create(root, "demo", manifest, now=now)
+    for point, reps in zip(POINTS, rates):
+        for rep, mbps in enumerate(reps, 1):
+            row = ({"preflight_ok": False, "error": "pre-flight failed: bond0 mode is balance-rr"} if mbps is None else
+                   {"throughput_bps": mbps * 1e6, "retransmits": 3 * rep, "sent_bytes": 1e9, "cpu0_busy_pct": 40.0,
+                    "cpu1_busy_pct": 70.0 + rep, "cpu_client_iperf3_pct": 55.0, "preflight_ok": True,
+                    "new_field_from_elsewhere": 7.5, "flags": [{"name": "reordering", "evidence": "SACK 12"}]})
+            store.record(point, rep, {"iperf3.json": "{}"}, row)
+    return store.path
+
+
+@pytest.fixture
+def experiments(tmp_path):
+    d = tmp_path / "experiments"
+    d.mkdir()
+    (d / "demo.reference.yaml").write_text(REFERENCE)
+    return d
+
+
+def test_find_run_accepts_run_dir_experiment_dir_file_and_name(tmp_path, experiments):
+    root = tmp_path / "results"
+    old = make_run(root, datetime(2024, 1, 1), [[90.0], [150.0]], experiments=experiments)
+    new = make_run(root, datetime(2024, 1, 2), [[91.0], [151.0]], experiments=experiments)
+    assert find_run(str(old), root) == old
+    assert find_run(str(root / "demo"), root) == new
+    assert find_run("experiments/demo.yaml", root) == new
+    assert find_run("demo", root) == new
+    assert find_run(None, root) == new
+    with pytest.raises(UsageError) as e:
+        find_run("e9_nothing", root)
+    assert "no results found for 'e9_nothing'" in str(e.value) and "demo" in e.value.hint
+
+
+def test_points_group_failed_reps_and_busiest_core(tmp_path, experiments):
+    run = Run.load(make_run(tmp_path, datetime(2024, 1, 1), [[90.0, 94.0], [150.0, None]], experiments=experiments))
+    pts = group(run)
+    assert [p.label for p in pts] == ["802.3ad", "balance-rr"]  # streams is the same everywhere: left out
+    assert [p.failed for p in pts] == [0, 1]
+    assert [metrics.get("busiest_core_pct", r) for r in pts[0].ok] == [71.0, 72.0]
+    assert metrics.busiest_core({"cpu_all_busy_pct": 99, "cpu1_busy_pct": "55.5", "cpu_client_iperf3_pct": 120}) == ("1", 55.5)
+
+
+def test_bond_values_differing_only_in_an_option_get_distinct_labels():
+    a = {"mode": "balance-xor", "options": {"xmit_hash_policy": "layer2"}}
+    b = {"mode": "balance-xor", "options": {"xmit_hash_policy": "layer3+4"}}
+    assert axis_texts([a, b]) == ["balance-xor xmit_hash_policy=layer2", "balance-xor xmit_hash_policy=layer3+4"]
+    # distinct modes are enough on their own
+    c = {"mode": "balance-tlb", "options": {"xmit_hash_policy": "layer3+4", "miimon": 100}}
+    assert axis_texts([{"mode": "balance-rr", "options": {"miimon": 100}}, c]) == ["balance-rr", "balance-tlb"]
+    assert axis_texts(['{"mode": "balance-rr"}', 1500]) == ["balance-rr", "1500"]
+
+
+def test_report_files_statistics_published_and_findings(tmp_path, experiments):
+    run = make_run(tmp_path, datetime(2024, 1, 1), [[90.0, 94.0], [150.0, 140.0]], experiments=experiments)
+    path, text = write_report(run)
+    assert path == run / "report.md" and path.read_text() == text
+    html = (run / "report.html").read_text()
+    assert (run / "figures" / "throughput.svg").is_file() and (run / "figures" / "throughput.png").is_file()
+    assert "http://" not in html.replace("http://www.w3.org", "") and "<script" not in html
+    assert "| 802.3ad | 2 | 92.0 ±25.4 |" in text  # t(0.975, 1) = 12.706, s = 2.83, n = 2
+    # full statistics: n, mean, sd, variance, CI
+    assert "| 802.3ad | throughput (Mbit/s) | 2 | 92.0 | 2.83 | 8 | 66.6 | 117.4 |" in text
+    assert "lab VM, software emulation (TCG)" in text and "4 of 4 recorded" in text
+    # 92 Mbit/s at scale 0.1 is 920 against the published 941
+    assert "| bond_mode=802.3ad streams=1 | throughput (Mbit/s) | 941 | 92 ±25.41 | 2 | 920 | 0.92 / 0.94 | 0.98 |" in text
+    # the single-link entry names no axis of the run: not compared, and says why
+    assert "| case=single link | 'case' is not an axis or recorded setting of this run |" in text
+    assert "| bond_mode=balance-rr streams=20 | no repetition of this run has these values |" in text
+    # rr at 145 Mbit/s at scale 0.1 is 1.45 links: agrees
+    assert "| ✔ agrees | balance-rr exceeds one link | link_fraction max 1.45 (balance-rr)" in text
+    # columns nobody declared are still shown, and flags with their evidence
+    assert "new_field_from_elsewhere" in text and "| reordering | SACK 12 |" in text
+
+
+def test_figures_are_deterministic(tmp_path, experiments):
+    run = make_run(tmp_path, datetime(2024, 1, 1), [[90.0, 94.0], [150.0, 140.0]], experiments=experiments)
+    a, b = build([run]), build([run])
+    assert [f.id for f in a.figures] and [f.svg for f in a.figures] == [f.svg for f in b.figures]
+    assert [f.png for f in a.figures] == [f.png for f in b.figures]
+    assert a.html == b.html
+    svg = a.figures[0].svg.decode()
+    assert "<dc:date>" not in svg and "Matplotlib" not in svg
+
+
+def test_two_runs_in_one_page_and_trimmed_copy_reads_the_same(tmp_path, experiments):
+    root = tmp_path / "results"
+    ra = make_run(root, datetime(2024, 1, 1), [[90.0], [150.0]], experiments=experiments)
+    rb = make_run(root, datetime(2024, 1, 2), [[80.0], [120.0]], experiments=experiments)
+    rep = build([ra, rb])
+    assert "A: demo/20240101-000000" in rep.markdown and "B: demo/20240102-000000" in rep.markdown
+    paths = write(rep, tmp_path / "both")
+    assert paths["html"].is_file()
+    copy = export(Run.load(ra), tmp_path / "baseline")
+    assert not (copy / "points").exists()
+    assert Run.load(copy).rows == Run.load(ra).rows
+    assert hashlib.sha256(build([copy]).figures[0].svg).digest() == hashlib.sha256(build([ra]).figures[0].svg).digest()
