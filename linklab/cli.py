@@ -94,6 +94,8 @@ def _parser() -> argparse.ArgumentParser:
 
     from linklab.sweep import cli as sweep_cli
     sweep_cli.add_commands(sub)
+    from linklab.interop import cli as interop_cli
+    interop_cli.add_commands(sub)
     return p
 
 

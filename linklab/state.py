@@ -35,11 +35,14 @@ def path_for(lab: str) -> Path:
 
 def write_json_atomic(path: Path, data: Any) -> None:
     """Write-then-rename, fsynced: a reader sees the old file or the new one, never half."""
+    write_text_atomic(path, json.dumps(data, indent=1, sort_keys=True, default=str) + "\n")
+
+
+def write_text_atomic(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     with open(tmp, "w") as f:
-        json.dump(data, f, indent=1, sort_keys=True, default=str)
-        f.write("\n")
+        f.write(text)
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
