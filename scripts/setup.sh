@@ -5,7 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(iproute2 iputils-ping iperf3 ethtool sysstat procps kmod
-              qemu-system-x86 linux-image-amd64 busybox-static udev openvswitch-switch)
+              qemu-system-x86 linux-image-amd64 busybox-static udev openvswitch-switch
+              mininet bridge-utils tmux)  # interop: exported Mininet scripts run in tests; tmux drives `linklab cli`
 # `setup.sh --bench`: also what the benchmarks compare against (Mininet on Linux bridges).
 if [ "${1:-}" = "--bench" ]; then
   APT_PACKAGES+=(mininet bridge-utils)

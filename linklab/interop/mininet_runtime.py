@@ -35,11 +35,18 @@ def warn(msg):
 def run(node, argv, check=True):
     """Run argv (quoted, never re-split) in the node's shell; Mininet's cmd() gives no exit status,
     so the command reports it after its output."""
-    out = node.cmd(" ".join(shlex.quote(str(a)) for a in argv) + "; echo " + OK_MARK + "$?")
+    return run_all(node, [argv], check)
+
+
+def run_all(node, argvs, check=True):
+    """Several commands in one round trip to the node's shell (each costs ~1 s under emulation),
+    in a subshell that stops at the first failure."""
+    line = "; ".join(" ".join(shlex.quote(str(a)) for a in argv) for argv in argvs)
+    out = node.cmd("( set -e; " + line + " ); echo " + OK_MARK + "$?")
     text, _, rc = out.rpartition(OK_MARK)
     rc = int(rc.strip() or 1)
     if check and rc != 0:
-        raise RuntimeError("%s: %s exited %d: %s" % (node.name, " ".join(map(str, argv)), rc, text.strip()))
+        raise RuntimeError("%s: exited %d in: %s\n%s" % (node.name, rc, line, text.strip()))
     return rc, text
 
 
@@ -57,43 +64,51 @@ def build(net, mininet_shaping):
 
 def configure(net, mininet_shaping):
     """What Mininet has no API for, in linklab's order: bonds (members down before enslaving),
-    switch LAGs, MTU on every interface of the path, addresses, qdiscs, interface settings, sysctls."""
+    switch LAGs, MTU on every interface of the path, addresses, qdiscs, interface settings, sysctls.
+    One batch of commands per node."""
+    steps = {}
+
+    def add(node, argv):
+        steps.setdefault(node, []).append(argv)
+
     for b in LAB["bonds"]:
-        node = net[b["node"]]
+        node = b["node"]
         if b["switch"]:  # the switch's side of a bond: its members leave the bridge for the LAG
             for m in b["members"]:
-                run(node, ["ip", "link", "set", "dev", m, "nomaster"])
-        run(node, ["ip", "link", "add", b["ifname"], "type", "bond", *b["create_args"]])
+                add(node, ["ip", "link", "set", "dev", m, "nomaster"])
+        add(node, ["ip", "link", "add", b["ifname"], "type", "bond", *b["create_args"]])
         for m in b["members"]:
-            run(node, ["ip", "link", "set", "dev", m, "down"])
-            run(node, ["ip", "link", "set", "dev", m, "master", b["ifname"]])
+            add(node, ["ip", "link", "set", "dev", m, "down"])
+            add(node, ["ip", "link", "set", "dev", m, "master", b["ifname"]])
         if b["primary"]:
-            run(node, ["ip", "link", "set", "dev", b["ifname"], "type", "bond", "primary", b["primary"]])
+            add(node, ["ip", "link", "set", "dev", b["ifname"], "type", "bond", "primary", b["primary"]])
         if b["switch"]:
-            run(node, ["ip", "link", "set", "dev", b["ifname"], "master", b["switch"]])
+            add(node, ["ip", "link", "set", "dev", b["ifname"], "master", b["switch"]])
     for node, ifname, mtu in LAB["mtu"]:
-        run(net[node], ["ip", "link", "set", "dev", ifname, "mtu", mtu])
+        add(node, ["ip", "link", "set", "dev", ifname, "mtu", mtu])
     for node, ifname in LAB["up"]:
-        run(net[node], ["ip", "link", "set", "dev", ifname, "up"])
+        add(node, ["ip", "link", "set", "dev", ifname, "up"])
     for a in LAB["addresses"]:
-        node = net[a["node"]]
-        # A bond is new to Mininet: register it (it is already inside the host, nothing to move).
-        intf = node.nameToIntf.get(a["ifname"]) or Intf(a["ifname"], node=node, moveIntfFn=lambda *_: True)
-        intf.ip, intf.prefixLen = a["ipv4"].split("/")
-        run(node, ["ip", "addr", "add", a["ipv4"], "dev", a["ifname"]])
+        add(a["node"], ["ip", "addr", "add", a["ipv4"], "dev", a["ifname"]])
         if a["ipv6"]:
-            run(node, ["ip", "-6", "addr", "add", a["ipv6"], "dev", a["ifname"], "nodad"])
+            add(a["node"], ["ip", "-6", "addr", "add", a["ipv6"], "dev", a["ifname"], "nodad"])
     if not mininet_shaping:
-        for q in LAB["qdiscs"]:
-            node = net[q["node"]]
-            run(node, ["tc", "qdisc", "del", "dev", q["ifname"], "root"], check=False)
+        for q in LAB["qdiscs"]:  # on plain Intfs (no TCIntf qdisc to replace)
             for argv in q["tc"]:
-                run(node, argv)
+                add(q["node"], argv)
     for s in LAB["iface_settings"]:
-        run(net[s["node"]], s["argv"])
+        add(s["node"], s["argv"])
     for name, h in LAB["hosts"].items():
         for key, value in h["sysctls"].items():
-            run(net[name], ["sysctl", "-q", "-w", "%s=%s" % (key, value)])
+            add(name, ["sysctl", "-q", "-w", "%s=%s" % (key, value)])
+    for node, argvs in steps.items():
+        run_all(net[node], argvs)
+    for a in LAB["addresses"]:
+        node = net[a["node"]]
+        # Tell Mininet the address (its pingall and `h1 ping h2` use it); a bond is new to Mininet:
+        # register it (it is already inside the host, nothing to move).
+        intf = node.nameToIntf.get(a["ifname"]) or Intf(a["ifname"], node=node, moveIntfFn=lambda *_: True)
+        intf.ip, intf.prefixLen = a["ipv4"].split("/")
 
 
 def remove_root_bonds(net):

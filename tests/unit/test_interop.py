@@ -211,3 +211,48 @@ def _golden(actual: str, path: Path) -> None:
         path.write_text(actual)
     assert path.exists(), f"no golden file {path}; create it with LINKLAB_UPDATE_GOLDEN=1"
     assert actual == path.read_text(), f"output differs from {path}"
+
+
+class _FakeNodes:
+    """Stands in for NodeExec: records commands; h2 cannot reach h1."""
+
+    def __init__(self):
+        self.streamed: list[tuple[str, list[str]]] = []
+
+    def capture(self, node, command, timeout=60):
+        return (1, "100% packet loss") if (node, command[-1]) == ("h2", "10.77.0.1") else (0, "0% packet loss")
+
+    def stream(self, node, command):
+        self.streamed.append((node, command))
+        return 0
+
+
+def _shell(tmp_path, monkeypatch):
+    import io
+    from linklab import state
+    from linklab.interop.shell import LabShell
+    monkeypatch.setenv("LINKLAB_STATE_DIR", str(tmp_path))
+    state.save({"lab": "bond2", "resolved": _lab(ROOT / "topologies/bond2.yaml").model_dump(mode="json")})
+    out, fake = io.StringIO(), _FakeNodes()
+    return LabShell("bond2", executor=fake, stdout=out), out, fake
+
+
+def test_cli_pingall_reports_who_reached_whom(tmp_path, monkeypatch):
+    shell, out, _ = _shell(tmp_path, monkeypatch)
+    shell.onecmd("pingall")
+    text = out.getvalue()
+    assert "h1 -> h2" in text and "h2 -> X" in text and "*** Results: 50% dropped (1/2 received)" in text
+    assert [line.split() for line in text.splitlines()[-2:]] == [["h1", "-", "0"], ["h2", "100", "-"]]
+
+
+def test_cli_runs_node_commands_and_refuses_unknown_ones(tmp_path, monkeypatch):
+    shell, out, fake = _shell(tmp_path, monkeypatch)
+    shell.onecmd("h1 ip -br addr")
+    shell.onecmd("ping h1 h2 2")
+    assert fake.streamed == [("h1", ["ip", "-br", "addr"]), ("h1", ["ping", "-n", "-c", "2", "10.77.0.2"])]
+    with pytest.raises(UsageError, match="unknown command 'h3'"):
+        shell.onecmd("h3 ip addr")
+    with pytest.raises(UsageError, match="unknown node 'h9'"):
+        shell.onecmd("ping h1 h9")
+    assert shell.onecmd("exit") is True
+    assert sorted(shell.completenames("h")) == ["h1", "h2", "help"]
