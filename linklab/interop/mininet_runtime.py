@@ -157,7 +157,8 @@ def main():
     p.add_argument("--test", action="store_true", help="run pingall and MTU pings, exit 1 on any loss")
     p.add_argument("--mininet-shaping", action="store_true",
                    help="shape with Mininet's TCLink (htb) where it can, instead of linklab's qdiscs")
-    p.add_argument("--iperf3", nargs=2, metavar=("CLIENT", "SERVER"), help="measure TCP goodput, then exit")
+    p.add_argument("--iperf3", nargs=2, metavar=("CLIENT", "SERVER"),
+                   help="measure TCP goodput (after --test, if given), then exit")
     p.add_argument("--seconds", type=int, default=5)
     p.add_argument("--streams", type=int, default=1)
     p.add_argument("-v", "--verbose", action="store_true")
@@ -176,9 +177,9 @@ def main():
         info("*** linklab lab %s ready\n" % LAB["name"])
         if args.test:
             ok = checks(net)
-        elif args.iperf3:
+        if args.iperf3:
             iperf3(net, args.iperf3[0], args.iperf3[1], args.seconds, args.streams)
-        else:
+        if not (args.test or args.iperf3):
             CLI(net)
     finally:
         remove_root_bonds(net)
