@@ -85,7 +85,7 @@ def cmd_export(args, argv) -> int:
 
 
 def cmd_import(args, argv) -> int:
-    from linklab.errors import UsageError
+    from linklab.errors import UsageError, ValidationFailed
     from linklab.interop.clab_import import import_clab
     from linklab.model import load_topology, resolve
 
@@ -99,7 +99,11 @@ def cmd_import(args, argv) -> int:
     with tempfile.NamedTemporaryFile("w", suffix=".yaml") as f:
         f.write(out)
         f.flush()
-        resolve(load_topology(f.name))
+        try:
+            resolve(load_topology(f.name))
+        except ValidationFailed as e:
+            raise ValidationFailed(f"{args.file}, as a linklab topology (line numbers of the imported YAML)",
+                                   e.problems) from None
     for old, new in imported.renamed.items():
         print(f"linklab import: renamed {old} -> {new}", file=sys.stderr)
     for item in imported.not_imported:

@@ -256,3 +256,27 @@ def test_cli_runs_node_commands_and_refuses_unknown_ones(tmp_path, monkeypatch):
         shell.onecmd("ping h1 h9")
     assert shell.onecmd("exit") is True
     assert sorted(shell.completenames("h")) == ["h1", "h2", "help"]
+
+
+def _linklab(*args, cwd=ROOT):
+    import subprocess
+    import sys
+    return subprocess.run([sys.executable, "-m", "linklab", *args], capture_output=True, text=True, cwd=cwd, timeout=120)
+
+
+def test_import_command_prints_a_topology_and_lists_the_rest_on_stderr(tmp_path):
+    res = _linklab("import", "containerlab", str(CAMPUS), "-o", str(tmp_path / "campus.yaml"))
+    assert res.returncode == 0, res.stderr
+    assert "not imported: node spine1 (kind nokia_srlinux" in res.stderr
+    assert yaml.safe_load((tmp_path / "campus.yaml").read_text())["name"] == "campus_lab"
+    bad = tmp_path / "bad.clab.yml"
+    bad.write_text("name: x\ntopology: {nodes: {a: {kind: linux}}, links: [{endpoints: ['a:eth1', 'a:eth1']}]}\n")
+    res = _linklab("import", "containerlab", str(bad))
+    assert res.returncode == 2 and res.stdout == "", (res.returncode, res.stdout)
+
+
+def test_export_command_needs_no_lab_and_refuses_bad_input(tmp_path):
+    res = _linklab("export", "--to", "mininet", "topologies/bond2.yaml", "--scale", "0.1")
+    assert res.returncode == 0 and res.stdout.startswith("#!/usr/bin/python3") and "100000000bit" in res.stdout
+    res = _linklab("export", "--to", "containerlab", "topologies/nosuch.yaml")
+    assert res.returncode == 2
