@@ -117,6 +117,8 @@ def _parser() -> argparse.ArgumentParser:
     sweep_cli.add_commands(sub)
     from linklab.report import cli as report_cli
     report_cli.add_commands(sub)
+    from linklab.interop import cli as interop_cli
+    interop_cli.add_commands(sub)
     return p
 
 

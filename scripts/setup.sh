@@ -6,7 +6,9 @@ cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(iproute2 iputils-ping iperf3 ethtool sysstat procps kmod
               qemu-system-x86 linux-image-amd64 busybox-static udev openvswitch-switch
-              chromium)  # chromium: the report tests open each report.html headless
+              chromium mininet bridge-utils tmux)
+# chromium: the report tests open each report.html headless; mininet, bridge-utils: exported
+# Mininet scripts run in the interop tests; tmux drives `linklab cli` in its terminal test.
 # `setup.sh --bench`: also what the benchmarks compare against (Mininet on Linux bridges).
 if [ "${1:-}" = "--bench" ]; then
   APT_PACKAGES+=(mininet bridge-utils)

@@ -11,7 +11,7 @@ from typing import Any
 from linklab.report import cpu_model, findings, plots, published, render
 from linklab.report.points import Point, group, label_points
 from linklab.report.runs import Run
-from linklab.sweep.store import write_text_atomic
+from linklab.fsutil import write_atomic as write_text_atomic
 
 REPORT_MD, REPORT_HTML, FIGURES = "report.md", "report.html", "figures"
 

@@ -419,7 +419,7 @@ RENDERERS: dict[str, Callable[[PlotSpec, list[Source]], Any]] = {
 
 
 def write(figs: list[Figure], out_dir: Path) -> list[Path]:
-    from linklab.sweep.store import write_text_atomic
+    from linklab.fsutil import write_atomic as write_text_atomic
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = []
     for f in figs:

@@ -1,0 +1,1 @@
+"""Interop with the labs people already use: Mininet scripts, containerlab topologies, a Mininet-style CLI."""

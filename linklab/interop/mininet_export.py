@@ -1,0 +1,197 @@
+"""linklab lab -> a self-contained Mininet 2.3 script (`sudo python3 lab_mn.py` gives Mininet's CLI).
+
+What Mininet expresses, the script gives Mininet: hosts, Linux-bridge switches (`LinuxBridge`,
+no controller), one veth link per bond member, TCLink/TCIntf parameters per interface (so
+per-direction settings map too) where TCIntf builds the same qdisc linklab would (delay, loss,
+queue limit). What Mininet has no API for is done after `net.start()` with `ip`/`tc`/`sysctl`,
+in linklab's order: bonds (members down before enslaving), switch LAGs, the MTU of every
+interface, addresses, the remaining qdiscs (linklab's own tc commands, from
+linklab.backends.linux.qdisc.plan), offloads and sysctls. `--mininet-shaping` shapes with
+Mininet's own TCLink instead, and says on stderr what that changes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from linklab.backends.linux import qdisc as tcplan
+from linklab.errors import UsageError
+from linklab.interop.common import bond_ip_args, kbit, ping_checks, refuse_ovs
+from linklab.model.resolved import Lab, Qdisc
+
+RUNTIME = Path(__file__).with_name("mininet_runtime.py")
+MAX_IFNAME = 15
+TCINTF_MAX_MBIT = 1000  # mininet/link.py TCIntf.bwParamMax: larger bw values are ignored
+
+
+def faithful_tcintf(q: Qdisc | None) -> dict[str, Any] | None:
+    """TCIntf parameters that build what linklab builds, or None when TCIntf cannot (then the
+    script applies linklab's tc commands). TCIntf puts delay/loss/limit in one netem: faithful.
+    Its bw is htb with a 15 kB burst (measured 15-35 % short of netem's rate), its jitter
+    reorders packets, and it has no duplicate, corrupt, reorder or overhead."""
+    if q is None:
+        return None
+    if q.shaper or q.order_rate_bps or q.duplicate_pct or q.corrupt_pct or q.reorder_pct or q.jitter_s:
+        return None
+    return _netem_params(q)
+
+
+def _netem_params(q: Qdisc) -> dict[str, Any]:
+    p: dict[str, Any] = {}
+    if q.delay_s or q.jitter_s:
+        p["delay"] = f"{round(q.delay_s * 1e6)}us"
+    if q.jitter_s:
+        p["jitter"] = f"{round(q.jitter_s * 1e6)}us"
+    if q.loss_pct:
+        p["loss"] = q.loss_pct
+    if q.limit:
+        p["max_queue_size"] = q.limit
+    return p
+
+
+def mininet_tcintf(q: Qdisc | None, where: str, notes: list[str]) -> dict[str, Any] | None:
+    """Mininet's own approximation (for --mininet-shaping), recording what it changes."""
+    if q is None:
+        return None
+    p = _netem_params(q)
+    if q.rate_bps:
+        mbit = q.rate_bps / 1e6
+        if mbit > TCINTF_MAX_MBIT:
+            notes.append(f"{where}: rate {kbit(q.rate_bps)} left unshaped (TCLink ignores bw above "
+                         f"{TCINTF_MAX_MBIT} Mbit/s)")
+        else:
+            p["bw"] = round(mbit, 6)
+            notes.append(f"{where}: rate {kbit(q.rate_bps)} by TCLink's htb (15 kB burst) instead of "
+                         f"{q.shaper}: measured 80-86 % of theoretical TCP goodput, netem's rate 99 %")
+    if q.jitter_s and not q.reorder_pct and (q.order_rate_bps or q.shaper == "netem"):
+        notes.append(f"{where}: jitter {round(q.jitter_s * 1e6)}us reorders packets under TCLink "
+                     "(linklab keeps them in order)")
+    for what, value in (("duplicate", q.duplicate_pct), ("corrupt", q.corrupt_pct), ("reorder", q.reorder_pct),
+                        ("overhead", q.overhead)):
+        if value:
+            notes.append(f"{where}: {what} {value:g} dropped (TCLink has no such parameter)")
+    return p or None
+
+
+def switch_ifname(switch: str, ifname: str) -> str:
+    """Mininet keeps switches in the root namespace: their ports need lab-wide names, and
+    LinuxBridge only enslaves ports whose name contains the switch's (mininet/nodelib.py)."""
+    name = f"{switch}-{ifname}"
+    if len(name) > MAX_IFNAME:
+        raise UsageError(f"export to mininet: switch port {name!r} is longer than {MAX_IFNAME} characters",
+                         hint=f"give switch {switch!r} a shorter name")
+    return name
+
+
+def lab_table(lab: Lab) -> dict[str, Any]:
+    """Everything the runtime needs, as plain data (printed into the script)."""
+    refuse_ovs(lab, "mininet")
+    switches = {n.name for n in lab.nodes if n.kind == "switch"}
+
+    def dev(node: str, ifname: str) -> str:
+        return switch_ifname(node, ifname) if node in switches else ifname
+
+    notes = ["names resolve through Mininet's CLI (`h1 ping h2`), not /etc/hosts as in linklab"]
+    if switches:
+        notes.append("switches are Linux bridges in the root namespace (Mininet's LinuxBridge), not one namespace each")
+    if any(k for n in lab.nodes for k in n.sysctls if not k.startswith(("net.ipv4", "net.ipv6"))):
+        notes.append("sysctls outside net.ipv4/net.ipv6 may be global: Mininet hosts share one kernel")
+    mn_notes: list[str] = []
+    veths, qdiscs, mtu, up, bonds, addresses, settings = [], [], [], [], [], [], []
+    main: dict[str, str] = {}
+    for link in lab.links:
+        bonded = {(b.node, m) for b in link.bonds for m in b.members}
+        for k, pair in enumerate(link.veths):
+            row: dict[str, Any] = {"link": link.name, "a": [pair.a.node, dev(pair.a.node, pair.a.ifname)],
+                                   "b": [pair.b.node, dev(pair.b.node, pair.b.ifname)]}
+            for side, end, q in (("a", pair.a, pair.egress_a), ("b", pair.b, pair.egress_b)):
+                where = f"link {link.name}" + (f" member {k}" if link.kind == "bond" else "") + f", {end.node} sending"
+                row[f"tclink_{side}"] = faithful_tcintf(q)
+                row[f"mininet_{side}"] = mininet_tcintf(q, where, mn_notes)
+                if q is not None and row[f"tclink_{side}"] is None:
+                    ifname = dev(end.node, end.ifname)
+                    qdiscs.append({"node": end.node, "ifname": ifname, "tc": tcplan.plan(q, link.mtu, ifname)})
+                if (end.node, end.ifname) not in bonded:
+                    mtu.append([end.node, dev(end.node, end.ifname), link.mtu])
+            veths.append(row)
+        for b in link.bonds:
+            on_switch = b.node in switches
+            bonds.append({"node": b.node, "ifname": dev(b.node, b.ifname), "mode": b.mode,
+                          "create_args": ["mode", b.mode, *bond_ip_args(b.options)],
+                          "primary": b.options.get("primary"),
+                          "members": [dev(b.node, m) for m in b.members], "switch": b.node if on_switch else None})
+            mtu.append([b.node, dev(b.node, b.ifname), link.mtu])  # a bond's MTU is pushed to its members
+            up.append([b.node, dev(b.node, b.ifname)])
+        for e in link.ends:
+            if e.ipv4:
+                main.setdefault(e.node, e.ifname)
+                addresses.append({"node": e.node, "ifname": e.ifname, "ipv4": e.ipv4,
+                                  "ipv6": e.ipv6 if link.ipv6 else None})
+            members = [m for b in link.bonds if b.node == e.node for m in b.members]
+            for ifname in [e.ifname, *members]:
+                if e.txqueuelen is not None:
+                    settings.append({"node": e.node, "argv": ["ip", "link", "set", "dev", dev(e.node, ifname),
+                                                              "txqueuelen", str(e.txqueuelen)]})
+                if e.offloads:
+                    flags = [x for key, v in sorted(e.offloads.items()) for x in (key, "on" if v else "off")]
+                    settings.append({"node": e.node, "argv": ["ethtool", "-K", dev(e.node, ifname), *flags]})
+        if link.ipv6_note:
+            notes.append(f"link {link.name}: {link.ipv6_note}")
+    for n in lab.nodes:
+        if n.kind == "switch" and n.mtu:
+            mtu.append([n.name, n.name, n.mtu])  # LinuxBridge names the bridge after the switch
+    return {
+        "name": lab.name,
+        "scale": lab.scale,
+        "hosts": {n.name: {"main_intf": main.get(n.name), "sysctls": dict(n.sysctls)}
+                  for n in lab.nodes if n.kind == "host"},
+        "switches": {n.name: {"stp": n.stp} for n in lab.nodes if n.kind == "switch"},
+        "veths": veths, "bonds": bonds, "mtu": mtu, "up": up, "addresses": addresses, "qdiscs": qdiscs,
+        "iface_settings": settings,
+        "checks": [{"from": c.src, "to": c.dst, "to_addr": c.dst_addr, "mtu": c.mtu, "via": c.via}
+                   for c in ping_checks(lab)],
+        "notes": notes, "mininet_shaping_notes": mn_notes,
+    }
+
+
+def _literal(table: dict[str, Any]) -> str:
+    """The table as a Python literal a reader can scan: one key, or one list item, per line."""
+    lines = ["{"]
+    for key, value in table.items():
+        if isinstance(value, list) and value:
+            lines.append(f"    {key!r}: [")
+            lines += [f"        {item!r}," for item in value]
+            lines.append("    ],")
+        elif isinstance(value, dict) and value:
+            lines.append(f"    {key!r}: {{")
+            lines += [f"        {k!r}: {v!r}," for k, v in value.items()]
+            lines.append("    },")
+        else:
+            lines.append(f"    {key!r}: {value!r},")
+    return "\n".join(lines + ["}"])
+
+
+def export(lab: Lab, source: str) -> str:
+    table = lab_table(lab)
+    tc_where = sorted({f"{q['node']}:{q['ifname']}" for q in table["qdiscs"]})
+    header = [
+        "#!/usr/bin/python3",
+        f"# linklab lab {lab.name!r} for Mininet 2.3 — exported by `linklab export --to mininet {source}`.",
+        f"# Rates are scaled by {lab.scale:g} ({lab.scale_source}); re-export with --scale to change.",
+        "#",
+        "#   sudo python3 THIS.py            build it and open Mininet's CLI (pingall, h1 ping h2, iperf h1 h2)",
+        "#   sudo python3 THIS.py --test     pingall + don't-fragment pings at the path MTU; exit 1 on loss",
+        "#   sudo python3 THIS.py --mininet-shaping   shape with TCLink's htb instead (prints what differs)",
+        "#",
+        "# Mapped: hosts, Linux-bridge switches (no controller), one link per bond member, TCIntf",
+        "# parameters (delay/loss/limit) per interface and direction; bonds, switch LAGs, MTU of every",
+        "# interface, addresses, qdiscs TCIntf cannot build, offloads and sysctls are set after start.",
+        "# Differences from `linklab up`:",
+        *[f"#   - {n}" for n in table["notes"]],
+    ]
+    if tc_where:
+        header.append("# Applied with linklab's own tc commands (TCIntf would differ: netem rate, tbf, htb burst,")
+        header.append("# in-order jitter, >1000 Mbit/s, duplicate/corrupt/reorder): " + ", ".join(tc_where))
+    body = "LAB = " + _literal(table) + "\n\n"
+    return "\n".join(header) + "\n\n" + body + RUNTIME.read_text()

@@ -1,0 +1,191 @@
+# ---- runtime: the same for every exported lab (copied from linklab/interop/mininet_runtime.py) ----
+# This file is never imported by linklab: `linklab export --to mininet` pastes it, after the LAB
+# table, into a self-contained script for Debian's Mininet 2.3 (`apt install mininet`).
+import argparse
+import json
+import shlex
+import sys
+import time
+
+from mininet.cli import CLI
+from mininet.link import Intf, Link, TCIntf
+from mininet.log import info, setLogLevel
+from mininet.net import Mininet
+from mininet.node import Host
+from mininet.nodelib import LinuxBridge
+
+OK_MARK = "__linklab_rc="
+
+
+class LinklabHost(Host):
+    """A Mininet host whose default interface is the one linklab addresses (a bond, when the
+    host's first link is bonded), so Mininet's pingall, iperf and `h1 ping h2` use it."""
+
+    def defaultIntf(self):
+        main = self.params.get("main_intf")
+        if main and main in self.nameToIntf:
+            return self.nameToIntf[main]
+        return Host.defaultIntf(self)
+
+
+def warn(msg):
+    print("linklab-export: " + msg, file=sys.stderr, flush=True)
+
+
+def run(node, argv, check=True):
+    """Run argv (quoted, never re-split) in the node's shell; Mininet's cmd() gives no exit status,
+    so the command reports it after its output."""
+    return run_all(node, [argv], check)
+
+
+def run_all(node, argvs, check=True):
+    """Several commands in one round trip to the node's shell (each costs ~1 s under emulation),
+    in a subshell that stops at the first failure."""
+    line = "; ".join(" ".join(shlex.quote(str(a)) for a in argv) for argv in argvs)
+    out = node.cmd("( set -e; " + line + " ); echo " + OK_MARK + "$?")
+    text, _, rc = out.rpartition(OK_MARK)
+    rc = int(rc.strip() or 1)
+    if check and rc != 0:
+        raise RuntimeError("%s: exited %d in: %s\n%s" % (node.name, rc, line, text.strip()))
+    return rc, text
+
+
+def build(net, mininet_shaping):
+    for name, h in LAB["hosts"].items():
+        net.addHost(name, cls=LinklabHost, ip=None, main_intf=h["main_intf"])
+    for i, (name, sw) in enumerate(LAB["switches"].items()):
+        net.addSwitch(name, cls=LinuxBridge, stp=sw["stp"], dpid="%016x" % (i + 1))
+    for veth in LAB["veths"]:
+        params = [veth["mininet_a"], veth["mininet_b"]] if mininet_shaping else [veth["tclink_a"], veth["tclink_b"]]
+        net.addLink(veth["a"][0], veth["b"][0], cls=Link, intfName1=veth["a"][1], intfName2=veth["b"][1],
+                    cls1=TCIntf if params[0] is not None else Intf, cls2=TCIntf if params[1] is not None else Intf,
+                    params1=params[0] or {}, params2=params[1] or {})
+
+
+def configure(net, mininet_shaping):
+    """What Mininet has no API for, in linklab's order: bonds (members down before enslaving),
+    switch LAGs, MTU on every interface of the path, addresses, qdiscs, interface settings, sysctls.
+    One batch of commands per node."""
+    steps = {}
+
+    def add(node, argv):
+        steps.setdefault(node, []).append(argv)
+
+    for b in LAB["bonds"]:
+        node = b["node"]
+        if b["switch"]:  # the switch's side of a bond: its members leave the bridge for the LAG
+            for m in b["members"]:
+                add(node, ["ip", "link", "set", "dev", m, "nomaster"])
+        add(node, ["ip", "link", "add", b["ifname"], "type", "bond", *b["create_args"]])
+        for m in b["members"]:
+            add(node, ["ip", "link", "set", "dev", m, "down"])
+            add(node, ["ip", "link", "set", "dev", m, "master", b["ifname"]])
+        if b["primary"]:
+            add(node, ["ip", "link", "set", "dev", b["ifname"], "type", "bond", "primary", b["primary"]])
+        if b["switch"]:
+            add(node, ["ip", "link", "set", "dev", b["ifname"], "master", b["switch"]])
+    for node, ifname, mtu in LAB["mtu"]:
+        add(node, ["ip", "link", "set", "dev", ifname, "mtu", mtu])
+    for node, ifname in LAB["up"]:
+        add(node, ["ip", "link", "set", "dev", ifname, "up"])
+    for a in LAB["addresses"]:
+        add(a["node"], ["ip", "addr", "add", a["ipv4"], "dev", a["ifname"]])
+        if a["ipv6"]:
+            add(a["node"], ["ip", "-6", "addr", "add", a["ipv6"], "dev", a["ifname"], "nodad"])
+    if not mininet_shaping:
+        for q in LAB["qdiscs"]:  # on plain Intfs (no TCIntf qdisc to replace)
+            for argv in q["tc"]:
+                add(q["node"], argv)
+    for s in LAB["iface_settings"]:
+        add(s["node"], s["argv"])
+    for name, h in LAB["hosts"].items():
+        for key, value in h["sysctls"].items():
+            add(name, ["sysctl", "-q", "-w", "%s=%s" % (key, value)])
+    for node, argvs in steps.items():
+        run_all(net[node], argvs)
+    for a in LAB["addresses"]:
+        node = net[a["node"]]
+        # Tell Mininet the address (its pingall and `h1 ping h2` use it); a bond is new to Mininet:
+        # register it (it is already inside the host, nothing to move).
+        intf = node.nameToIntf.get(a["ifname"]) or Intf(a["ifname"], node=node, moveIntfFn=lambda *_: True)
+        intf.ip, intf.prefixLen = a["ipv4"].split("/")
+
+
+def remove_root_bonds(net):
+    # Switches live in the root namespace: Mininet deletes their ports, not the LAGs built here.
+    for b in LAB["bonds"]:
+        if b["switch"]:
+            run(net[b["node"]], ["ip", "link", "del", b["ifname"]], check=False)
+
+
+def checks(net):
+    """Mininet's pingall, then a don't-fragment ping at the full path MTU across every link
+    (every bond member path included: bonds spread or fail over; loss anywhere is a failure)."""
+    failures = 0
+    loss = net.pingAll(timeout=2)
+    if loss > 0:
+        print("*** pingall: %s%% dropped" % loss, flush=True)
+        failures += 1
+    for c in LAB["checks"]:
+        rc, out = run(net[c["from"]], ["ping", "-c", "3", "-i", "0.2", "-W", "2", "-M", "do", "-s",
+                                       c["mtu"] - 28, c["to_addr"]], check=False)
+        ok = rc == 0 and " 0% packet loss" in out
+        print("*** %s -> %s (%s) at MTU %d via %s: %s" % (c["from"], c["to"], c["to_addr"], c["mtu"],
+                                                          c["via"], "ok" if ok else "FAILED"), flush=True)
+        failures += 0 if ok else 1
+    total = len(LAB["checks"]) + 1
+    print("*** linklab checks: %d/%d passed" % (total - failures, total), flush=True)
+    return failures == 0
+
+
+def iperf3(net, client, server, seconds, streams):
+    """TCP goodput client -> server with iperf3 (what linklab measures), printed as one JSON line."""
+    srv, cli = net[server], net[client]
+    addr = srv.defaultIntf().IP()
+    srv.cmd("iperf3 -s -1 -D")
+    time.sleep(1)
+    _, out = run(cli, ["iperf3", "-c", addr, "-t", seconds, "-P", streams, "-J"])
+    data = json.loads(out[out.index("{"):])
+    bps = data["end"]["sum_received"]["bits_per_second"]
+    print("LINKLAB-IPERF3 " + json.dumps({"client": client, "server": server, "bps": bps, "seconds": seconds,
+                                          "streams": streams}), flush=True)
+
+
+def main():
+    p = argparse.ArgumentParser(description="linklab lab %r in Mininet (exported by `linklab export --to mininet`)"
+                                % LAB["name"])
+    p.add_argument("--test", action="store_true", help="run pingall and MTU pings, exit 1 on any loss")
+    p.add_argument("--mininet-shaping", action="store_true",
+                   help="shape with Mininet's TCLink (htb) where it can, instead of linklab's qdiscs")
+    p.add_argument("--iperf3", nargs=2, metavar=("CLIENT", "SERVER"),
+                   help="measure TCP goodput (after --test, if given), then exit")
+    p.add_argument("--seconds", type=int, default=5)
+    p.add_argument("--streams", type=int, default=1)
+    p.add_argument("-v", "--verbose", action="store_true")
+    args = p.parse_args()
+    setLogLevel("info" if args.verbose else "warning")
+    for note in LAB["notes"] + (LAB["mininet_shaping_notes"] if args.mininet_shaping else []):
+        warn(note)
+    net = Mininet(topo=None, build=False, controller=None, switch=LinuxBridge, host=LinklabHost,
+                  link=Link, autoSetMacs=False)
+    ok = True
+    try:
+        build(net, args.mininet_shaping)
+        net.build()
+        net.start()
+        configure(net, args.mininet_shaping)
+        info("*** linklab lab %s ready\n" % LAB["name"])
+        if args.test:
+            ok = checks(net)
+        if args.iperf3:
+            iperf3(net, args.iperf3[0], args.iperf3[1], args.seconds, args.streams)
+        if not (args.test or args.iperf3):
+            CLI(net)
+    finally:
+        remove_root_bonds(net)
+        net.stop()
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,55 @@
+#!/usr/bin/python3
+# linklab lab 'jumbo' for Mininet 2.3 — exported by `linklab export --to mininet topologies/jumbo_pair.yaml`.
+# Rates are scaled by 0.1 (auto (software-emulated VM (TCG))); re-export with --scale to change.
+#
+#   sudo python3 THIS.py            build it and open Mininet's CLI (pingall, h1 ping h2, iperf h1 h2)
+#   sudo python3 THIS.py --test     pingall + don't-fragment pings at the path MTU; exit 1 on loss
+#   sudo python3 THIS.py --mininet-shaping   shape with TCLink's htb instead (prints what differs)
+#
+# Mapped: hosts, Linux-bridge switches (no controller), one link per bond member, TCIntf
+# parameters (delay/loss/limit) per interface and direction; bonds, switch LAGs, MTU of every
+# interface, addresses, qdiscs TCIntf cannot build, offloads and sysctls are set after start.
+# Differences from `linklab up`:
+#   - names resolve through Mininet's CLI (`h1 ping h2`), not /etc/hosts as in linklab
+# Applied with linklab's own tc commands (TCIntf would differ: netem rate, tbf, htb burst,
+# in-order jitter, >1000 Mbit/s, duplicate/corrupt/reorder): h1:eth1, h2:eth1
+
+LAB = {
+    'name': 'jumbo',
+    'scale': 0.1,
+    'hosts': {
+        'h1': {'main_intf': 'eth1', 'sysctls': {}},
+        'h2': {'main_intf': 'eth1', 'sysctls': {}},
+    },
+    'switches': {},
+    'veths': [
+        {'link': 'wire', 'a': ['h1', 'eth1'], 'b': ['h2', 'eth1'], 'tclink_a': None, 'mininet_a': {'bw': 100.0}, 'tclink_b': None, 'mininet_b': {'bw': 100.0}},
+    ],
+    'bonds': [],
+    'mtu': [
+        ['h1', 'eth1', 9000],
+        ['h2', 'eth1', 9000],
+    ],
+    'up': [],
+    'addresses': [
+        {'node': 'h1', 'ifname': 'eth1', 'ipv4': '10.77.0.1/24', 'ipv6': 'fd00:77::1/64'},
+        {'node': 'h2', 'ifname': 'eth1', 'ipv4': '10.77.0.2/24', 'ipv6': 'fd00:77::2/64'},
+    ],
+    'qdiscs': [
+        {'node': 'h1', 'ifname': 'eth1', 'tc': [['tc', 'qdisc', 'add', 'dev', 'eth1', 'root', 'handle', '1:', 'netem', 'rate', '100000000bit']]},
+        {'node': 'h2', 'ifname': 'eth1', 'tc': [['tc', 'qdisc', 'add', 'dev', 'eth1', 'root', 'handle', '1:', 'netem', 'rate', '100000000bit']]},
+    ],
+    'iface_settings': [],
+    'checks': [
+        {'from': 'h1', 'to': 'h2', 'to_addr': '10.77.0.2', 'mtu': 9000, 'via': 'wire'},
+        {'from': 'h2', 'to': 'h1', 'to_addr': '10.77.0.1', 'mtu': 9000, 'via': 'wire'},
+    ],
+    'notes': [
+        "names resolve through Mininet's CLI (`h1 ping h2`), not /etc/hosts as in linklab",
+    ],
+    'mininet_shaping_notes': [
+        "link wire, h1 sending: rate 100 Mbit/s by TCLink's htb (15 kB burst) instead of netem: measured 80-86 % of theoretical TCP goodput, netem's rate 99 %",
+        "link wire, h2 sending: rate 100 Mbit/s by TCLink's htb (15 kB burst) instead of netem: measured 80-86 % of theoretical TCP goodput, netem's rate 99 %",
+    ],
+}
+
