@@ -129,6 +129,8 @@ def _run_point(exp: Experiment, topo_raw: dict, lab_name: str, base_overrides, p
                     m_raw, m_row = measure_rep.measure(lab, plan, exp.measure, omit=exp.warmup)
                     raw.update(m_raw)
                     row.update(m_row)
+                    if row.get("flags"):  # say it now: a disturbed point is worth rerunning
+                        progress.log(f"  warning: {row['flags']}: {row['flag_evidence']}")
                 except LinklabError as e:
                     row["error"] = str(e)
                     progress.log(f"  measurement failed: {e}")

@@ -17,14 +17,20 @@ from typing import Any
 
 from linklab import runner
 from linklab.backends.linux.names import netns_name
-from linklab.measure import counters, nstat
+from linklab.measure import counters, disturbance, nstat
 from linklab.measure.cpu import CpuSampler
 from linklab.measure.iperf3 import Iperf3Client, Iperf3Server, aggregate, parse_result
-from linklab.measure.ping import Ping
+from linklab.measure.ping import Ping, under_load_row
 from linklab.model.resolved import Lab
 from linklab.backends.linux import netns_pids, sysctl
 from linklab.sweep.plan import CC_SYSCTL, PointPlan
 from linklab.units import parse_rate
+
+
+# Latency under load: one probe every 100 ms through the throughput window, counted from 1 s
+# after iperf3's omitted seconds (slow start is not the steady state a queue settles to).
+LOAD_PING_INTERVAL_S = 0.1
+LOAD_PING_SKIP_S = 1.0
 
 
 @dataclass
@@ -90,12 +96,14 @@ def measure(lab: Lab, plan: PointPlan, measure_what: list[str], omit: float) -> 
     target = plan.server if tool.ip == 4 else f"{plan.server}-v6"
     raw: dict[str, str] = {}
     row: dict[str, Any] = {}
+    idle = None
 
-    if "ping" in measure_what:
+    if "ping" in measure_what or "ping_load" in measure_what:
         ping = Ping(target=target, count=tool.ping_count, interval=tool.ping_interval, family=tool.ip)
         res = runner.run(ping.argv(), netns=cns, timeout=tool.ping_count * tool.ping_interval + 15, check=False)
         raw["ping.txt"] = res.stdout + res.stderr
-        row.update(ping.parse_result(res).row("ping_"))
+        idle = ping.parse_result(res)
+        row.update(idle.row("ping_"))
 
     members = {node: bond_members(lab, node) for node in (plan.client, plan.server)}
     want_counters = "bond_counters" in measure_what and any(members.values())
@@ -103,6 +111,8 @@ def measure(lab: Lab, plan: PointPlan, measure_what: list[str], omit: float) -> 
         c_before = {node: counters.read_counters(netns_name(lab.name, node), m) for node, m in members.items() if m}
     if "nstat" in measure_what:
         n_before = {side: nstat.Nstat().run(netns=ns) for side, ns in (("client", cns), ("server", sns))}
+
+    q_before = qdisc_stats(lab)
 
     # Always name the congestion control: a long-running iperf3 3.12 server keeps the -C of an
     # earlier test otherwise (captured in tests/data/tools/iperf3_tcp_reverse_stale_cc.json).
@@ -117,8 +127,14 @@ def measure(lab: Lab, plan: PointPlan, measure_what: list[str], omit: float) -> 
     t0 = time.monotonic()
     if sampler:
         sampler.start()
+    load_ping = load_proc = None
     try:
         procs = [runner.start(c.argv(), netns=cns, stdout=subprocess.PIPE, stderr=subprocess.PIPE) for c in clients]
+        if "ping_load" in measure_what:
+            # Ping through the whole window; under_load_row keeps the replies past slow start.
+            load_ping = Ping(target=target, count=max(int((tool.duration + omit) / LOAD_PING_INTERVAL_S) - 1, 1),
+                             interval=LOAD_PING_INTERVAL_S, family=tool.ip)
+            load_proc = runner.start(load_ping.argv(), netns=cns, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         outputs = []
         for p in procs:
             try:
@@ -129,7 +145,17 @@ def measure(lab: Lab, plan: PointPlan, measure_what: list[str], omit: float) -> 
             outputs.append((out.decode(errors="replace"), err.decode(errors="replace")))
     finally:
         window = sampler.stop() if sampler else None
+        if load_proc is not None:
+            try:
+                lout, lerr = load_proc.communicate(timeout=15)
+            except subprocess.TimeoutExpired:
+                load_proc.kill()
+                lout, lerr = load_proc.communicate()
     row["window_s"] = round(time.monotonic() - t0, 3)
+    if load_proc is not None:
+        lout, lerr = lout.decode(errors="replace"), lerr.decode(errors="replace")
+        raw["ping-load.txt"] = lout + lerr
+        row.update(under_load_row(Ping.parse(lout, lerr), LOAD_PING_INTERVAL_S, omit + LOAD_PING_SKIP_S, idle))
 
     for i, (out, err) in enumerate(outputs):
         raw[f"iperf3-{i}.json" if len(outputs) > 1 else "iperf3.json"] = out
@@ -139,6 +165,11 @@ def measure(lab: Lab, plan: PointPlan, measure_what: list[str], omit: float) -> 
     result = results[0] if len(results) == 1 else aggregate(results)
     row.update(result.row(""))
     row["streams_as"] = tool.parallel  # threads of one iperf3, or separate processes: CPU results differ
+
+    q_after = qdisc_stats(lab)
+    drops = disturbance.drops_delta(q_before, q_after)
+    raw["qdisc-drops.json"] = json.dumps({"dropped": drops, "after": q_after}, indent=1, sort_keys=True)
+    row["qdisc_dropped_pkts"] = sum(drops.values())
 
     if window is not None:
         raw["cpu.json"] = json.dumps({"seconds": window.seconds, "cores": window.cores,
@@ -157,4 +188,27 @@ def measure(lab: Lab, plan: PointPlan, measure_what: list[str], omit: float) -> 
             d = nstat.delta(n_before[side], n_after[side])
             raw[f"nstat-{side}.json"] = json.dumps(d, indent=1, sort_keys=True)
             row.update(nstat.row(d, prefix=f"{side}_nstat_"))
+    row.update(disturbance.flags(row, drops, lossy_ifaces(lab)))
     return raw, row
+
+
+def qdisc_stats(lab: Lab) -> dict[str, dict[str, int]]:
+    """Every lab node's qdisc counters, keyed "node/dev kind handle" (tc: pyroute2 has the
+    counters too, but the dump kept in the results is tc's text, and one parser reads both)."""
+    out: dict[str, dict[str, int]] = {}
+    for node in lab.nodes:
+        res = runner.run(["tc", "-s", "qdisc", "show"], netns=netns_name(lab.name, node.name), check=False, timeout=10)
+        for key, v in disturbance.parse_qdisc_stats(res.stdout).items():
+            out[f"{node.name}/{key}"] = v
+    return out
+
+
+def lossy_ifaces(lab: Lab) -> set[str]:
+    """Interfaces whose impairment asks for loss: their drops are the experiment, not a flag."""
+    out = set()
+    for link in lab.links:
+        for pair in link.veths:
+            for end, q in ((pair.a, pair.egress_a), (pair.b, pair.egress_b)):
+                if q is not None and q.loss_pct:
+                    out.add(f"{end.node}/{end.ifname}")
+    return out
