@@ -21,6 +21,7 @@ from linklab.measure import counters, disturbance, nstat
 from linklab.measure.cpu import CpuSampler
 from linklab.measure.iperf3 import Iperf3Client, Iperf3Server, aggregate, parse_result
 from linklab.measure.ping import Ping, under_load_row
+from linklab.measure.reorder import ReorderProbe
 from linklab.model.resolved import Lab
 from linklab.backends.linux import netns_pids, sysctl
 from linklab.sweep.plan import CC_SYSCTL, PointPlan
@@ -127,7 +128,13 @@ def measure(lab: Lab, plan: PointPlan, measure_what: list[str], omit: float) -> 
     t0 = time.monotonic()
     if sampler:
         sampler.start()
-    load_ping = load_proc = None
+    load_ping = load_proc = probe = probe_rx = probe_tx = None
+    if "reorder" in measure_what:
+        # Receiver first (it prints "listening" once bound), sender once the flow is past slow start.
+        probe = ReorderProbe(target=_address(lab, plan.server, tool.ip), port=tool.port + 100,
+                             bursts=max(min(int((tool.duration - 1.5) / 0.01), 400), 20), listen_s=1.0)
+        probe_rx = runner.start(probe.receiver_argv(), netns=sns, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        probe_rx.stdout.readline()
     try:
         procs = [runner.start(c.argv(), netns=cns, stdout=subprocess.PIPE, stderr=subprocess.PIPE) for c in clients]
         if "ping_load" in measure_what:
@@ -135,6 +142,9 @@ def measure(lab: Lab, plan: PointPlan, measure_what: list[str], omit: float) -> 
             load_ping = Ping(target=target, count=max(int((tool.duration + omit) / LOAD_PING_INTERVAL_S) - 1, 1),
                              interval=LOAD_PING_INTERVAL_S, family=tool.ip)
             load_proc = runner.start(load_ping.argv(), netns=cns, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        if probe is not None:
+            time.sleep(omit + 0.5)
+            probe_tx = runner.start(probe.argv(), netns=cns, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         outputs = []
         for p in procs:
             try:
@@ -151,7 +161,20 @@ def measure(lab: Lab, plan: PointPlan, measure_what: list[str], omit: float) -> 
             except subprocess.TimeoutExpired:
                 load_proc.kill()
                 lout, lerr = load_proc.communicate()
+        probe_out = b""
+        for p in (probe_tx, probe_rx):
+            if p is not None:
+                try:
+                    out = p.communicate(timeout=30)[0]
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    out = p.communicate()[0]
+                probe_out = out if p is probe_rx else probe_out
     row["window_s"] = round(time.monotonic() - t0, 3)
+    if probe_rx is not None:
+        text = probe_out.decode(errors="replace")
+        raw["reorder-probe.txt"] = text
+        row.update(ReorderProbe.parse(text).row("reorder_"))
     if load_proc is not None:
         lout, lerr = lout.decode(errors="replace"), lerr.decode(errors="replace")
         raw["ping-load.txt"] = lout + lerr
@@ -190,6 +213,16 @@ def measure(lab: Lab, plan: PointPlan, measure_what: list[str], omit: float) -> 
             row.update(nstat.row(d, prefix=f"{side}_nstat_"))
     row.update(disturbance.flags(row, drops, lossy_ifaces(lab)))
     return raw, row
+
+
+def _address(lab: Lab, node: str, ip: int) -> str:
+    """The node's first address of that family (the probe sends to an address, not a name)."""
+    for link in lab.links:
+        for end in link.ends:
+            addr = end.ipv4 if ip == 4 else end.ipv6
+            if end.node == node and addr:
+                return addr.split("/")[0]
+    raise LookupError(f"{node} has no IPv{ip} address")
 
 
 def qdisc_stats(lab: Lab) -> dict[str, dict[str, int]]:

@@ -113,3 +113,22 @@ def test_killed_sweep_resumes_with_every_point_exactly_once(results, cleanup_lab
     assert len(keys) == 8 and len(set(keys)) == 8  # 4 points x 2 reps, each exactly once
     assert not list(runs[0].rglob("*.tmp*")), "partial files left behind"
     assert [r["error"] for r in rows if r.get("error")] == []
+
+
+def test_reordering_measured_directly_and_latency_under_load(results, cleanup_labs):
+    # Members 100 us and 400 us: round robin delivers a burst's packets out of order; one active
+    # member never does. The probe's datagrams leave back to back, closer than the 300 us skew.
+    cleanup_labs.append("rrskew")
+    store = run(DATA / "reorder.yaml", Options(results=results), say=lambda *_: None)
+    rows = {r["bond_mode"]: r for r in rows_of(store)}
+    rr, ab = rows["balance-rr"], rows["active-backup"]
+    for r in (rr, ab):
+        assert not r.get("error"), r.get("error")
+        assert int(r["reorder_received"]) >= 0.9 * int(r["reorder_sent"]) > 0
+        # Latency under load sits beside the idle RTT, from a ping that ran in the window.
+        assert int(r["load_ping_received"]) >= 10 and r["ping_rtt_p50_ms"] and r["load_ping_added_p50_ms"]
+        assert "flags" in r and "qdisc_dropped_pkts" in r
+    assert float(rr["reorder_ratio"]) > 0.01 and int(rr["reorder_extent_max"]) >= 1, rr["reorder_density"]
+    assert float(ab["reorder_ratio"]) == 0 and float(ab["reorder_density_d0"]) == 1.0
+    rep = next((store.path / "points").iterdir()) / "rep1"
+    assert (rep / "reorder-probe.txt").read_text().count("seq ") > 100 and (rep / "ping-load.txt").exists()
