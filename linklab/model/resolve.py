@@ -9,7 +9,7 @@ import ipaddress
 from dataclasses import dataclass
 
 from linklab.errors import ValidationFailed
-from linklab.model import queues
+from linklab.model import queues, scaling
 from linklab.model import resolved as r
 from linklab.model.topology import MIN_IPV6_MTU, Impairment, ImpairmentFields, Topology
 
@@ -43,7 +43,7 @@ def resolve(t: Topology, ctx: Context = Context()) -> r.Lab:
     problems += alloc.problems
     if problems:
         raise ValidationFailed(t.name, problems)
-    nodes = _nodes(t, links)
+    nodes = _nodes(t, links, scale, notes)
     return r.Lab(name=t.name, scale=scale, scale_source=scale_source, nodes=nodes, links=links, notes=notes)
 
 
@@ -321,11 +321,13 @@ def _switch_lag(bond) -> tuple[str, dict] | None:
     return None
 
 
-def _nodes(t: Topology, links: list[r.Link]) -> list[r.Node]:
+def _nodes(t: Topology, links: list[r.Link], scale: float, notes: list[str]) -> list[r.Node]:
     nodes: list[r.Node] = []
     for name, host in t.hosts.items():
         sysctls = {**t.defaults.sysctls, **(host.sysctls if host else {})}
-        nodes.append(r.Node(name=name, kind="host", sysctls={k: str(v) for k, v in sysctls.items()},
+        scaled, changed = scaling.scale_sysctls({k: str(v) for k, v in sysctls.items()}, scale)
+        notes += [f"host {name}: {n}" for n in changed]
+        nodes.append(r.Node(name=name, kind="host", sysctls=scaled,
                             hosts=_hosts_entries(name, t, links)))
     for name, sw in t.switches.items():
         mtus = [link.mtu for link in links if any(e.node == name for e in link.ends)]

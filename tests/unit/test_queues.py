@@ -86,3 +86,15 @@ def test_tbf_takes_the_queue_as_its_byte_limit():
     from linklab.model.resolved import Qdisc
     plan = tc.plan(Qdisc(shaper="tbf", rate_bps=1e8, queue_bytes=62500), 1500, "e")
     assert plan[0][-2:] == ["limit", "62500"]
+
+
+def test_socket_buffers_scale_with_rates_and_say_so(tmp_path):
+    text = ("name: w\nscale: 0.1\nhosts: {a: {sysctls: {net.ipv4.tcp_rmem: '4096 131072 4194304',"
+            " net.core.rmem_max: 16777216, net.ipv4.tcp_reordering: 3}}, b: {}}\n"
+            "links: [{endpoints: [a, b], impair: {rate: 1gbit}}]\n")
+    lab = lab_from(tmp_path, text, 0.1)
+    s = lab.node("a").sysctls
+    assert s["net.ipv4.tcp_rmem"] == "4096 13107 419430" and s["net.core.rmem_max"] == "1677721"
+    assert s["net.ipv4.tcp_reordering"] == "3"  # not a size
+    assert any("tcp_rmem scaled x0.1" in n for n in lab.notes)
+    assert lab_from(tmp_path, text, 1.0).node("a").sysctls["net.ipv4.tcp_rmem"] == "4096 131072 4194304"
