@@ -11,19 +11,22 @@ import os
 import re
 import signal
 import subprocess
+import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from linklab import runner
 from linklab.backends.linux.names import netns_name
-from linklab.measure import counters, disturbance, nstat
+from linklab.measure import counters, disturbance, nstat, timeline
 from linklab.measure.cpu import CpuSampler
 from linklab.measure.iperf3 import Iperf3Client, Iperf3Server, aggregate, parse_result
 from linklab.measure.ping import Ping, under_load_row
 from linklab.measure.reorder import ReorderProbe
 from linklab.model.resolved import Lab
-from linklab.backends.linux import netns_pids, sysctl
+from linklab.backends.linux import faults, netns_pids, sysctl
+from linklab.sweep.experiment import Event
 from linklab.sweep.plan import CC_SYSCTL, PointPlan
 from linklab.units import parse_rate
 
@@ -32,6 +35,8 @@ from linklab.units import parse_rate
 # after iperf3's omitted seconds (slow start is not the steady state a queue settles to).
 LOAD_PING_INTERVAL_S = 0.1
 LOAD_PING_SKIP_S = 1.0
+# iperf3's finest report interval: the time series a fault's outage is read from.
+EVENT_INTERVAL_S = 0.1
 
 
 @dataclass
@@ -91,7 +96,8 @@ def bond_members(lab: Lab, node: str) -> list[str]:
     return [m for link in lab.links for b in link.bonds if b.node == node for m in b.members]
 
 
-def measure(lab: Lab, plan: PointPlan, measure_what: list[str], omit: float) -> tuple[dict[str, str], dict[str, Any]]:
+def measure(lab: Lab, plan: PointPlan, measure_what: list[str], omit: float,
+            events: Sequence[Event] = ()) -> tuple[dict[str, str], dict[str, Any]]:
     tool = plan.tool
     cns, sns = netns_name(lab.name, plan.client), netns_name(lab.name, plan.server)
     target = plan.server if tool.ip == 4 else f"{plan.server}-v6"
@@ -121,14 +127,15 @@ def measure(lab: Lab, plan: PointPlan, measure_what: list[str], omit: float) -> 
     client = Iperf3Client(
         server=target, port=tool.port, duration=tool.duration, streams=tool.streams, protocol=tool.protocol,
         bitrate=parse_rate(tool.udp_rate) * lab.scale if tool.protocol == "udp" else None,
-        mss=tool.mss, length=tool.length, congestion=cc, ipv6=tool.ip == 6, omit=omit)
+        mss=tool.mss, length=tool.length, congestion=cc, ipv6=tool.ip == 6, omit=omit,
+        interval=tool.interval or (EVENT_INTERVAL_S if events else None))
     clients = client.as_processes(tool.streams) if tool.parallel == "processes" else [client]
     timeout = tool.duration + omit + 30
     sampler = CpuSampler(comms=["iperf3"], interval=1.0) if "cpu" in measure_what else None
     t0 = time.monotonic()
     if sampler:
         sampler.start()
-    load_ping = load_proc = probe = probe_rx = probe_tx = None
+    load_ping = load_proc = probe = probe_rx = probe_tx = fault_thread = None
     if "reorder" in measure_what:
         # Receiver first (it prints "listening" once bound), sender once the flow is past slow start.
         probe = ReorderProbe(target=_address(lab, plan.server, tool.ip), port=tool.port + 100,
@@ -142,6 +149,7 @@ def measure(lab: Lab, plan: PointPlan, measure_what: list[str], omit: float) -> 
             load_ping = Ping(target=target, count=max(int((tool.duration + omit) / LOAD_PING_INTERVAL_S) - 1, 1),
                              interval=LOAD_PING_INTERVAL_S, family=tool.ip)
             load_proc = runner.start(load_ping.argv(), netns=cns, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        fault_thread = _FaultTimeline(lab, events, time.monotonic() + omit) if events else None
         if probe is not None:
             time.sleep(omit + 0.5)
             probe_tx = runner.start(probe.argv(), netns=cns, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -154,6 +162,8 @@ def measure(lab: Lab, plan: PointPlan, measure_what: list[str], omit: float) -> 
                 out, err = p.communicate()
             outputs.append((out.decode(errors="replace"), err.decode(errors="replace")))
     finally:
+        if fault_thread is not None:
+            fault_thread.finish()
         window = sampler.stop() if sampler else None
         if load_proc is not None:
             try:
@@ -187,6 +197,14 @@ def measure(lab: Lab, plan: PointPlan, measure_what: list[str], omit: float) -> 
     results = [parse_result(out) for out, _ in outputs]  # raises Iperf3Error on iperf3's {"error": ...}
     result = results[0] if len(results) == 1 else aggregate(results)
     row.update(result.row(""))
+    if fault_thread is not None:
+        raw["events.json"] = json.dumps(fault_thread.log, indent=1)
+        ivs = timeline.series(json.loads(outputs[0][0])) if outputs and outputs[0][0].strip() else []
+        for i, (ev, done) in enumerate(zip(events, fault_thread.log), start=1):
+            row[f"fault{i}_action"] = ev.set
+            row[f"fault{i}_applied_s"] = done.get("applied_s")
+            row.update(timeline.outage(ivs, ev.at).row(f"fault{i}_"))
+        row["fault_outage_fraction"] = timeline.OUTAGE_FRACTION
     row["streams_as"] = tool.parallel  # threads of one iperf3, or separate processes: CPU results differ
 
     q_after = qdisc_stats(lab)
@@ -213,6 +231,39 @@ def measure(lab: Lab, plan: PointPlan, measure_what: list[str], omit: float) -> 
             row.update(nstat.row(d, prefix=f"{side}_nstat_"))
     row.update(disturbance.flags(row, drops, lossy_ifaces(lab)))
     return raw, row
+
+
+class _FaultTimeline:
+    """Applies the experiment's events at their times in a thread; `finish` waits for it and
+    brings back up every member it took down (the next repetition starts whole)."""
+
+    def __init__(self, lab: Lab, events: Sequence[Event], zero: float):
+        self.lab, self.events, self.zero = lab, list(events), zero
+        self.log: list[dict[str, Any]] = []
+        self.down: set[tuple[str, int]] = set()
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        for ev in sorted(self.events, key=lambda e: e.at):
+            if self.stop.wait(max(self.zero + ev.at - time.monotonic(), 0)):
+                self.log.append({"set": ev.set, "at_s": ev.at, "applied_s": None, "note": "window ended first"})
+                continue
+            link, member, up = ev.action()
+            try:
+                what = faults.set_member_state(self.lab, link, member, up)
+                (self.down.discard if up else self.down.add)((link, member))
+                self.log.append({"set": ev.set, "at_s": ev.at, "applied_s": round(time.monotonic() - self.zero, 3),
+                                 "did": what})
+            except Exception as e:  # recorded, not fatal: the row says the fault did not happen
+                self.log.append({"set": ev.set, "at_s": ev.at, "applied_s": None, "error": str(e)})
+
+    def finish(self) -> None:
+        self.stop.set()
+        self.thread.join(timeout=30)
+        for link, member in sorted(self.down):
+            faults.set_member_state(self.lab, link, member, True)
 
 
 def _address(lab: Lab, node: str, ip: int) -> str:

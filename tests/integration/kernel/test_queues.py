@@ -4,6 +4,7 @@ Bounds compare minima (scheduling noise under software emulation only adds delay
 minimum is its cleanest estimate) and medians (with a wide tolerance), idle vs under load.
 """
 
+import re
 import subprocess
 import time
 from statistics import median
@@ -45,21 +46,31 @@ def rtts(lb, count=25):
     return got
 
 
+def backlog_bytes(lb) -> int:
+    out = lb.run("h1", ["tc", "-s", "qdisc", "show", "dev", "eth1"], check=False).stdout
+    return max((int(n) for n in re.findall(r"backlog (\d+)b", out)), default=0)
+
+
 def under_load(lb, client_argv, count=25):
-    """Ping h2 while h1 runs `client_argv` against an iperf3 server on h2."""
+    """Ping h2 while h1 runs `client_argv` against an iperf3 server on h2, once the load has
+    built a queue (iperf3 can take seconds to connect under software emulation)."""
     server = subprocess.Popen(["ip", "netns", "exec", lb.ns("h2"), "iperf3", "-s", "-1"],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    client = None
     try:
         time.sleep(1.0)
         client = subprocess.Popen(["ip", "netns", "exec", lb.ns("h1"), *client_argv],
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(1.5)  # past slow start: the queue is in its steady state
-        got = rtts(lb, count)
-        client.wait(timeout=60)
-        return got
+        deadline = time.monotonic() + 30
+        while backlog_bytes(lb) == 0 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        time.sleep(1.0)  # past slow start: the queue is in its steady state
+        return rtts(lb, count)
     finally:
-        server.kill()
-        server.wait()
+        for p in (client, server):
+            if p is not None:
+                p.kill()
+                p.wait()
 
 
 @pytest.mark.parametrize("queue,bound_ms", [("queue: 5ms", 5.0), (None, 10.0)])
@@ -71,7 +82,7 @@ def test_udp_overload_waits_the_queue_bound(tmp_path, queue, bound_ms):
     lb = Lab(topology(tmp_path, impair, "itqueue"), "itqueue")
     try:
         idle = rtts(lb)
-        load = under_load(lb, ["iperf3", "-c", "10.77.0.2", "-u", "-b", "40M", "-t", "6"])
+        load = under_load(lb, ["iperf3", "-c", "10.77.0.2", "-u", "-b", "40M", "-t", "40"])
         added_min = min(load) - min(idle)
         added_med = median(load) - median(idle)
         # A full FIFO delays by its bound less at most one 1514-byte frame (0.6 ms at 20 Mbit/s);
@@ -90,7 +101,7 @@ def test_tcp_bulk_rtt_under_load_stays_within_host_port_model(tmp_path):
     lb = Lab(topology(tmp_path, "rate: 1gbit", "ittcpq"), "ittcpq")
     try:
         idle = rtts(lb)
-        load = under_load(lb, ["iperf3", "-c", "10.77.0.2", "-t", "6"])
+        load = under_load(lb, ["iperf3", "-c", "10.77.0.2", "-t", "40"])
         added_med = median(load) - median(idle)
         assert -2.0 <= added_med <= 15.0, (idle, load)
         qdisc = runner.run(["tc", "-s", "qdisc", "show", "dev", "eth1"], netns=lb.ns("h1")).stdout
