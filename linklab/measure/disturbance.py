@@ -6,6 +6,9 @@ Each flag comes with its evidence, so a report can mark the point and say why:
   queue_dropped    a qdisc dropped packets during the window and no `loss:` asked for it: a
                    queue bound binding (by design for UDP overload and switch ports, a sign of
                    an emulator stall or too small a queue for a TCP flow)
+  host_disturbed   other work took >= HOST_OTHER_PCT of the host's cores during the window (the
+                   host's /proc/stat minus the lab VM's QEMU process, recorded by the host side:
+                   linklab/vm/hostcpu.py): the emulator was short of CPU, its neighbours were not
 Counters come from `tc -s qdisc show` (parse_qdisc_stats) before and after the repetition.
 """
 
@@ -16,6 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 CORE_BUSY_PCT = 85.0  # E1 20-stream points reached 85-93 % in the lab VM
+HOST_OTHER_PCT = 25.0  # % of all host cores: on 2 cores, half a core of other work
 
 _QDISC = re.compile(r"^qdisc (?P<kind>\S+) (?P<handle>\S+:)\S* (?:dev (?P<dev>\S+) )?(?P<where>root|parent \S+)")
 _SENT = re.compile(r"^\s*Sent (?P<bytes>\d+) bytes (?P<pkts>\d+) pkt \(dropped (?P<dropped>\d+), "
@@ -72,4 +76,9 @@ def flags(row: Mapping[str, Any], drops: Mapping[str, int] | None = None,
     if unasked:
         names.append("queue_dropped")
         evidence.append("dropped " + ", ".join(f"{k}: {v}" for k, v in sorted(unasked.items())))
+    other = row.get("host_other_pct")
+    if isinstance(other, (int, float)) and other >= HOST_OTHER_PCT:
+        names.append("host_disturbed")
+        evidence.append(f"host {row.get('host_busy_pct')}% busy, lab VM {row.get('host_qemu_pct')}%, "
+                        f"other work {other}% of {row.get('host_cpus')} cores (>= {HOST_OTHER_PCT:g}%)")
     return {"flags": ";".join(names), "flag_evidence": "; ".join(evidence)}

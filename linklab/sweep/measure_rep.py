@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from linklab import runner
+from linklab import kernel, runner, state
 from linklab.backends.linux.names import netns_name
 from linklab.measure import counters, disturbance, nstat, timeline
 from linklab.measure.cpu import CpuSampler
@@ -27,6 +27,7 @@ from linklab.measure.reorder import ReorderProbe
 from linklab.model.resolved import Lab
 from linklab.backends.linux import faults, netns_pids, sysctl
 from linklab.sweep.experiment import Event
+from linklab.vm import hostcpu
 from linklab.sweep.plan import CC_SYSCTL, PointPlan
 from linklab.units import parse_rate
 
@@ -133,6 +134,7 @@ def measure(lab: Lab, plan: PointPlan, measure_what: list[str], omit: float,
     timeout = tool.duration + omit + 30
     sampler = CpuSampler(comms=["iperf3"], interval=1.0) if "cpu" in measure_what else None
     t0 = time.monotonic()
+    wall0 = time.time()
     if sampler:
         sampler.start()
     load_ping = load_proc = probe = probe_rx = probe_tx = fault_thread = None
@@ -181,6 +183,7 @@ def measure(lab: Lab, plan: PointPlan, measure_what: list[str], omit: float,
                     out = p.communicate()[0]
                 probe_out = out if p is probe_rx else probe_out
     row["window_s"] = round(time.monotonic() - t0, 3)
+    row.update(host_cpu_row(wall0, time.time()))
     if probe_rx is not None:
         text = probe_out.decode(errors="replace")
         raw["reorder-probe.txt"] = text
@@ -264,6 +267,20 @@ class _FaultTimeline:
         self.thread.join(timeout=30)
         for link, member in sorted(self.down):
             faults.set_member_state(self.lab, link, member, True)
+
+
+def host_cpu_row(t0: float, t1: float) -> dict[str, Any]:
+    """The host's CPU during the window, as the host recorded it (linklab/vm/hostcpu.py); in the
+    lab VM only (a guest cannot see the host's other work). Empty natively."""
+    if not kernel.in_lab_vm():
+        return {}
+    path = state.state_dir() / "vm" / "host-cpu.json"
+    deadline = time.monotonic() + 2.5  # the host samples once a second: wait for one after t1
+    while True:
+        got = hostcpu.window(hostcpu.read(path), t0, t1)
+        if got is not None or time.monotonic() > deadline:
+            return got or {"host_busy_pct": None}
+        time.sleep(0.5)
 
 
 def _address(lab: Lab, node: str, ip: int) -> str:

@@ -26,3 +26,22 @@ def test_drops_delta_handles_rebuilt_qdisc():
     before = {"a": {"dropped": 5}, "b": {"dropped": 9}}
     after = {"a": {"dropped": 7}, "b": {"dropped": 2}, "c": {"dropped": 0}}
     assert d.drops_delta(before, after) == {"a": 2, "b": 2}
+
+
+def test_host_window_from_recorded_samples_and_flag():
+    from linklab.vm import hostcpu
+    s = [{"t": 100.0, "total": 1000, "idle": 400, "qemu": 300, "ncpu": 2},
+         {"t": 101.0, "total": 1200, "idle": 440, "qemu": 390, "ncpu": 2},
+         {"t": 106.0, "total": 2200, "idle": 640, "qemu": 840, "ncpu": 2}]
+    w = hostcpu.window(s, 101.0, 106.0)
+    assert w == {"host_busy_pct": 80.0, "host_qemu_pct": 45.0, "host_other_pct": 35.0, "host_cpus": 2}
+    assert hostcpu.window(s, 90.0, 99.0) is None  # nothing recorded before the window
+    f = d.flags(w)
+    assert f["flags"] == "host_disturbed" and "other work 35.0%" in f["flag_evidence"]
+
+
+def test_host_sample_reads_real_proc(tmp_path):
+    import os
+    from linklab.vm import hostcpu
+    s = hostcpu.sample(os.getpid())
+    assert s is not None and s["total"] > s["idle"] >= 0 and s["qemu"] >= 0 and s["ncpu"] >= 1
