@@ -45,3 +45,11 @@ def test_host_sample_reads_real_proc(tmp_path):
     from linklab.vm import hostcpu
     s = hostcpu.sample(os.getpid())
     assert s is not None and s["total"] > s["idle"] >= 0 and s["qemu"] >= 0 and s["ncpu"] >= 1
+
+
+def test_parse_qdisc_stats_on_captured_tc_output():
+    # tc -s -d qdisc show in a lab namespace (rate 200mbit at scale 0.1, queue 5ms): htb + bfifo.
+    got = d.parse_qdisc_stats((DATA / "tc_qdisc_s_before.txt").read_text())
+    assert set(got) == {"lo noqueue 0:", "eth1 htb 1:", "eth1 bfifo 10:"}
+    assert got["eth1 bfifo 10:"] == {"sent_bytes": 2184, "sent_pkts": 24, "dropped": 0, "overlimits": 0,
+                                      "requeues": 0}
