@@ -133,5 +133,13 @@ def describe(ipr, index: int) -> list[dict[str, Any]]:
                 item["limit_bytes"] = parms["limit"]
         elif kind == "bfifo" and opts is not None:
             item["limit_bytes"] = opts.get("limit")
+        elif kind == "htb":
+            # htb's rate lives on its class, not the qdisc.
+            for cl in ipr.get_classes(index=index):
+                copts = cl.get_attr("TCA_OPTIONS")
+                parms = copts.get_attr("TCA_HTB_PARMS") if copts is not None else None
+                if cl.get_attr("TCA_KIND") == "htb" and parms:
+                    item["rate_bps"] = parms["rate"] * 8
+                    break
         out.append(item)
     return out
