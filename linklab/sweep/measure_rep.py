@@ -233,7 +233,19 @@ def measure(lab: Lab, plan: PointPlan, measure_what: list[str], omit: float,
             raw[f"nstat-{side}.json"] = json.dumps(d, indent=1, sort_keys=True)
             row.update(nstat.row(d, prefix=f"{side}_nstat_"))
     row.update(disturbance.flags(row, drops, lossy_ifaces(lab)))
+    row.update(queue_row(lab, plan.client))
     return raw, row
+
+
+def queue_row(lab: Lab, node: str, prefix: str = "client_") -> dict[str, Any]:
+    """The queues the sender's traffic first meets (its own egress), as resolved: bound in ms,
+    which qdisc holds it, and what decided it (linklab/model/queues.py)."""
+    qs = [q for link in lab.links for pair in link.veths for end, q in ((pair.a, pair.egress_a), (pair.b, pair.egress_b))
+          if end.node == node and q is not None and q.queue_s is not None]
+    uniq = lambda xs: ";".join(sorted({str(x) for x in xs}))  # noqa: E731 -- one value per member, usually equal
+    return {f"{prefix}queue_ms": uniq(round(q.queue_s * 1e3, 3) for q in qs) or None,
+            f"{prefix}queue_holder": uniq(q.queue_holder for q in qs) or None,
+            f"{prefix}queue_source": uniq(q.queue_source for q in qs) or None}
 
 
 class _FaultTimeline:
