@@ -22,6 +22,8 @@ def _qdisc_text(qs: list[dict[str, Any]]) -> str:
             bits.append(f"loss {q['loss_pct']:g}%")
         if q.get("reorder_pct"):
             bits.append(f"reorder {q['reorder_pct']:g}%")
+        if q.get("limit_bytes"):
+            bits.append(f"limit {q['limit_bytes']}b")
         parts.append(" ".join(bits))
     return " / ".join(parts)
 

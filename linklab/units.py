@@ -81,3 +81,24 @@ def format_time(seconds: float) -> str:
         if seconds >= mult:
             return f"{seconds / mult:g}{unit}"
     return f"{seconds / 1e-9:g}ns" if seconds else "0ms"
+
+
+PACKET_UNITS = ("p", "pkt", "pkts", "packet", "packets")
+
+
+def parse_queue(value: str | int | float) -> tuple[str, float]:
+    """A queue limit as written: '5ms' -> ('time', 0.005), '256kb' -> ('bytes', 262144),
+    100 or '100p' -> ('packets', 100). Time is the one that means the same at every scale."""
+    num, unit = _split(value, "queue (e.g. 5ms, 256kb, 100p)")
+    if num <= 0:
+        raise ValueError(f"queue must be positive, got {value!r}")
+    if unit == "" or unit in PACKET_UNITS:
+        if num != int(num):
+            raise ValueError(f"a queue in packets is a whole number, got {value!r}")
+        return "packets", float(int(num))
+    if unit in TIME_UNITS:
+        return "time", round(num * TIME_UNITS[unit], 12)
+    if unit in SIZE_UNITS:
+        return "bytes", float(int(num * SIZE_UNITS[unit]))
+    raise ValueError(f"unknown queue unit {unit!r} in {value!r} "
+                     f"(valid: a time {', '.join(TIME_UNITS)}; a size {', '.join(u for u in SIZE_UNITS if u)}; packets p)")

@@ -82,6 +82,11 @@ class Backend(ABC):
     def reset_forwarding(self, lab: Lab) -> None:
         """Forget learned forwarding (controller-installed flows, neighbour caches)."""
 
+    @abstractmethod
+    def set_member_state(self, lab: Lab, link: str, member: int, up: bool) -> str:
+        """Take a bond member down or up, as a pulled or replugged cable would (a fault on an
+        experiment's timeline); returns what was done, for the event log."""
+
 
 def bond_summary(iface: dict[str, Any], members: list[dict[str, Any]]) -> dict[str, Any]:
     """For pre-flight and status: members up, LACP aggregated (all members in one aggregator,

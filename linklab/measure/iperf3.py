@@ -107,6 +107,7 @@ class Iperf3Client(_Iperf3Tool):
     # None: ask for the server's output only when it carries what the client lacks (reverse TCP).
     get_server_output: bool | None = None
     connect_timeout_ms: int | None = 5000
+    interval: float | None = None  # -i seconds (0.1 is iperf3's finest): a time series per run
     extra: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
@@ -147,6 +148,8 @@ class Iperf3Client(_Iperf3Tool):
             argv.append("--get-server-output")
         if self.connect_timeout_ms is not None:
             argv += ["--connect-timeout", str(self.connect_timeout_ms)]
+        if self.interval is not None:
+            argv += ["-i", f"{self.interval:g}"]
         return argv + list(self.extra)
 
     @staticmethod

@@ -282,3 +282,33 @@ def largest_passing(results: Sequence[tuple[int, PingResult]]) -> int | None:
     """From (size, result) pairs of DF pings, the largest size that got replies."""
     ok = [size for size, r in results if r.received > 0]
     return max(ok) if ok else None
+
+
+def under_load_row(load: PingResult, interval_s: float, skip_s: float, idle: PingResult | None = None,
+                   prefix: str = "load_ping_") -> dict[str, Any]:
+    """Latency under load (flent's RRUL view): the RTT distribution of a ping that ran during the
+    throughput window, counted from `skip_s` into it (slow start and iperf3's omitted seconds
+    are not the steady state), beside the idle RTT. Pure.
+
+    Replies are picked by icmp_seq (seq k was sent at (k-1) * interval); a sent probe past the
+    skip without a reply counts as lost under load (a full dropping queue)."""
+    first = int(skip_s / interval_s) + 1
+    replies = [r for r in load.replies if r.seq >= first and not r.duplicate]
+    seen, rtts = set(), []
+    for r in replies:
+        if r.seq not in seen:
+            seen.add(r.seq)
+            rtts.append(r.rtt_ms)
+    sent = max(load.transmitted - first + 1, 0)
+    window = PingResult(target=load.target, transmitted=sent, received=len(rtts), duplicates=0, errors=0,
+                        rtts_ms=tuple(rtts))
+    row = {k: v for k, v in window.row(prefix).items()
+           if not k.endswith(("too_big", "mtu", "summary_avg_ms", "summary_mdev_ms", "verdict", "errors", "duplicates"))}
+    row[f"{prefix}skip_s"] = skip_s
+    idle_p50 = idle.rtt_percentile(50) if idle is not None else None
+    load_p50 = window.rtt_percentile(50)
+    row[f"{prefix}added_p50_ms"] = (round(load_p50 - idle_p50, 4)
+                                    if load_p50 is not None and idle_p50 is not None else None)
+    row[f"{prefix}added_min_ms"] = (round(window.rtt_min_ms - idle.rtt_min_ms, 4)
+                                    if rtts and idle is not None and idle.rtt_min_ms is not None else None)
+    return row

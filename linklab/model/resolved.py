@@ -26,7 +26,12 @@ class Qdisc(R):
     duplicate_pct: float = 0.0
     corrupt_pct: float = 0.0
     reorder_pct: float = 0.0
-    limit: int | None = None
+    limit: int | None = None  # netem's limit in packets (when netem holds the queue)
+    # The egress queue's bound (linklab/model/queues.py): bytes at the scaled rate, the delay
+    # they allow (the same at every scale), and what decided it.
+    queue_bytes: int | None = None
+    queue_s: float | None = None
+    queue_source: str | None = None
     overhead: int = 0
     burst: int | None = None
     # netem reorders packets when jitter exceeds their spacing; giving netem a rate makes it
@@ -38,6 +43,16 @@ class Qdisc(R):
         return bool(self.delay_s or self.jitter_s or self.loss_pct or self.duplicate_pct or self.corrupt_pct
                     or self.reorder_pct or self.order_rate_bps or self.limit
                     or (self.shaper == "netem" and self.rate_bps))
+
+    @property
+    def queue_holder(self) -> str | None:
+        """Which qdisc holds the backlog: a byte FIFO keeps TCP's back-pressure (packets stay
+        charged to their socket); netem orphans packets, so a sender fills it to its limit."""
+        if not self.shaper:
+            return None
+        if self.shaper == "netem" or self.needs_netem:
+            return "netem"
+        return "tbf" if self.shaper == "tbf" else "bfifo"
 
 
 class Iface(R):

@@ -56,6 +56,19 @@ Size = Annotated[int, _unit(units.parse_size, "size"), Field(gt=0)]
 Mtu = Annotated[int, Field(ge=68, le=65535)]
 
 
+def _queue(v):
+    if v is None or isinstance(v, tuple):
+        return v
+    try:
+        return units.parse_queue(v)
+    except ValueError as e:
+        raise ValueError(str(e)) from None
+
+
+# ('time', seconds) | ('bytes', n) | ('packets', n): see units.parse_queue.
+Queue = Annotated[tuple[Literal["time", "bytes", "packets"], float], BeforeValidator(_queue)]
+
+
 class ImpairmentFields(Model):
     """What one direction of one veth does to packets. All optional: unset means 'no impairment'."""
 
@@ -66,7 +79,10 @@ class ImpairmentFields(Model):
     duplicate: Percent | None = None
     corrupt: Percent | None = None
     reorder: Percent | None = None  # explicit in-link reordering (netem reorder), off by default
-    limit: Annotated[int, Field(gt=0)] | None = None  # queue length in packets
+    limit: Annotated[int, Field(gt=0)] | None = None  # netem's own limit in packets (prefer queue)
+    # The egress queue's bound: a time (5ms: the same delay at every scale), bytes (256kb, scaled
+    # with the rate) or packets (100p). Unset: the default port model (linklab/model/queues.py).
+    queue: Queue | None = None
     overhead: int | None = None  # per-packet bytes the shaper adds (24 = Ethernet preamble+FCS+IFG)
     shaper: Literal["netem", "tbf", "htb"] | None = None
     burst: Size | None = None  # tbf/htb bucket size

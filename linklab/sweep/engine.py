@@ -143,9 +143,11 @@ def _run_point(exp: Experiment, topo_raw: dict, lab_name: str, base_overrides, p
                 progress.log(f"  pre-flight failed, not measured: {row['error']}")
             else:
                 try:
-                    m_raw, m_row = measure_rep.measure(lab, plan, exp.measure, omit=exp.warmup)
+                    m_raw, m_row = measure_rep.measure(lab, plan, exp.measure, omit=exp.warmup, events=exp.events)
                     raw.update(m_raw)
                     row.update(m_row)
+                    if row.get("flags"):  # say it now: a disturbed point is worth rerunning
+                        progress.log(f"  warning: {row['flags']}: {row['flag_evidence']}")
                 except LinklabError as e:
                     # Keep what the tools printed before it failed: the raw output explains the error.
                     raw.update(getattr(e, "raw", None) or {})

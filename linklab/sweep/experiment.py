@@ -14,6 +14,7 @@ row says which one was varied (`mtu_varied`).
 from __future__ import annotations
 
 import hashlib
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -25,7 +26,7 @@ from linklab.model.topology import BOND_MODES, Model
 
 TOPOLOGY_AXES = ("mtu", "bond_mode", "bond", "sysctl_profile", "cc")
 TOOL_AXES = ("streams", "parallel", "protocol", "udp_rate", "mss", "length", "ip", "duration", "client", "server")
-MEASUREMENTS = ("throughput", "ping", "cpu", "bond_counters", "nstat", "switch_counters")
+MEASUREMENTS = ("throughput", "ping", "ping_load", "reorder", "cpu", "bond_counters", "nstat", "switch_counters")
 CC_ALGORITHMS = ("cubic", "bbr", "reno", "htcp", "dctcp", "vegas", "westwood")
 
 
@@ -50,12 +51,35 @@ class Tool(Model):
     ping_count: Annotated[int, Field(ge=1)] = 20
     ping_interval: Seconds = 0.2
     port: int = 5201
+    interval: Seconds | None = None  # iperf3 -i: report every this many seconds (events: 0.1)
 
     @field_validator("udp_rate")
     @classmethod
     def _rate(cls, v):
         units.parse_rate(v)
         return v
+
+
+EVENT_RE = re.compile(r"^links\[(?P<link>[^\]]+)\]\.bond\.member\[(?P<member>\d+)\]\.state=(?P<state>up|down)$")
+
+
+class Event(Model):
+    """A fault on the timeline: at `at` seconds into the throughput window (after warmup),
+    `set: links[bond].bond.member[0].state=down` (or =up)."""
+
+    at: Seconds
+    set: str
+
+    @field_validator("set")
+    @classmethod
+    def _set(cls, v):
+        if not EVENT_RE.match(v.replace(" ", "")):
+            raise ValueError(f"unknown event {v!r} (valid: links[<name or index>].bond.member[<k>].state=down|up)")
+        return v.replace(" ", "")
+
+    def action(self) -> tuple[str, int, bool]:
+        m = EVENT_RE.match(self.set)
+        return m["link"], int(m["member"]), m["state"] == "up"
 
 
 class Quick(Model):
@@ -87,6 +111,7 @@ class Experiment(Model):
     quick: Quick | None = None
     reference: str | None = None  # published figures, beside the experiment file
     notes: list[str] = Field(default_factory=list)
+    events: list[Event] = Field(default_factory=list)  # faults inside each repetition's window
 
     @field_validator("matrix")
     @classmethod

@@ -9,20 +9,32 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from linklab import procs, runner
+from linklab import kernel, procs, runner, state
 from linklab.backends import get_backend
-from linklab.measure import counters, nstat
-from linklab.measure import switch_evidence
+from linklab.measure import counters, disturbance, nstat, switch_evidence, timeline
 from linklab.measure.cpu import CpuSampler
 from linklab.measure.iperf3 import Iperf3Client, Iperf3Server, aggregate, parse_result
-from linklab.measure.ping import Ping
+from linklab.measure.ping import Ping, under_load_row
+from linklab.measure.reorder import ReorderProbe
 from linklab.model.resolved import Lab
+from linklab.sweep.experiment import Event
+from linklab.vm import hostcpu
 from linklab.sweep.plan import CC_SYSCTL, PointPlan
 from linklab.units import parse_rate
+
+
+# Latency under load: one probe every 100 ms through the throughput window, counted from 1 s
+# after iperf3's omitted seconds (slow start is not the steady state a queue settles to).
+LOAD_PING_INTERVAL_S = 0.1
+LOAD_PING_SKIP_S = 1.0
+# iperf3's finest report interval: the time series a fault's outage is read from.
+EVENT_INTERVAL_S = 0.1
 
 
 @dataclass
@@ -75,24 +87,26 @@ def bond_members(lab: Lab, node: str) -> list[str]:
     return [m for link in lab.links for b in link.bonds if b.node == node for m in b.members]
 
 
-def measure(lab: Lab, plan: PointPlan, measure_what: list[str], omit: float) -> tuple[dict[str, str], dict[str, Any]]:
+def measure(lab: Lab, plan: PointPlan, measure_what: list[str], omit: float,
+            events: Sequence[Event] = ()) -> tuple[dict[str, str], dict[str, Any]]:
     tool = plan.tool
     cns, sns = _ns(lab, plan.client), _ns(lab, plan.server)
     target = plan.server if tool.ip == 4 else f"{plan.server}-v6"
     raw: dict[str, str] = {}
     row: dict[str, Any] = {}
+    idle = None
 
     if "switch_counters" in measure_what:
         # Learned flows and ARP entries forgotten: the first ping crosses the controller again.
         get_backend().reset_forwarding(lab)
         sw_before = get_backend().switch_counters(lab)
-    if "ping" in measure_what:
+    if "ping" in measure_what or "ping_load" in measure_what:
         ping = Ping(target=target, count=tool.ping_count, interval=tool.ping_interval, family=tool.ip)
         res = runner.run(ping.argv(), netns=cns, timeout=tool.ping_count * tool.ping_interval + 15, check=False)
         raw["ping.txt"] = res.stdout + res.stderr
-        parsed = ping.parse_result(res)
-        row.update(parsed.row("ping_"))
-        row.update(switch_evidence.first_packet_row(parsed.rtts_ms))
+        idle = ping.parse_result(res)
+        row.update(idle.row("ping_"))
+        row.update(switch_evidence.first_packet_row(idle.rtts_ms))
 
     members = {node: bond_members(lab, node) for node in (plan.client, plan.server)}
     want_counters = "bond_counters" in measure_what and any(members.values())
@@ -101,21 +115,41 @@ def measure(lab: Lab, plan: PointPlan, measure_what: list[str], omit: float) -> 
     if "nstat" in measure_what:
         n_before = {side: nstat.Nstat().run(netns=ns) for side, ns in (("client", cns), ("server", sns))}
 
+    q_before = qdisc_stats(lab)
+
     # Always name the congestion control: a long-running iperf3 3.12 server keeps the -C of an
     # earlier test otherwise (captured in tests/data/tools/iperf3_tcp_reverse_stale_cc.json).
     cc = plan.cc or get_backend().read_sysctls(lab, plan.client, [CC_SYSCTL])[CC_SYSCTL] or None
     client = Iperf3Client(
         server=target, port=tool.port, duration=tool.duration, streams=tool.streams, protocol=tool.protocol,
         bitrate=parse_rate(tool.udp_rate) * lab.scale if tool.protocol == "udp" else None,
-        mss=tool.mss, length=tool.length, congestion=cc, ipv6=tool.ip == 6, omit=omit)
+        mss=tool.mss, length=tool.length, congestion=cc, ipv6=tool.ip == 6, omit=omit,
+        interval=tool.interval or (EVENT_INTERVAL_S if events else None))
     clients = client.as_processes(tool.streams) if tool.parallel == "processes" else [client]
     timeout = tool.duration + omit + 30
     sampler = CpuSampler(comms=["iperf3"], interval=1.0) if "cpu" in measure_what else None
     t0 = time.monotonic()
+    wall0 = time.time()
     if sampler:
         sampler.start()
+    load_ping = load_proc = probe = probe_rx = probe_tx = fault_thread = None
+    if "reorder" in measure_what:
+        # Receiver first (it prints "listening" once bound), sender once the flow is past slow start.
+        probe = ReorderProbe(target=_address(lab, plan.server, tool.ip), port=tool.port + 100,
+                             bursts=max(min(int((tool.duration - 1.5) / 0.01), 400), 20), listen_s=1.0)
+        probe_rx = runner.start(probe.receiver_argv(), netns=sns, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        probe_rx.stdout.readline()
     try:
         procs = [runner.start(c.argv(), netns=cns, stdout=subprocess.PIPE, stderr=subprocess.PIPE) for c in clients]
+        if "ping_load" in measure_what:
+            # Ping through the whole window; under_load_row keeps the replies past slow start.
+            load_ping = Ping(target=target, count=max(int((tool.duration + omit) / LOAD_PING_INTERVAL_S) - 1, 1),
+                             interval=LOAD_PING_INTERVAL_S, family=tool.ip)
+            load_proc = runner.start(load_ping.argv(), netns=cns, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        fault_thread = _FaultTimeline(lab, events, time.monotonic() + omit) if events else None
+        if probe is not None:
+            time.sleep(omit + 0.5)
+            probe_tx = runner.start(probe.argv(), netns=cns, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         outputs = []
         for p in procs:
             try:
@@ -125,8 +159,34 @@ def measure(lab: Lab, plan: PointPlan, measure_what: list[str], omit: float) -> 
                 out, err = p.communicate()
             outputs.append((out.decode(errors="replace"), err.decode(errors="replace")))
     finally:
+        if fault_thread is not None:
+            fault_thread.finish()
         window = sampler.stop() if sampler else None
+        if load_proc is not None:
+            try:
+                lout, lerr = load_proc.communicate(timeout=15)
+            except subprocess.TimeoutExpired:
+                load_proc.kill()
+                lout, lerr = load_proc.communicate()
+        probe_out = b""
+        for p in (probe_tx, probe_rx):
+            if p is not None:
+                try:
+                    out = p.communicate(timeout=30)[0]
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    out = p.communicate()[0]
+                probe_out = out if p is probe_rx else probe_out
     row["window_s"] = round(time.monotonic() - t0, 3)
+    row.update(host_cpu_row(wall0, time.time()))
+    if probe_rx is not None:
+        text = probe_out.decode(errors="replace")
+        raw["reorder-probe.txt"] = text
+        row.update(ReorderProbe.parse(text).row("reorder_"))
+    if load_proc is not None:
+        lout, lerr = lout.decode(errors="replace"), lerr.decode(errors="replace")
+        raw["ping-load.txt"] = lout + lerr
+        row.update(under_load_row(Ping.parse(lout, lerr), LOAD_PING_INTERVAL_S, omit + LOAD_PING_SKIP_S, idle))
 
     for i, (out, err) in enumerate(outputs):
         raw[f"iperf3-{i}.json" if len(outputs) > 1 else "iperf3.json"] = out
@@ -139,7 +199,20 @@ def measure(lab: Lab, plan: PointPlan, measure_what: list[str], omit: float) -> 
         raise
     result = results[0] if len(results) == 1 else aggregate(results)
     row.update(result.row(""))
+    if fault_thread is not None:
+        raw["events.json"] = json.dumps(fault_thread.log, indent=1)
+        ivs = timeline.series(json.loads(outputs[0][0])) if outputs and outputs[0][0].strip() else []
+        for i, (ev, done) in enumerate(zip(events, fault_thread.log), start=1):
+            row[f"fault{i}_action"] = ev.set
+            row[f"fault{i}_applied_s"] = done.get("applied_s")
+            row.update(timeline.outage(ivs, ev.at).row(f"fault{i}_"))
+        row["fault_outage_fraction"] = timeline.OUTAGE_FRACTION
     row["streams_as"] = tool.parallel  # threads of one iperf3, or separate processes: CPU results differ
+
+    q_after = qdisc_stats(lab)
+    drops = disturbance.drops_delta(q_before, q_after)
+    raw["qdisc-drops.json"] = json.dumps({"dropped": drops, "after": q_after}, indent=1, sort_keys=True)
+    row["qdisc_dropped_pkts"] = sum(drops.values())
 
     if window is not None:
         raw["cpu.json"] = json.dumps({"seconds": window.seconds, "cores": window.cores,
@@ -162,4 +235,96 @@ def measure(lab: Lab, plan: PointPlan, measure_what: list[str], omit: float) -> 
             d = nstat.delta(n_before[side], n_after[side])
             raw[f"nstat-{side}.json"] = json.dumps(d, indent=1, sort_keys=True)
             row.update(nstat.row(d, prefix=f"{side}_nstat_"))
+    row.update(disturbance.flags(row, drops, lossy_ifaces(lab)))
+    row.update(queue_row(lab, plan.client))
     return raw, row
+
+
+def queue_row(lab: Lab, node: str, prefix: str = "client_") -> dict[str, Any]:
+    """The queues the sender's traffic first meets (its own egress), as resolved: bound in ms,
+    which qdisc holds it, and what decided it (linklab/model/queues.py)."""
+    qs = [q for link in lab.links for pair in link.veths for end, q in ((pair.a, pair.egress_a), (pair.b, pair.egress_b))
+          if end.node == node and q is not None and q.queue_s is not None]
+    uniq = lambda xs: ";".join(sorted({str(x) for x in xs}))  # noqa: E731 -- one value per member, usually equal
+    return {f"{prefix}queue_ms": uniq(round(q.queue_s * 1e3, 3) for q in qs) or None,
+            f"{prefix}queue_holder": uniq(q.queue_holder for q in qs) or None,
+            f"{prefix}queue_source": uniq(q.queue_source for q in qs) or None}
+
+
+class _FaultTimeline:
+    """Applies the experiment's events at their times in a thread; `finish` waits for it and
+    brings back up every member it took down (the next repetition starts whole)."""
+
+    def __init__(self, lab: Lab, events: Sequence[Event], zero: float):
+        self.lab, self.events, self.zero = lab, list(events), zero
+        self.log: list[dict[str, Any]] = []
+        self.down: set[tuple[str, int]] = set()
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        for ev in sorted(self.events, key=lambda e: e.at):
+            if self.stop.wait(max(self.zero + ev.at - time.monotonic(), 0)):
+                self.log.append({"set": ev.set, "at_s": ev.at, "applied_s": None, "note": "window ended first"})
+                continue
+            link, member, up = ev.action()
+            try:
+                what = get_backend().set_member_state(self.lab, link, member, up)
+                (self.down.discard if up else self.down.add)((link, member))
+                self.log.append({"set": ev.set, "at_s": ev.at, "applied_s": round(time.monotonic() - self.zero, 3),
+                                 "did": what})
+            except Exception as e:  # recorded, not fatal: the row says the fault did not happen
+                self.log.append({"set": ev.set, "at_s": ev.at, "applied_s": None, "error": str(e)})
+
+    def finish(self) -> None:
+        self.stop.set()
+        self.thread.join(timeout=30)
+        for link, member in sorted(self.down):
+            get_backend().set_member_state(self.lab, link, member, True)
+
+
+def host_cpu_row(t0: float, t1: float) -> dict[str, Any]:
+    """The host's CPU during the window, as the host recorded it (linklab/vm/hostcpu.py); in the
+    lab VM only (a guest cannot see the host's other work). Empty natively."""
+    if not kernel.in_lab_vm():
+        return {}
+    path = state.state_dir() / "vm" / "host-cpu.json"
+    deadline = time.monotonic() + 2.5  # the host samples once a second: wait for one after t1
+    while True:
+        got = hostcpu.window(hostcpu.read(path), t0, t1)
+        if got is not None or time.monotonic() > deadline:
+            return got or {"host_busy_pct": None}
+        time.sleep(0.5)
+
+
+def _address(lab: Lab, node: str, ip: int) -> str:
+    """The node's first address of that family (the probe sends to an address, not a name)."""
+    for link in lab.links:
+        for end in link.ends:
+            addr = end.ipv4 if ip == 4 else end.ipv6
+            if end.node == node and addr:
+                return addr.split("/")[0]
+    raise LookupError(f"{node} has no IPv{ip} address")
+
+
+def qdisc_stats(lab: Lab) -> dict[str, dict[str, int]]:
+    """Every lab node's qdisc counters, keyed "node/dev kind handle" (tc: pyroute2 has the
+    counters too, but the dump kept in the results is tc's text, and one parser reads both)."""
+    out: dict[str, dict[str, int]] = {}
+    for node in lab.nodes:
+        res = runner.run(["tc", "-s", "qdisc", "show"], netns=_ns(lab, node.name), check=False, timeout=10)
+        for key, v in disturbance.parse_qdisc_stats(res.stdout).items():
+            out[f"{node.name}/{key}"] = v
+    return out
+
+
+def lossy_ifaces(lab: Lab) -> set[str]:
+    """Interfaces whose impairment asks for loss: their drops are the experiment, not a flag."""
+    out = set()
+    for link in lab.links:
+        for pair in link.veths:
+            for end, q in ((pair.a, pair.egress_a), (pair.b, pair.egress_b)):
+                if q is not None and q.loss_pct:
+                    out.add(f"{end.node}/{end.ifname}")
+    return out

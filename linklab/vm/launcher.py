@@ -28,6 +28,7 @@ from linklab.fsutil import write_json_atomic
 from linklab.errors import EnvironmentProblem, StateError, UsageError
 from linklab.kernel import LAB_MODULES
 from linklab.vm import protocol as P
+from linklab.vm import hostcpu
 from linklab.vm.client import AgentGone, acquire_port, open_channel
 from linklab.vm.host import alive as _alive
 from linklab.vm.host import find_orphan_vms, kernel_release_of, kvm_usable, marker_for, newest_kernel
@@ -371,7 +372,7 @@ class LabVM:
                 with contextlib.suppress(Exception):
                     s.flush()
             ch, _ = open_channel(sock, time.monotonic() + 60, alive)
-            with ch:
+            with ch, hostcpu.Recorder(self.dir / "host-cpu.json", info["pid"]):
                 return ch.run([str(a) for a in argv], str(cwd), forwarded_env() if env is None else env,
                               timeout, stdout, stderr, alive, warm)
         except AgentGone as e:

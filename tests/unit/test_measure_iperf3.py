@@ -242,3 +242,15 @@ def test_zero_cwnd_rtt_from_the_sender_means_not_measured():
     r = parse_result(json.dumps(doc))
     assert r.cwnd_max is None and r.rtt_mean_us is None and r.rtt_min_us is None and r.rtt_max_us is None
     assert r.retransmits == 347
+
+
+def test_outage_from_short_intervals():
+    from linklab.measure.timeline import Interval, outage
+    ivs = [Interval(t / 10, t / 10 + 0.1, 190e6 if not 30 <= t < 38 else (5e6 if t < 34 else 95e6), retransmits=2 if t == 30 else 0)
+           for t in range(80)]
+    o = outage(ivs, 3.0)
+    assert o.pre_bps == 190e6 and o.min_bps == 5e6
+    assert o.outage_s == 0.4  # 3.0-3.4 below half of 190
+    assert o.recover_s == 0.8 and o.retransmits == 2  # back at 90 % from 3.8 on
+    never = outage([Interval(t / 10, t / 10 + 0.1, 100e6 if t < 30 else 0.0) for t in range(60)], 3.0)
+    assert never.recover_s is None and never.outage_s == 3.0

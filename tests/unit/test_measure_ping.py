@@ -140,3 +140,20 @@ def test_run_does_not_treat_exit_1_as_failure(monkeypatch):
     r = Ping("10.255.0.66", count=3, size=1373, dont_fragment=True).run(netns="h1", timeout=9)
     assert seen["check"] is False and seen["netns"] == "h1" and seen["timeout"] == 9
     assert r.verdict == "too_big" and r.too_big == 3
+
+
+def test_under_load_row_skips_slow_start_and_subtracts_idle():
+    from pathlib import Path
+
+    from linklab.measure.ping import parse_ping, under_load_row
+    data = Path(__file__).resolve().parents[1] / "data" / "tools"
+    idle = parse_ping((data / "ping_normal.txt").read_text())
+    load = parse_ping((data / "ping_idle_q5ms.txt").read_text())  # 20 replies, 0.1 s apart
+    row = under_load_row(load, 0.1, 1.0, idle)
+    assert row["load_ping_sent"] == 10 and row["load_ping_received"] == 10  # seq 11..20
+    kept = [r.rtt_ms for r in load.replies if r.seq >= 11]
+    assert row["load_ping_rtt_max_ms"] == max(kept) == 186.0
+    assert row["load_ping_added_min_ms"] == round(min(kept) - idle.rtt_min_ms, 4)
+    assert row["load_ping_added_p50_ms"] == round(row["load_ping_rtt_p50_ms"] - idle.rtt_percentile(50), 4)
+    assert "load_ping_verdict" not in row and row["load_ping_skip_s"] == 1.0
+    assert under_load_row(load, 0.1, 1.0, None)["load_ping_added_p50_ms"] is None

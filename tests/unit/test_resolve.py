@@ -28,10 +28,12 @@ def test_jitter_without_reorder_keeps_order(tmp_path):
     lab = lab_from(tmp_path, "name: j\nhosts: {a: {}, b: {}}\n"
                              "links: [{endpoints: [a, b], impair: {delay: 5ms, jitter: 1ms}},"
                              "        {endpoints: [a, b], impair: {delay: 5ms, jitter: 1ms, allow_reorder: true}},"
+                             "        {endpoints: [a, b], impair: {delay: 5ms, jitter: 1ms, rate: 10mbit, shaper: netem}},"
                              "        {endpoints: [a, b], impair: {delay: 5ms, jitter: 1ms, rate: 10mbit}}]\n")
     assert lab.links[0].veths[0].egress_a.order_rate_bps == ORDER_KEEPING_RATE_BPS
     assert lab.links[1].veths[0].egress_a.order_rate_bps is None  # asked to allow reordering
     assert lab.links[2].veths[0].egress_a.order_rate_bps is None  # netem's own rate keeps order
+    assert lab.links[3].veths[0].egress_a.order_rate_bps == ORDER_KEEPING_RATE_BPS  # htb shapes, netem delays
 
 
 def test_ipv6_dropped_below_1280_with_a_note(tmp_path):

@@ -203,6 +203,10 @@ class LinuxBackend(Backend):
             out["kernel_over_mtu_lines"] = len(over_mtu_lines(res.stdout)) if res.ok else None
         return out
 
+    def set_member_state(self, lab: Lab, link: str, member: int, up: bool) -> str:
+        from linklab.backends.linux import faults
+        return faults.set_member_state(lab, link, member, up)
+
     def reset_forwarding(self, lab: Lab) -> None:
         """Forget what switches and hosts learned (flows an app installed with the learned
         cookie, neighbour caches), so the next packet crosses the controller again."""

@@ -55,7 +55,9 @@ def test_status_reads_the_bond_back_live(lab_up):
     res = linklab("status", LAB)
     assert res.returncode == 0, res.stderr
     assert "h1:bond0 balance-rr, members 2/2 up" in res.stdout and "h2:bond0 balance-rr" in res.stdout
-    assert "netem rate 100mbit" in res.stdout or "netem rate 1gbit" in res.stdout
+    assert "htb rate 100mbit" in res.stdout or "htb rate 1gbit" in res.stdout
+    # The default host-port queue: 10 ms at any scale (100 Mbit/s in the VM, 1 Gbit/s natively).
+    assert "bfifo limit 125000b" in res.stdout or "bfifo limit 1250000b" in res.stdout
 
 
 def test_exec_resolves_lab_host_names(lab_up):

@@ -1,0 +1,84 @@
+"""Was a repetition measuring the link, or the emulator and its neighbours? Pure judgements.
+
+Each flag comes with its evidence, so a report can mark the point and say why:
+  core_saturated   the busiest core of the lab's kernel was >= CORE_BUSY_PCT busy during the
+                   window: the emulator (softirq, iperf3) may be the bottleneck, not the link
+  queue_dropped    a qdisc dropped packets during the window and no `loss:` asked for it: a
+                   queue bound binding (by design for UDP overload and switch ports, a sign of
+                   an emulator stall or too small a queue for a TCP flow)
+  host_disturbed   other work took >= HOST_OTHER_PCT of the host's cores during the window (the
+                   host's /proc/stat minus the lab VM's QEMU process, recorded by the host side:
+                   linklab/vm/hostcpu.py): the emulator was short of CPU, its neighbours were not
+Counters come from `tc -s qdisc show` (parse_qdisc_stats) before and after the repetition.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+CORE_BUSY_PCT = 85.0  # E1 20-stream points reached 85-93 % in the lab VM
+HOST_OTHER_PCT = 25.0  # % of all host cores: on 2 cores, half a core of other work
+
+_QDISC = re.compile(r"^qdisc (?P<kind>\S+) (?P<handle>\S+:)\S* (?:dev (?P<dev>\S+) )?(?P<where>root|parent \S+)")
+_SENT = re.compile(r"^\s*Sent (?P<bytes>\d+) bytes (?P<pkts>\d+) pkt \(dropped (?P<dropped>\d+), "
+                   r"overlimits (?P<over>\d+) requeues (?P<requeues>\d+)\)")
+
+
+def parse_qdisc_stats(text: str, dev: str | None = None) -> dict[str, dict[str, int]]:
+    """`tc -s [-d] qdisc show [dev X]` -> {"eth1 bfifo 10:": {"sent_pkts":.., "dropped":..}}.
+    Without `dev` in the output (show dev X), the caller's `dev` names the interface."""
+    out: dict[str, dict[str, int]] = {}
+    key = None
+    for line in text.splitlines():
+        m = _QDISC.match(line)
+        if m:
+            key = f"{m['dev'] or dev or '?'} {m['kind']} {m['handle']}"
+            continue
+        s = _SENT.match(line)
+        if s and key:
+            out[key] = {"sent_bytes": int(s["bytes"]), "sent_pkts": int(s["pkts"]), "dropped": int(s["dropped"]),
+                        "overlimits": int(s["over"]), "requeues": int(s["requeues"])}
+            key = None
+    return out
+
+
+def drops_delta(before: Mapping[str, Mapping[str, int]], after: Mapping[str, Mapping[str, int]]) -> dict[str, int]:
+    """Packets each qdisc dropped between two snapshots (a qdisc rebuilt in between restarts its
+    counters: its 'after' value is the delta then)."""
+    out = {}
+    for key, a in after.items():
+        b = before.get(key, {})
+        d = a["dropped"] - b.get("dropped", 0)
+        if d < 0:
+            d = a["dropped"]
+        if d:
+            out[key] = d
+    return out
+
+
+def flags(row: Mapping[str, Any], drops: Mapping[str, int] | None = None,
+          lossy_ifaces: set[str] | frozenset[str] = frozenset(), core_busy_pct: float = CORE_BUSY_PCT) -> dict[str, str]:
+    """{"flags": "core_saturated;queue_dropped", "flag_evidence": "..."} from a row's per-core CPU
+    (cpu<N>_busy_pct) and the qdisc drop deltas; interfaces whose impairment asks for loss
+    (`lossy_ifaces`, "node/ifname" or "ifname") do not count."""
+    names: list[str] = []
+    evidence: list[str] = []
+    cores = {k: v for k, v in row.items() if re.fullmatch(r"cpu\d+_busy_pct", k) and isinstance(v, (int, float))}
+    if cores:
+        busiest = max(cores, key=lambda k: cores[k])
+        if cores[busiest] >= core_busy_pct:
+            names.append("core_saturated")
+            evidence.append(f"{busiest[:-9]} {cores[busiest]:.0f}% busy (>= {core_busy_pct:g}%)")
+    unasked = {k: v for k, v in (drops or {}).items()
+               if k.split(" ")[0] not in lossy_ifaces and k.split(" ")[0].split("/")[-1] not in lossy_ifaces}
+    if unasked:
+        names.append("queue_dropped")
+        evidence.append("dropped " + ", ".join(f"{k}: {v}" for k, v in sorted(unasked.items())))
+    other = row.get("host_other_pct")
+    if isinstance(other, (int, float)) and other >= HOST_OTHER_PCT:
+        names.append("host_disturbed")
+        evidence.append(f"host {row.get('host_busy_pct')}% busy, lab VM {row.get('host_qemu_pct')}%, "
+                        f"other work {other}% of {row.get('host_cpus')} cores (>= {HOST_OTHER_PCT:g}%)")
+    return {"flags": ";".join(names), "flag_evidence": "; ".join(evidence)}

@@ -1,0 +1,77 @@
+"""How long an egress queue may grow: a bound in time, the same at every `scale`.
+
+Why: a queue sized in bytes or packets drains in `size / rate`; scaling the rate by 0.1 makes
+the same queue 10x longer in milliseconds, so every delay-under-load figure would depend on the
+scale. linklab therefore turns every queue setting into a *time at the original rate* and sizes
+the byte FIFO at the scaled rate from that time:
+
+  queue: 5ms      -> 5 ms, whatever the scale
+  queue: 256kb    -> 256 KiB at the rate as written (scaled with it: 25.6 KiB at scale 0.1)
+  queue: 100p     -> 100 MTU-sized frames at the rate as written (scaled the same way)
+
+With no setting, the port the sender transmits through decides (defaults below). The bound is
+enforced by a byte FIFO (bfifo) under the shaper (linklab/backends/linux/qdisc.py): packets keep
+their socket until they leave it, so TCP small queues hold a host's sender back (back-pressure,
+as on a real NIC); traffic forwarded by a switch has no socket, and a full port drops (tail
+drop, as a real switch port does).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+ETH_HEADER = 14  # bytes a frame adds to the MTU, as the shapers count packet length
+
+# A host's NIC: Linux's default txqueuelen, 1000 frames, at the original rate (12.1 ms of
+# 1500-byte frames at 1 Gbit/s), at most 10 ms (a slow or jumbo link would otherwise get a
+# second of buffer). TCP small queues keep a bulk flow far below it while the byte FIFO holds
+# the queue; it binds for traffic that does not back off (UDP) and where netem holds the queue.
+HOST_PORT_PACKETS = 1000
+HOST_PORT_MAX_S = 0.010
+# A switch port: 256 KiB at the original rate (2.1 ms at 1 Gbit/s), the order of a shallow-
+# buffered switch's per-port share. It drops when full.
+SWITCH_PORT_BYTES = 256 * 1024
+
+
+@dataclass(frozen=True)
+class QueueSize:
+    bytes: int  # the FIFO's limit at the scaled rate
+    seconds: float  # its drain time: the queueing delay it allows, the same at every scale
+    source: str  # what decided it, for the state and the results
+
+
+def size(spec: tuple[str, float] | None, rate_bps: float, scale: float, mtu: int, port: str) -> QueueSize:
+    """The queue of a port shaped to `rate_bps` (as written; the lab runs it at rate*scale). Pure."""
+    frame = mtu + ETH_HEADER
+    if spec is None:
+        if port == "switch":
+            spec, why = ("bytes", float(SWITCH_PORT_BYTES)), "default switch port: 256kb at the original rate, drops when full"
+        else:
+            t = min(HOST_PORT_PACKETS * frame * 8 / rate_bps, HOST_PORT_MAX_S)
+            spec, why = ("time", t), "default host port: 1000 frames at the original rate, at most 10ms"
+    else:
+        why = "queue: " + {"time": f"{spec[1] * 1e3:g}ms", "bytes": f"{spec[1]:g}b", "packets": f"{spec[1]:g}p"}[spec[0]]
+    kind, value = spec
+    if kind == "time":
+        seconds = value
+    elif kind == "bytes":
+        seconds = value * 8 / rate_bps
+    else:
+        seconds = value * frame * 8 / rate_bps
+    nbytes = int(round(seconds * rate_bps * scale / 8))
+    # The FIFO must hold a TCP segment pair (tcp_min_tso_segs): a smaller one drops every packet
+    # bigger than itself even when empty.
+    floor = 2 * frame
+    if nbytes < floor:
+        nbytes = floor
+        seconds = nbytes * 8 / (rate_bps * scale)
+        why += f" (raised to 2 frames, {nbytes} bytes: the least that passes a TCP segment pair)"
+    return QueueSize(bytes=nbytes, seconds=round(seconds, 9), source=why)
+
+
+def packets(q: QueueSize, mtu: int, rate_bps_scaled: float = 0.0, hold_s: float = 0.0) -> int:
+    """The same bound in frames, for a qdisc that counts packets (netem), plus what its delay
+    line holds in flight (netem's limit counts packets still being delayed)."""
+    frame = mtu + ETH_HEADER
+    in_flight = int(rate_bps_scaled * hold_s / 8 / frame) + 1 if hold_s and rate_bps_scaled else 0
+    return max(1, -(-q.bytes // frame)) + in_flight

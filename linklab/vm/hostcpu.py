@@ -1,0 +1,88 @@
+"""The host's view of the lab VM's CPU, for the guest to read: inside the VM a guest cannot see
+what else the host's cores did (other VMs, builds), yet that is what disturbs a measurement.
+
+While a command is forwarded into the VM, the host side samples once a second the host's
+/proc/stat (all cores) and QEMU's own CPU time (/proc/<pid>/stat, all its threads) and keeps
+the last samples in <state dir>/vm/host-cpu.json (shared with the guest). A repetition reads
+the samples around its window (window(), pure) and flags it when other work took a large share
+of the host (linklab/measure/disturbance.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from linklab.measure.cpu import CLK_TCK, parse_pid_stat, parse_proc_stat
+from linklab.state import write_json_atomic
+
+KEEP = 900  # samples (15 minutes at 1 s): longer than any repetition
+
+
+def sample(qemu_pid: int, proc: str = "/proc") -> dict[str, Any] | None:
+    try:
+        with open(f"{proc}/stat") as f:
+            st = parse_proc_stat(f.read())
+        with open(f"{proc}/{qemu_pid}/stat") as f:
+            q = parse_pid_stat(f.read())
+    except (OSError, ValueError):
+        return None
+    c = st["cpu"]
+    total = sum(c[k] for k in ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal"))
+    return {"t": time.time(), "total": total, "idle": c["idle"] + c["iowait"], "qemu": q.utime + q.stime,
+            "ncpu": len(st) - 1, "clk_tck": CLK_TCK}
+
+
+def window(samples: list[dict[str, Any]], t0: float, t1: float) -> dict[str, float] | None:
+    """Host CPU between wall-clock times t0 and t1 from the samples bracketing them (pure):
+    host_busy_pct, host_qemu_pct and host_other_pct, each % of all the host's cores."""
+    before = [s for s in samples if s["t"] <= t0 + 0.5]
+    after = [s for s in samples if s["t"] >= t1 - 0.5]
+    if not before or not after:
+        return None
+    a, b = before[-1], after[0]
+    dt = b["total"] - a["total"]
+    if dt <= 0 or b["t"] - a["t"] < 0.5 * (t1 - t0):
+        return None
+    busy = (dt - (b["idle"] - a["idle"])) / dt * 100
+    qemu = (b["qemu"] - a["qemu"]) / dt * 100
+    return {"host_busy_pct": round(busy, 1), "host_qemu_pct": round(qemu, 1),
+            "host_other_pct": round(max(busy - qemu, 0.0), 1), "host_cpus": b["ncpu"]}
+
+
+def read(path: Path) -> list[dict[str, Any]]:
+    try:
+        return json.loads(path.read_text()).get("samples", [])
+    except (OSError, ValueError):
+        return []
+
+
+class Recorder:
+    """Samples in a daemon thread while the forwarded command runs; several may run at once
+    (one per forwarded command): each rewrites the file atomically with the samples it read."""
+
+    def __init__(self, path: Path, qemu_pid: int, interval: float = 1.0):
+        self.path, self.pid, self.interval = path, qemu_pid, interval
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> "Recorder":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop.set()
+
+    def _run(self) -> None:
+        while not self.stop.is_set():
+            s = sample(self.pid)
+            if s is not None:
+                samples = [x for x in read(self.path) if x["t"] > s["t"] - KEEP] + [s]
+                try:
+                    write_json_atomic(self.path, {"pid": self.pid, "host_pid": os.getpid(), "samples": samples[-KEEP:]})
+                except OSError:
+                    return
+            self.stop.wait(self.interval)

@@ -1,0 +1,55 @@
+"""Disturbance flags: a saturated core or unasked queue drops mark the row, with evidence."""
+
+from pathlib import Path
+
+from linklab.measure import disturbance as d
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "tools"
+
+
+def test_core_saturated_names_the_core():
+    f = d.flags({"cpu0_busy_pct": 91.2, "cpu1_busy_pct": 40.0, "cpu_all_busy_pct": 65.6})
+    assert f["flags"] == "core_saturated" and "cpu0 91% busy" in f["flag_evidence"]
+
+
+def test_quiet_row_has_no_flags():
+    assert d.flags({"cpu0_busy_pct": 50.0, "cpu1_busy_pct": 84.9}, {}) == {"flags": "", "flag_evidence": ""}
+
+
+def test_drops_where_loss_was_asked_do_not_count():
+    drops = {"h1/eth1 netem 10:": 12, "s1/eth2 bfifo 10:": 3}
+    f = d.flags({}, drops, lossy_ifaces={"h1/eth1"})
+    assert f["flags"] == "queue_dropped" and "s1/eth2 bfifo 10:: 3" in f["flag_evidence"] and "h1" not in f["flag_evidence"]
+
+
+def test_drops_delta_handles_rebuilt_qdisc():
+    before = {"a": {"dropped": 5}, "b": {"dropped": 9}}
+    after = {"a": {"dropped": 7}, "b": {"dropped": 2}, "c": {"dropped": 0}}
+    assert d.drops_delta(before, after) == {"a": 2, "b": 2}
+
+
+def test_host_window_from_recorded_samples_and_flag():
+    from linklab.vm import hostcpu
+    s = [{"t": 100.0, "total": 1000, "idle": 400, "qemu": 300, "ncpu": 2},
+         {"t": 101.0, "total": 1200, "idle": 440, "qemu": 390, "ncpu": 2},
+         {"t": 106.0, "total": 2200, "idle": 640, "qemu": 840, "ncpu": 2}]
+    w = hostcpu.window(s, 101.0, 106.0)
+    assert w == {"host_busy_pct": 80.0, "host_qemu_pct": 45.0, "host_other_pct": 35.0, "host_cpus": 2}
+    assert hostcpu.window(s, 90.0, 99.0) is None  # nothing recorded before the window
+    f = d.flags(w)
+    assert f["flags"] == "host_disturbed" and "other work 35.0%" in f["flag_evidence"]
+
+
+def test_host_sample_reads_real_proc(tmp_path):
+    import os
+    from linklab.vm import hostcpu
+    s = hostcpu.sample(os.getpid())
+    assert s is not None and s["total"] > s["idle"] >= 0 and s["qemu"] >= 0 and s["ncpu"] >= 1
+
+
+def test_parse_qdisc_stats_on_captured_tc_output():
+    # tc -s -d qdisc show in a lab namespace (rate 200mbit at scale 0.1, queue 5ms): htb + bfifo.
+    got = d.parse_qdisc_stats((DATA / "tc_qdisc_s_before.txt").read_text())
+    assert set(got) == {"lo noqueue 0:", "eth1 htb 1:", "eth1 bfifo 10:"}
+    assert got["eth1 bfifo 10:"] == {"sent_bytes": 2184, "sent_pkts": 24, "dropped": 0, "overlimits": 0,
+                                      "requeues": 0}

@@ -1,0 +1,100 @@
+"""Queues bounded in time: the same milliseconds at every scale, in the tc plan as bytes."""
+
+import pytest
+
+from linklab import units
+from linklab.backends.linux import qdisc as tc
+from linklab.model import Context, load_topology, queues, resolve
+
+
+def lab_from(tmp_path, text, scale):
+    p = tmp_path / "t.yaml"
+    p.write_text(text)
+    return resolve(load_topology(p), Context(scale_override=scale))
+
+
+@pytest.mark.parametrize("text,want", [("5ms", ("time", 0.005)), ("256kb", ("bytes", 262144.0)),
+                                       (100, ("packets", 100.0)), ("100p", ("packets", 100.0)),
+                                       ("250us", ("time", 0.00025))])
+def test_parse_queue_kinds(text, want):
+    assert units.parse_queue(text) == want
+
+
+@pytest.mark.parametrize("text", ["5 parsecs", "0ms", "1.5p", "-3ms"])
+def test_parse_queue_rejects(text):
+    with pytest.raises(ValueError):
+        units.parse_queue(text)
+
+
+@pytest.mark.parametrize("spec", [("time", 0.005), ("bytes", 256 * 1024.0), ("packets", 50.0)])
+def test_queue_delay_does_not_depend_on_scale(spec):
+    full = queues.size(spec, 1e9, 1.0, 1500, "host")
+    tenth = queues.size(spec, 1e9, 0.1, 1500, "host")
+    assert tenth.seconds == pytest.approx(full.seconds, rel=1e-3)
+    assert tenth.bytes == pytest.approx(full.bytes / 10, rel=1e-3)  # bytes scale with the rate
+
+
+def test_defaults_model_host_nic_and_switch_port():
+    host = queues.size(None, 1e9, 0.1, 1500, "host")
+    assert host.seconds == pytest.approx(0.010) and host.bytes == 125000  # 1000 frames = 12.1 ms, capped at 10
+    slow = queues.size(None, 100e6, 1.0, 1500, "host")
+    assert slow.seconds == pytest.approx(0.010)
+    fast = queues.size(None, 10e9, 1.0, 1500, "host")
+    assert fast.seconds == pytest.approx(1000 * 1514 * 8 / 10e9)  # 1000 frames binds first
+    sw = queues.size(None, 1e9, 0.1, 1500, "switch")
+    assert sw.seconds == pytest.approx(256 * 1024 * 8 / 1e9) and "switch" in sw.source
+
+
+def test_queue_never_below_a_segment_pair():
+    q = queues.size(("time", 0.0001), 10e6, 0.1, 1500, "host")
+    assert q.bytes == 2 * 1514 and "raised" in q.source
+
+
+def test_netem_limit_covers_queue_and_delay_line():
+    q = queues.size(("time", 0.005), 1e9, 0.1, 1500, "host")  # 62500 bytes at 100 Mbit/s
+    assert queues.packets(q, 1500) == 42
+    assert queues.packets(q, 1500, 1e8, 0.010) == 42 + 83  # 10 ms of 100 Mbit/s in flight
+
+
+def test_resolved_queue_per_direction_and_member(tmp_path):
+    text = ("name: q\nscale: 0.1\nhosts: {a: {}, b: {}}\n"
+            "links:\n  - endpoints: [a, b]\n    bond: {members: 2, mode: balance-rr,"
+            " member: [{impair: {queue: 1ms}}]}\n"
+            "    impair: {rate: 1gbit, queue: 5ms, from: {b: {queue: 64kb}}}\n")
+    lab = lab_from(tmp_path, text, 0.1)
+    m0, m1 = lab.links[0].veths
+    assert m0.egress_a.queue_s == pytest.approx(0.001) and m0.egress_a.queue_bytes == 12500
+    assert m1.egress_a.queue_s == pytest.approx(0.005) and m1.egress_a.queue_bytes == 62500
+    assert m1.egress_b.queue_bytes == int(round(64 * 1024 * 0.1)) and m1.egress_b.queue_source == "queue: 65536b"
+    assert m1.egress_a.shaper == "htb" and m1.egress_a.queue_holder == "bfifo"
+
+
+def test_htb_plan_bounds_queue_with_bfifo_and_netem_holder_in_frames(tmp_path):
+    text = ("name: q\nhosts: {a: {}, b: {}}\n"
+            "links: [{endpoints: [a, b], impair: {rate: 1gbit, queue: 5ms}},"
+            "        {endpoints: [a, b], impair: {rate: 1gbit, queue: 5ms, delay: 10ms}}]\n")
+    lab = lab_from(tmp_path, text, 0.1)
+    plain = tc.plan(lab.links[0].veths[0].egress_a, 1500, "e")
+    assert plain[-1][-5:] == ["handle", "10:", "bfifo", "limit", "62500"]
+    delayed = lab.links[1].veths[0].egress_a
+    assert delayed.queue_holder == "netem" and delayed.limit == 42 + 83
+    assert tc.plan(delayed, 1500, "e")[-1][5:9] == ["parent", "1:1", "handle", "10:"]
+    assert "limit" in tc.plan(delayed, 1500, "e")[-1]
+
+
+def test_tbf_takes_the_queue_as_its_byte_limit():
+    from linklab.model.resolved import Qdisc
+    plan = tc.plan(Qdisc(shaper="tbf", rate_bps=1e8, queue_bytes=62500), 1500, "e")
+    assert plan[0][-2:] == ["limit", "62500"]
+
+
+def test_socket_buffers_scale_with_rates_and_say_so(tmp_path):
+    text = ("name: w\nscale: 0.1\nhosts: {a: {sysctls: {net.ipv4.tcp_rmem: '4096 131072 4194304',"
+            " net.core.rmem_max: 16777216, net.ipv4.tcp_reordering: 3}}, b: {}}\n"
+            "links: [{endpoints: [a, b], impair: {rate: 1gbit}}]\n")
+    lab = lab_from(tmp_path, text, 0.1)
+    s = lab.node("a").sysctls
+    assert s["net.ipv4.tcp_rmem"] == "4096 13107 419430" and s["net.core.rmem_max"] == "1677721"
+    assert s["net.ipv4.tcp_reordering"] == "3"  # not a size
+    assert any("tcp_rmem scaled x0.1" in n for n in lab.notes)
+    assert lab_from(tmp_path, text, 1.0).node("a").sysctls["net.ipv4.tcp_rmem"] == "4096 131072 4194304"
