@@ -20,12 +20,16 @@ def resolved_lab(topology: str | Path, overrides: list[tuple[str, Any]] = (), sc
     return lab.build_lab(topology, list(overrides), scale=scale)
 
 
+def ovs_switches(lab: Lab) -> list[str]:
+    return [n.name for n in lab.nodes if n.switch_kind == "ovs"]
+
+
 def refuse_ovs(lab: Lab, target: str) -> None:
-    ovs = [n.name for n in lab.nodes if n.switch_kind == "ovs"]
+    ovs = ovs_switches(lab)
     if ovs:
         raise UsageError(f"export to {target}: switches {', '.join(ovs)} are Open vSwitch (kind: ovs), which this "
-                         "exporter does not map yet (linklab builds no OVS switch either)",
-                         hint="use kind: bridge for these switches")
+                         "exporter does not map yet (their controllers and OVS bonds have no equivalent here)",
+                         hint="export a copy of the topology with kind: bridge for these switches")
 
 
 def bond_ip_args(options: dict[str, Any]) -> list[str]:

@@ -23,8 +23,8 @@ LAB = {
     },
     'switches': {},
     'veths': [
-        {'link': 'bond', 'a': ['h1', 'bond0-m0'], 'b': ['h2', 'bond0-m0'], 'tclink_a': None, 'mininet_a': {'delay': '100us', 'bw': 100.0}, 'tclink_b': None, 'mininet_b': {'delay': '100us', 'bw': 100.0}},
-        {'link': 'bond', 'a': ['h1', 'bond0-m1'], 'b': ['h2', 'bond0-m1'], 'tclink_a': None, 'mininet_a': {'delay': '600us', 'bw': 100.0}, 'tclink_b': None, 'mininet_b': {'delay': '600us', 'bw': 100.0}},
+        {'link': 'bond', 'a': ['h1', 'bond0-m0'], 'b': ['h2', 'bond0-m0'], 'tclink_a': None, 'mininet_a': {'delay': '100us', 'max_queue_size': 84, 'bw': 100.0}, 'tclink_b': None, 'mininet_b': {'delay': '100us', 'max_queue_size': 84, 'bw': 100.0}},
+        {'link': 'bond', 'a': ['h1', 'bond0-m1'], 'b': ['h2', 'bond0-m1'], 'tclink_a': None, 'mininet_a': {'delay': '600us', 'max_queue_size': 88, 'bw': 100.0}, 'tclink_b': None, 'mininet_b': {'delay': '600us', 'max_queue_size': 88, 'bw': 100.0}},
     ],
     'bonds': [
         {'node': 'h1', 'ifname': 'bond0', 'mode': 'balance-rr', 'create_args': ['mode', 'balance-rr', 'miimon', '100'], 'primary': None, 'members': ['bond0-m0', 'bond0-m1'], 'switch': None},
@@ -43,10 +43,10 @@ LAB = {
         {'node': 'h2', 'ifname': 'bond0', 'ipv4': '10.77.0.2/24', 'ipv6': 'fd00:77::2/64'},
     ],
     'qdiscs': [
-        {'node': 'h1', 'ifname': 'bond0-m0', 'tc': [['tc', 'qdisc', 'add', 'dev', 'bond0-m0', 'root', 'handle', '1:', 'netem', 'delay', '100us', 'rate', '100000000bit']]},
-        {'node': 'h2', 'ifname': 'bond0-m0', 'tc': [['tc', 'qdisc', 'add', 'dev', 'bond0-m0', 'root', 'handle', '1:', 'netem', 'delay', '100us', 'rate', '100000000bit']]},
-        {'node': 'h1', 'ifname': 'bond0-m1', 'tc': [['tc', 'qdisc', 'add', 'dev', 'bond0-m1', 'root', 'handle', '1:', 'netem', 'delay', '600us', 'rate', '100000000bit']]},
-        {'node': 'h2', 'ifname': 'bond0-m1', 'tc': [['tc', 'qdisc', 'add', 'dev', 'bond0-m1', 'root', 'handle', '1:', 'netem', 'delay', '600us', 'rate', '100000000bit']]},
+        {'node': 'h1', 'ifname': 'bond0-m0', 'tc': [['tc', 'qdisc', 'add', 'dev', 'bond0-m0', 'root', 'handle', '1:', 'htb', 'default', '1'], ['tc', 'class', 'add', 'dev', 'bond0-m0', 'parent', '1:', 'classid', '1:1', 'htb', 'rate', '100000000bit', 'ceil', '100000000bit', 'burst', '64000', 'cburst', '64000'], ['tc', 'qdisc', 'add', 'dev', 'bond0-m0', 'parent', '1:1', 'handle', '10:', 'netem', 'delay', '100us', 'limit', '84']]},
+        {'node': 'h2', 'ifname': 'bond0-m0', 'tc': [['tc', 'qdisc', 'add', 'dev', 'bond0-m0', 'root', 'handle', '1:', 'htb', 'default', '1'], ['tc', 'class', 'add', 'dev', 'bond0-m0', 'parent', '1:', 'classid', '1:1', 'htb', 'rate', '100000000bit', 'ceil', '100000000bit', 'burst', '64000', 'cburst', '64000'], ['tc', 'qdisc', 'add', 'dev', 'bond0-m0', 'parent', '1:1', 'handle', '10:', 'netem', 'delay', '100us', 'limit', '84']]},
+        {'node': 'h1', 'ifname': 'bond0-m1', 'tc': [['tc', 'qdisc', 'add', 'dev', 'bond0-m1', 'root', 'handle', '1:', 'htb', 'default', '1'], ['tc', 'class', 'add', 'dev', 'bond0-m1', 'parent', '1:', 'classid', '1:1', 'htb', 'rate', '100000000bit', 'ceil', '100000000bit', 'burst', '64000', 'cburst', '64000'], ['tc', 'qdisc', 'add', 'dev', 'bond0-m1', 'parent', '1:1', 'handle', '10:', 'netem', 'delay', '600us', 'limit', '88']]},
+        {'node': 'h2', 'ifname': 'bond0-m1', 'tc': [['tc', 'qdisc', 'add', 'dev', 'bond0-m1', 'root', 'handle', '1:', 'htb', 'default', '1'], ['tc', 'class', 'add', 'dev', 'bond0-m1', 'parent', '1:', 'classid', '1:1', 'htb', 'rate', '100000000bit', 'ceil', '100000000bit', 'burst', '64000', 'cburst', '64000'], ['tc', 'qdisc', 'add', 'dev', 'bond0-m1', 'parent', '1:1', 'handle', '10:', 'netem', 'delay', '600us', 'limit', '88']]},
     ],
     'iface_settings': [],
     'checks': [
@@ -57,10 +57,10 @@ LAB = {
         "names resolve through Mininet's CLI (`h1 ping h2`), not /etc/hosts as in linklab",
     ],
     'mininet_shaping_notes': [
-        "link bond member 0, h1 sending: rate 100 Mbit/s by TCLink's htb (15 kB burst) instead of netem: measured 80-86 % of theoretical TCP goodput, netem's rate 99 %",
-        "link bond member 0, h2 sending: rate 100 Mbit/s by TCLink's htb (15 kB burst) instead of netem: measured 80-86 % of theoretical TCP goodput, netem's rate 99 %",
-        "link bond member 1, h1 sending: rate 100 Mbit/s by TCLink's htb (15 kB burst) instead of netem: measured 80-86 % of theoretical TCP goodput, netem's rate 99 %",
-        "link bond member 1, h2 sending: rate 100 Mbit/s by TCLink's htb (15 kB burst) instead of netem: measured 80-86 % of theoretical TCP goodput, netem's rate 99 %",
+        "link bond member 0, h1 sending: rate 100 Mbit/s by TCLink's htb (15 kB burst) instead of htb: measured 80-86 % of theoretical TCP goodput, netem's rate 99 %",
+        "link bond member 0, h2 sending: rate 100 Mbit/s by TCLink's htb (15 kB burst) instead of htb: measured 80-86 % of theoretical TCP goodput, netem's rate 99 %",
+        "link bond member 1, h1 sending: rate 100 Mbit/s by TCLink's htb (15 kB burst) instead of htb: measured 80-86 % of theoretical TCP goodput, netem's rate 99 %",
+        "link bond member 1, h2 sending: rate 100 Mbit/s by TCLink's htb (15 kB burst) instead of htb: measured 80-86 % of theoretical TCP goodput, netem's rate 99 %",
     ],
 }
 

@@ -23,7 +23,12 @@ from linklab.interop.common import resolved_lab
 from linklab.measure.iperf3 import Iperf3Client
 
 ROOT = Path(__file__).resolve().parents[3]
-TOPOLOGIES = sorted((ROOT / "topologies").glob("*.yaml"))
+def _exportable(path: Path) -> bool:
+    from linklab.interop.common import ovs_switches, resolved_lab
+    return not ovs_switches(resolved_lab(path))  # OVS topologies are refused by the exporter (unit tier)
+
+
+TOPOLOGIES = [p for p in sorted((ROOT / "topologies").glob("*.yaml")) if _exportable(p)]
 IPERF_SECONDS = 5
 SCALE = 0.1  # what `scale: auto` is in a software-emulated VM; rates Mininet's hosts can carry here
 
