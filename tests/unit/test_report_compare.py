@@ -70,6 +70,15 @@ def test_refuses_different_experiment_scale_placement_unless_told(tmp_path):
 
 # -- real stored runs ----------------------------------------------------------------------------
 
+def test_real_runs_without_regression_pass(capsys):
+    # Two consecutive E2 quick runs of the same lab. Measured under contention: the second ran on a
+    # less loaded machine and is faster (improved), which a regression gate must let pass.
+    code = main(["compare", str(DATA / "e2-quick-a"), str(DATA / "e2-quick-b")])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "result: within tolerance" in out and "0 regressed" in out and "REGRESSED" not in out
+
+
 def test_real_run_with_slower_links_fails(capsys):
     # The same E1 quick sweep on a lab brought up with the bond's rate halved (`--set
     # links[bond].impair.rate=500mbit`): throughput leaves the band at every point.
