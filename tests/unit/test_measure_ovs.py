@@ -47,12 +47,6 @@ def test_port_delta_by_name():
     assert ovs.port_delta(before, after) == {"eth1": {"rx_packets": 4, "tx_errors": 2}}
 
 
-def test_over_mtu_kernel_lines_are_picked_out():
-    log = ("[  12.1] openvswitch: ovs-system: deferred action limit reached, drop recirc action\n"
-           "[  13.5] openvswitch: ovs-system: dropped over-mtu packet: 2014 > 1500\n")
-    assert len(ovs.over_mtu_lines(log)) == 1
-
-
 def test_linklab_ovs_command_reaches_the_right_tool():
     assert _ovs_tool(["dump-flows"], "s1") == ("ovs-ofctl", ["-O", "OpenFlow13", "dump-flows", "s1"])
     assert _ovs_tool(["vsctl", "show"], "s1") == ("ovs-vsctl", ["show"])
