@@ -102,3 +102,9 @@ def test_switch_evidence_row_sums_deltas():
     assert (r["switch_packet_ins"], r["switch_dp_missed"], r["switch_dp_lost"]) == (10, 7, 1)
     assert (r["switch_rx_dropped"], r["switch_tx_errors"], r["kernel_over_mtu_lines"]) == (3, 2, 2)
     assert first_packet_row((60.0, 1.0, 3.0)) == {"ping_first_rtt_ms": 60.0, "ping_steady_rtt_mean_ms": 2.0}
+
+
+def test_over_mtu_kernel_lines_are_picked_out():
+    lines = ovs.over_mtu_lines("[ 1.0] IPv6: ADDRCONF(NETDEV_CHANGE): eth1: link becomes ready\n"
+                               + read("dmesg_ovs_over_mtu.txt"))
+    assert len(lines) == 3 and all("> 1500" in x for x in lines)
