@@ -164,12 +164,16 @@ def test_e3_quick_sweep_end_to_end_with_switch_evidence(tmp_path):
                 and r["mtu"] == str(mtu)]
 
     for r in rows:
-        assert float(r["throughput_bps"]) > 0 and int(r["switch_packet_ins"]) > 0
+        assert int(r["switch_packet_ins"]) > 0
     learning, hub = pick("l2_learning", "null", 1500), pick("hub", "null", 1500)
+    assert all(float(r["throughput_bps"]) > 0 for r in learning + hub)
     # Every packet through the controller vs only first packets: far more packet-ins.
     assert min(int(r["switch_packet_ins"]) for r in hub) > 10 * max(int(r["switch_packet_ins"]) for r in learning)
     # The first ping crossed the controller (flows and ARP forgotten before it).
-    assert all(float(r["ping_first_rtt_ms"]) > float(r["ping_steady_rtt_mean_ms"]) for r in learning)
-    # Hosts at 2000, switch ports at 1500: oversize frames are dropped at the switch's ports.
-    mismatch = pick("l2_learning", "1500", 2000)
+    assert (sum(float(r["ping_first_rtt_ms"]) for r in learning)
+            > sum(float(r["ping_steady_rtt_mean_ms"]) for r in learning))
+    # Hosts at 2000, switch ports at 1500: oversize frames are dropped entering the switch's
+    # ports, and TCP collapses against every element at 2000.
+    mismatch, matched = pick("l2_learning", "1500", 2000), pick("l2_learning", "null", 2000)
     assert all(int(r["switch_rx_dropped"]) + int(r["switch_tx_errors"]) > 0 for r in mismatch)
+    assert max(float(r["throughput_bps"]) for r in mismatch) < 0.5 * min(float(r["throughput_bps"]) for r in matched)
