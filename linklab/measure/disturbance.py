@@ -58,6 +58,18 @@ def drops_delta(before: Mapping[str, Mapping[str, int]], after: Mapping[str, Map
     return out
 
 
+def leaf_drops(drops: Mapping[str, int]) -> int:
+    """Packets dropped, each once: a classful root (htb, tbf) also counts its child's drops."""
+    devs = {}
+    for key in drops:
+        devs.setdefault(key.split(" ")[0], []).append(key)
+    total = 0
+    for keys in devs.values():
+        leaves = [k for k in keys if k.split(" ")[1] not in ("htb", "tbf")] or keys
+        total += sum(drops[k] for k in leaves)
+    return total
+
+
 def flags(row: Mapping[str, Any], drops: Mapping[str, int] | None = None,
           lossy_ifaces: set[str] | frozenset[str] = frozenset(), core_busy_pct: float = CORE_BUSY_PCT) -> dict[str, str]:
     """{"flags": "core_saturated;queue_dropped", "flag_evidence": "..."} from a row's per-core CPU

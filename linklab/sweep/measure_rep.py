@@ -212,7 +212,7 @@ def measure(lab: Lab, plan: PointPlan, measure_what: list[str], omit: float,
     q_after = qdisc_stats(lab)
     drops = disturbance.drops_delta(q_before, q_after)
     raw["qdisc-drops.json"] = json.dumps({"dropped": drops, "after": q_after}, indent=1, sort_keys=True)
-    row["qdisc_dropped_pkts"] = sum(drops.values())
+    row["qdisc_dropped_pkts"] = disturbance.leaf_drops(drops)
 
     if window is not None:
         raw["cpu.json"] = json.dumps({"seconds": window.seconds, "cores": window.cores,

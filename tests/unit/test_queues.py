@@ -98,3 +98,9 @@ def test_socket_buffers_scale_with_rates_and_say_so(tmp_path):
     assert s["net.ipv4.tcp_reordering"] == "3"  # not a size
     assert any("tcp_rmem scaled x0.1" in n for n in lab.notes)
     assert lab_from(tmp_path, text, 1.0).node("a").sysctls["net.ipv4.tcp_rmem"] == "4096 131072 4194304"
+
+
+def test_fifo_limit_from_undecoded_options():
+    assert tc.fifo_limit("48:30:00:00") == 12360  # raw little-endian u32, as pyroute2 hands it over
+    assert tc.fifo_limit({"limit": 62500}) == 62500
+    assert tc.fifo_limit("zz") is None and tc.fifo_limit("01") is None

@@ -107,6 +107,32 @@ def apply(netns: str, dev: str, q: Qdisc | None, mtu: int) -> None:
         runner.run(argv, netns=netns, timeout=15)
 
 
+def fifo_limit(opts: Any) -> int | None:
+    """bfifo's options (struct tc_fifo_qopt: one u32, the limit): pyroute2 0.9.7 does not decode
+    them and hands over the raw bytes as a hex string ("e8:03:00:00"). Pure."""
+    if hasattr(opts, "get"):
+        return opts.get("limit")
+    try:
+        raw = bytes.fromhex(str(opts).replace(":", "").replace(" ", ""))
+    except ValueError:
+        return None
+    return int.from_bytes(raw[:4], "little") if len(raw) >= 4 else None
+
+
+def _htb_rate(ipr, index: int) -> dict[str, Any]:
+    """htb's rate lives on its class, not the qdisc; reading it is a courtesy for `status`,
+    never a reason for inspection to fail."""
+    try:
+        for cl in ipr.get_classes(index=index):
+            copts = cl.get_attr("TCA_OPTIONS")
+            parms = copts.get_attr("TCA_HTB_PARMS") if hasattr(copts, "get_attr") else None
+            if parms:
+                return {"rate_bps": parms["rate"] * 8}
+    except Exception:
+        pass
+    return {}
+
+
 def describe(ipr, index: int) -> list[dict[str, Any]]:
     """Live qdiscs of an interface, decoded into the units users wrote."""
     out = []
@@ -132,14 +158,10 @@ def describe(ipr, index: int) -> list[dict[str, Any]]:
                 item["rate_bps"] = parms["rate"] * 8
                 item["limit_bytes"] = parms["limit"]
         elif kind == "bfifo" and opts is not None:
-            item["limit_bytes"] = opts.get("limit")
+            limit = fifo_limit(opts)
+            if limit is not None:
+                item["limit_bytes"] = limit
         elif kind == "htb":
-            # htb's rate lives on its class, not the qdisc.
-            for cl in ipr.get_classes(index=index):
-                copts = cl.get_attr("TCA_OPTIONS")
-                parms = copts.get_attr("TCA_HTB_PARMS") if copts is not None else None
-                if cl.get_attr("TCA_KIND") == "htb" and parms:
-                    item["rate_bps"] = parms["rate"] * 8
-                    break
+            item.update(_htb_rate(ipr, index))
         out.append(item)
     return out
