@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from linklab import runner, state
-from linklab.backends.linux import procs
+from linklab.backends.linux import daemons
 from linklab.procs import alive as _alive
 from linklab.errors import LinklabError, EnvironmentProblem
 
@@ -66,12 +66,12 @@ def running(d: OvsDirs, owned: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """This switch's live ovsdb-server/ovs-vswitchd: as recorded, or (after an interrupted
     `up` that recorded nothing) as their pidfiles in the lab's private run directory say."""
     recs = [r for r in owned if r["node"] == d.node and r["role"] in ("ovsdb-server", "ovs-vswitchd")
-            and procs.alive(r)]
+            and daemons.alive(r)]
     for role in ("ovsdb-server", "ovs-vswitchd"):
         if not any(r["role"] == role for r in recs):
-            pid = procs.read_pidfile(d.run / f"{role}.pid")
-            if pid and _alive(pid) and pid in procs.netns_pids_running(d.ns, role):
-                recs.append(procs.record(d.node, role, pid))
+            pid = daemons.read_pidfile(d.run / f"{role}.pid")
+            if pid and _alive(pid) and pid in daemons.netns_pids_running(d.ns, role):
+                recs.append(daemons.record(d.node, role, pid))
     return recs
 
 
@@ -91,16 +91,16 @@ def start(d: OvsDirs, datapath: str) -> list[dict[str, Any]]:
     d.run_tool("ovsdb-tool", "create", str(d.db), str(SCHEMA))
     d.run_tool("ovsdb-server", str(d.db), f"--remote=punix:{d.run / 'db.sock'}",
                f"--pidfile={d.run / 'ovsdb-server.pid'}", "--detach", f"--log-file={d.logs / 'ovsdb-server.log'}")
-    recs = [procs.record(d.node, "ovsdb-server", _pid(d.run / "ovsdb-server.pid"))]
+    recs = [daemons.record(d.node, "ovsdb-server", _pid(d.run / "ovsdb-server.pid"))]
     vsctl(d, "--no-wait", "init")
     d.run_tool("ovs-vswitchd", f"unix:{d.run / 'db.sock'}", f"--pidfile={d.run / 'ovs-vswitchd.pid'}",
                "--detach", f"--log-file={d.logs / 'ovs-vswitchd.log'}")
-    recs.append(procs.record(d.node, "ovs-vswitchd", _pid(d.run / "ovs-vswitchd.pid")))
+    recs.append(daemons.record(d.node, "ovs-vswitchd", _pid(d.run / "ovs-vswitchd.pid")))
     return recs
 
 
 def _pid(pidfile: Path) -> int:
-    pid = procs.read_pidfile(pidfile)
+    pid = daemons.read_pidfile(pidfile)
     if pid is None:
         raise LinklabError(f"{pidfile.name} was not written: the OVS daemon did not start",
                            hint=f"see the logs in {pidfile.parent}")

@@ -50,10 +50,10 @@ def kill_at(fn, delay: float) -> bool:
     before it finished."""
     pid = forked(fn)
     time.sleep(delay)
-    landed = os.waitpid(pid, os.WNOHANG) == (0, 0)
+    landed = os.waitpid(pid, os.WNOHANG) == (0, 0)  # (a finished child is reaped by this call)
     if landed:
         os.kill(pid, signal.SIGKILL)
-    os.waitpid(pid, 0)
+        os.waitpid(pid, 0)
     return landed
 
 

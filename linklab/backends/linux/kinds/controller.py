@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from linklab import controllers, runner
-from linklab.backends.linux import ovsd, procs
+from linklab.backends.linux import daemons, ovsd
 from linklab.backends.linux.kinds import ovs
 from linklab.errors import CommandFailed, EnvironmentProblem, LinklabError
 
@@ -46,17 +46,17 @@ def argv(app: str, port: int, layout: dict[str, Any], dpid: int) -> list[str]:
 def configure(b, node) -> None:
     d = ovsd.OvsDirs(ns=b.ns[node.name], lab=b.lab.name, node=node.name)
     mine = [r for r in b.owned.get("processes", []) if r["node"] == node.name and r["role"] == "controller"]
-    keep = [r for r in mine if procs.alive(r) and r.get("app") == node.controller and r.get("port") == node.controller_port]
+    keep = [r for r in mine if daemons.alive(r) and r.get("app") == node.controller and r.get("port") == node.controller_port]
     if not keep:
-        procs.stop(mine)
+        daemons.stop(mine)
         # A controller an interrupted `up` started but never recorded lives in this lab's own
         # namespace, so it is this lab's: adopt it if it runs this app on this port (starting
         # one costs ~20 s of imports under emulation), else stop it (it would hold the port).
-        found = procs.netns_pids_running(d.ns, "osken-manager")
+        found = daemons.netns_pids_running(d.ns, "osken-manager")
         same = [pid for pid in found if _runs(pid, node.controller, node.controller_port)]
-        procs.stop([procs.record(node.name, "controller", pid) for pid in found if pid not in same[:1]])
+        daemons.stop([daemons.record(node.name, "controller", pid) for pid in found if pid not in same[:1]])
         if same:
-            keep = [{**procs.record(node.name, "controller", same[0]), "app": node.controller,
+            keep = [{**daemons.record(node.name, "controller", same[0]), "app": node.controller,
                      "port": node.controller_port}]
     if keep:
         b.new.setdefault("processes", []).extend(keep)
@@ -71,11 +71,11 @@ def configure(b, node) -> None:
         with open(log, "ab") as f:
             cmd = argv(node.controller, node.controller_port, ovs.openflow_layout(b.lab, node), ovs.dpid(b.lab, node))
             p = runner.start(cmd, netns=d.ns, stdout=f, stderr=f)
-        rec = {**procs.record(node.name, "controller", p.pid), "app": node.controller, "port": node.controller_port}
+        rec = {**daemons.record(node.name, "controller", p.pid), "app": node.controller, "port": node.controller_port}
         b.new.setdefault("processes", []).append(rec)
 
     def listening() -> bool:
-        if not procs.alive(rec):
+        if not daemons.alive(rec):
             raise LinklabError(f"controller {node.controller} for {node.name} exited",
                                hint=f"its log: {log}\n" + _tail(log))
         try:
@@ -116,4 +116,4 @@ def inspect(lab, node, ns: str) -> dict[str, Any]:
 
 def remove(lab_name: str, node: str, ns: str, owned: dict[str, Any]) -> list[str]:
     mine = [r for r in owned.get("processes", []) if r["node"] == node and r["role"] == "controller"]
-    return [f"controller {r.get('app')} {r['pid']} ({node})" for r in procs.stop(mine)]
+    return [f"controller {r.get('app')} {r['pid']} ({node})" for r in daemons.stop(mine)]

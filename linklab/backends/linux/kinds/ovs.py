@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from linklab import runner
-from linklab.backends.linux import ovsd, procs
+from linklab.backends.linux import daemons, ovsd
 from linklab.measure import ovs as parse
 
 
@@ -60,7 +60,7 @@ def configure(b, node) -> None:
     d = dirs(b.lab.name, node.name, b.ns[node.name])
     recs = ovsd.running(d, b.owned.get("processes", []))
     if len(recs) < 2:
-        procs.stop(recs)
+        daemons.stop(recs)
         recs = ovsd.start(d, node.datapath or "kernel")
     b.new.setdefault("processes", []).extend(recs)
     br = node.name
@@ -134,7 +134,7 @@ def inspect(lab, node, ns: str) -> dict[str, Any]:
 def remove(lab_name: str, node: str, ns: str, owned: dict[str, Any]) -> list[str]:
     mine = [r for r in owned.get("processes", []) if r["node"] == node and r["role"] != "controller"]
     # ovs-vswitchd first: with ovsdb-server gone first it would retry its database for seconds.
-    stopped = procs.stop([r for r in mine if r["role"] == "ovs-vswitchd"]) + procs.stop(
+    stopped = daemons.stop([r for r in mine if r["role"] == "ovs-vswitchd"]) + daemons.stop(
         [r for r in mine if r["role"] == "ovsdb-server"])
     out = [f"{r['role']} {r['pid']} ({node})" for r in stopped]
     if ovsd.remove_rundir(ns):
