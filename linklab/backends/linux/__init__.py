@@ -21,7 +21,7 @@ from pyroute2.netlink.exceptions import NetlinkError
 from linklab import fsutil, procs, runner
 from linklab.backends.base import Backend
 from linklab.backends.linux import bond as bondopt
-from linklab.backends.linux import kinds, ovsd
+from linklab.backends.linux import daemons, kinds, ovsd
 from linklab.backends.linux import qdisc as tc
 from linklab.backends.linux import sysctl
 from linklab.backends.linux.names import Mark, current_home, hosts_dir, mark, netns_name, parse_mark
@@ -103,8 +103,8 @@ class LinuxBackend(Backend):
                 kinds.module("controller").configure(b, node)
             # Controllers no longer wanted (a switch lost its controller) are stopped.
             wanted = {(p["node"], p["pid"]) for p in new["processes"]}
-            procs.stop_recorded([p for p in owned.get("processes", []) if (p["node"], p["pid"]) not in wanted
-                                 and p["role"] == "controller"])
+            daemons.stop([p for p in owned.get("processes", []) if (p["node"], p["pid"]) not in wanted
+                          and p["role"] == "controller"])
         new["sysctl_originals"] = sysctl.apply(lab, want_ns, owned.get("sysctl_originals", {}))
         new["hosts_files"] = _write_hosts(lab, want_ns, the_mark)
         return new

@@ -22,12 +22,16 @@ def record(node: str, role: str, pid: int) -> dict[str, Any]:
 
 
 def alive(rec: dict[str, Any]) -> bool:
-    return _procs.is_same(rec)
+    """pid and start time identify the process; its name does not: a daemon started through
+    `ip netns exec` is recorded before the exec, while its name is still `ip`."""
+    now = _procs.identity(rec["pid"]) if isinstance(rec.get("pid"), int) else None
+    return bool(now) and _procs.alive(rec["pid"]) and now["start"] == rec.get("start")
 
 
 def stop(recs: list[dict[str, Any]], grace_s: float = 3.0) -> list[dict[str, Any]]:
     """Stop the recorded processes that are still ours; returns those stopped."""
-    mine = _procs.stop_recorded(recs, grace=grace_s)
+    mine = [r for r in recs if alive(r)]
+    _procs.stop([r["pid"] for r in mine], grace=grace_s)
     for r in mine:  # reap children of ours (controllers are started by this process)
         with contextlib.suppress(ChildProcessError):
             os.waitpid(r["pid"], os.WNOHANG)

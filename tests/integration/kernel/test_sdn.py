@@ -10,7 +10,7 @@ from pyroute2 import netns
 
 from linklab import lab, runner
 from linklab.backends.base import bond_summary
-from linklab.backends.linux import ovsd, procs
+from linklab.backends.linux import daemons, ovsd
 from linklab.measure import ovs as ovsparse
 
 DATA_REL = "../tests/integration/data"  # make_lab reads topologies/<name>: this reaches the test data
@@ -34,7 +34,7 @@ def foreign_ovs():
     recs = ovsd.start(d, "kernel")
     ovsd.vsctl(d, "add-br", "foreign0")
     yield d, recs
-    procs.stop(recs)
+    daemons.stop(recs)
     ovsd.remove_rundir(ns)
     netns.remove(ns)
 
@@ -67,10 +67,10 @@ def test_l2_learning_then_hub_and_down_leaves_only_the_foreign_ovs(make_lab, for
     assert {p["role"] for p in mine} == {"ovsdb-server", "ovs-vswitchd", "controller"}
     lb.down()
     other.down()
-    assert not any(procs.alive(p) for p in mine)
+    assert not any(daemons.alive(p) for p in mine)
     assert not (ovsd.RUN_ROOT / lb.ns("s1")).exists() and not (ovsd.RUN_ROOT / other.ns("s1")).exists()
     assert not [n for n in netns.listnetns() if n.startswith(("ll-itsdn-", "ll-itsdn2-"))]
-    assert all(procs.alive(p) for p in foreign), "the lab stopped an OVS it did not start"
+    assert all(daemons.alive(p) for p in foreign), "the lab stopped an OVS it did not start"
     assert "foreign0" in ovsd.vsctl(d_foreign, "list-br").stdout
 
 
