@@ -156,7 +156,7 @@ def test_e3_quick_sweep_end_to_end_with_switch_evidence(tmp_path):
         if lab.state.load("sdn_pair"):
             lab.down("sdn_pair", say=lambda *_: None)
     assert len(rows) == 12, "6 points x 2 repetitions"
-    assert all(r["preflight_ok"] == "True" and not r.get("error") for r in rows), [r.get("error") for r in rows]
+    assert all(str(r["preflight_ok"]).lower() == "true" and not r.get("error") for r in rows), [r.get("error") for r in rows]
 
     def pick(controller, port_mtu, mtu):
         return [r for r in rows if r["switches.s1.controller"] == controller
