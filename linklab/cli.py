@@ -221,10 +221,14 @@ def cmd_exec(args, argv) -> int:
     fwd = _forwarded(name, argv)
     if fwd is not None:
         return fwd
-    full = lab.exec_argv(name, args.node, cmd)
+    return _become(lab.exec_argv(name, args.node, cmd))
+
+
+def _become(full: list[str]) -> int:
+    """Replace this process with `full`: the user's command owns the terminal and its exit code."""
     sys.stdout.flush()
     try:
-        os.execvp(full[0], full)  # replace ourselves: the user's command owns the terminal
+        os.execvp(full[0], full)
     except FileNotFoundError:
         raise UsageError(f"{full[0]}: not found") from None
     return EXIT_FAILURE
@@ -237,10 +241,7 @@ def cmd_ovs(args, argv) -> int:
     fwd = _forwarded(name, argv)
     if fwd is not None:
         return fwd
-    full = lab.switch_tool_argv(name, args.switch, cmd)
-    sys.stdout.flush()
-    os.execvp(full[0], full)
-    return EXIT_FAILURE
+    return _become(lab.switch_tool_argv(name, args.switch, cmd))
 
 
 def cmd_set(args, argv) -> int:

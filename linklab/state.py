@@ -142,10 +142,7 @@ def remove_stale_locks() -> list[str]:
 @contextmanager
 def locked(lab: str) -> Iterator[None]:
     """One command at a time changes a lab (a sweep and a `set` must not interleave)."""
-    labs_dir().mkdir(parents=True, exist_ok=True)
-    with open(lock_path(lab), "a") as f:
-        try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise StateError(f"lab {lab!r} is busy: another linklab command is changing it") from None
+    with try_locked(lab) as got:
+        if not got:
+            raise StateError(f"lab {lab!r} is busy: another linklab command is changing it")
         yield
