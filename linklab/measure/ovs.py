@@ -5,6 +5,8 @@ tested on output captured in the lab VM: tests/data/tools/ovs_*.txt).
   dump-ports   per port rx/tx packets, bytes, drops, errors
   dpctl/show   the kernel datapath's lookups hit / missed / lost (lost: upcalls to
                ovs-vswitchd dropped because its queue was full)
+  bond/show    each OVS bond's mode, LACP status, primary, and which members are
+               enabled and active
 """
 
 from __future__ import annotations
@@ -79,6 +81,42 @@ def parse_dpctl_show(text: str) -> dict[str, Any]:
         out["lost"] += int(m.group(3))
     for m in _FLOWS.finditer(text):
         out["flows"] += int(m.group(1))
+    return out
+
+
+_BOND = re.compile(r"^---- (\S+) ----$")
+_MEMBER = re.compile(r"^(?:member|slave) (\S+): (enabled|disabled)$")
+
+
+def parse_bond_show(text: str) -> dict[str, dict[str, Any]]:
+    """`ovs-appctl bond/show` -> {bond: {mode, lacp_status, primary, active, all_members_active,
+    members: {name: {enabled}}}}; `active` is the member OVS sends on (active-backup) and takes
+    broadcasts on (unless all_members_active)."""
+    out: dict[str, dict[str, Any]] = {}
+    bond: dict[str, Any] | None = None
+    member: str | None = None
+    for raw in text.splitlines():
+        line = raw.strip()
+        if m := _BOND.match(line):
+            bond = out[m.group(1)] = {"mode": None, "lacp_status": None, "primary": None, "active": None,
+                                      "all_members_active": None, "members": {}}
+            member = None
+        elif bond is None:
+            continue
+        elif m := _MEMBER.match(line):
+            member = m.group(1)
+            bond["members"][member] = {"enabled": m.group(2) == "enabled"}
+        elif line == "active member" and member is not None:
+            bond["active"] = member
+        elif line.startswith("bond_mode:"):
+            bond["mode"] = line.split(":", 1)[1].strip()
+        elif line.startswith("lacp_status:"):
+            bond["lacp_status"] = line.split(":", 1)[1].strip()
+        elif line.startswith("all members active:"):
+            bond["all_members_active"] = line.split(":", 1)[1].strip() == "true"
+        elif line.startswith("active-backup primary:"):
+            v = line.split(":", 1)[1].strip().split(" ")[0]
+            bond["primary"] = None if v == "<none>" else v
     return out
 
 

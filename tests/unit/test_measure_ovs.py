@@ -108,3 +108,16 @@ def test_over_mtu_kernel_lines_are_picked_out():
     lines = ovs.over_mtu_lines("[ 1.0] IPv6: ADDRCONF(NETDEV_CHANGE): eth1: link becomes ready\n"
                                + read("dmesg_ovs_over_mtu.txt"))
     assert len(lines) == 3 and all("> 1500" in x for x in lines)
+
+
+def test_bond_show_active_backup_after_failover():
+    b = ovs.parse_bond_show(read("ovs_appctl_bond_show_active_backup_failed_over.txt"))["lag0"]
+    assert (b["mode"], b["lacp_status"], b["primary"], b["active"]) == ("active-backup", "off", "eth1", "eth2")
+    assert b["members"] == {"eth1": {"enabled": False}, "eth2": {"enabled": True}}
+    assert b["all_members_active"] is None  # OVS prints it for balance-slb only
+
+
+def test_bond_show_balance_slb_takes_broadcasts_on_every_member():
+    b = ovs.parse_bond_show(read("ovs_appctl_bond_show_balance_slb.txt"))["lag0"]
+    assert (b["mode"], b["primary"], b["active"], b["all_members_active"]) == ("balance-slb", None, "eth1", True)
+    assert all(m["enabled"] for m in b["members"].values())

@@ -13,8 +13,9 @@ import os
 from pathlib import Path
 from typing import Any
 
+from pyroute2 import netns
+
 from linklab import procs as _procs
-from linklab import runner
 
 
 def record(node: str, role: str, pid: int) -> dict[str, Any]:
@@ -24,8 +25,7 @@ def record(node: str, role: str, pid: int) -> dict[str, Any]:
 def alive(rec: dict[str, Any]) -> bool:
     """pid and start time identify the process; its name does not: a daemon started through
     `ip netns exec` is recorded before the exec, while its name is still `ip`."""
-    now = _procs.identity(rec["pid"]) if isinstance(rec.get("pid"), int) else None
-    return bool(now) and _procs.alive(rec["pid"]) and now["start"] == rec.get("start")
+    return _procs.is_same(rec, check_comm=False)
 
 
 def stop(recs: list[dict[str, Any]], grace_s: float = 3.0) -> list[dict[str, Any]]:
@@ -47,12 +47,46 @@ def read_pidfile(path: Path) -> int | None:
 
 def netns_pids_running(ns: str, word: str) -> list[int]:
     """Processes in the lab namespace `ns` whose command line contains `word`."""
-    res = runner.run(["ip", "netns", "pids", ns], check=False, timeout=30)
     out = []
-    for p in res.stdout.split():
+    for p in netns_pids(ns):
         try:
             if word in Path(f"/proc/{p}/cmdline").read_bytes().decode(errors="replace"):
                 out.append(int(p))
         except OSError:
             pass
+    return out
+
+
+def netns_pids(ns: str, table: dict | None = None) -> list[int]:
+    """Processes running inside a lab namespace: those whose /proc/<pid>/ns/net is the
+    namespace's file (what `ip netns pids` does, without a process per namespace). `table`
+    (from `processes_by_netns`) saves a walk of /proc per namespace when there are many."""
+    try:
+        want = os.stat(os.path.join(netns.NETNS_RUN_DIR, ns))
+    except OSError:
+        return []
+    key = (want.st_dev, want.st_ino)
+    if table is None:
+        return processes_by_netns().get(key, [])
+    # From an earlier walk: checked again, so a pid reused since is never taken for one inside.
+    return [p for p in table.get(key, []) if _netns_of(p) == key]
+
+
+def _netns_of(pid: int) -> tuple[int, int] | None:
+    try:
+        st = os.stat(f"/proc/{pid}/ns/net")
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def processes_by_netns() -> dict[tuple[int, int], list[int]]:
+    """Every process, by the (device, inode) of its network namespace: one walk of /proc."""
+    out: dict[tuple[int, int], list[int]] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        key = _netns_of(int(entry.name))  # None: gone meanwhile, or not ours to look at
+        if key is not None:
+            out.setdefault(key, []).append(int(entry.name))
     return out

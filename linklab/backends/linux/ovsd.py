@@ -62,6 +62,11 @@ def vsctl(d: OvsDirs, *args: str, check: bool = True) -> runner.Result:
     return d.run_tool("ovs-vsctl", *args, check=check)
 
 
+def ofctl(d: OvsDirs, *args: str, check: bool = True) -> runner.Result:
+    """ovs-ofctl speaking OpenFlow 1.3, the only version lab bridges accept (protocols=OpenFlow13)."""
+    return d.run_tool("ovs-ofctl", "-O", "OpenFlow13", *args, check=check)
+
+
 def running(d: OvsDirs, owned: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """This switch's live ovsdb-server/ovs-vswitchd: as recorded, or (after an interrupted
     `up` that recorded nothing) as their pidfiles in the lab's private run directory say."""

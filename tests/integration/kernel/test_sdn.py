@@ -4,13 +4,18 @@ that leaves an OVS the lab did not start alone."""
 
 import json
 import re
+import signal
+import subprocess
 import time
+
 import pytest
 from pyroute2 import netns
 
 from linklab import lab, runner
+from linklab.backends import get_backend
 from linklab.backends.base import bond_summary
 from linklab.backends.linux import daemons, ovsd
+from linklab.backends.linux import netns_pids
 from linklab.measure import ovs as ovsparse
 
 DATA_REL = "../tests/integration/data"  # make_lab reads topologies/<name>: this reaches the test data
@@ -22,7 +27,7 @@ def _ovs(lb, node):
 
 def _ofctl(lb, node, *args):
     d = ovsd.OvsDirs(ns=lb.ns(node), lab=lb.name, node=node)
-    return d.run_tool("ovs-ofctl", "-O", "OpenFlow13", *args).stdout
+    return ovsd.ofctl(d, *args).stdout
 
 
 @pytest.fixture
@@ -39,14 +44,37 @@ def foreign_ovs():
     netns.remove(ns)
 
 
-def test_l2_learning_then_hub_and_down_leaves_only_the_foreign_ovs(make_lab, foreign_ovs):
-    d_foreign, foreign = foreign_ovs
+def _switch_tool(lb, node, *argv) -> str:
+    """An OVS tool through the lab's own switch-tool path (what `linklab ovs` runs)."""
+    return runner.run(lab.switch_tool_argv(lb.name, node, list(argv)), timeout=60).stdout
+
+
+def _bond_show(lb, node="s1"):
+    return ovsparse.parse_bond_show(_switch_tool(lb, node, "appctl", "bond/show"))
+
+
+def _start_ping(lb, src, dst):
+    """A ping that runs until stopped (SIGINT makes it print its summary)."""
+    return runner.start(["ping", "-n", "-i", "0.1", dst], netns=lb.ns(src), stdout=subprocess.PIPE,
+                        stderr=subprocess.STDOUT)
+
+
+def _stop_ping(p) -> tuple[int, int, str]:
+    p.send_signal(signal.SIGINT)
+    out = p.communicate(timeout=30)[0].decode(errors="replace")
+    m = re.search(r"(\d+) packets transmitted, (\d+) received.*", out)
+    assert m, out
+    return int(m.group(1)), int(m.group(2)), m.group(0)
+
+
+def _lab_processes(name):
+    return lab.state.load(name)["owned"]["processes"]
+
+
+def test_l2_learning_then_hub_through_the_controller(make_lab):
     lb = make_lab("sdn_pair.yaml", "itsdn")
-    other = make_lab("sdn_pair.yaml", "itsdn2", [("switches.s1.controller", None)])  # two SDN labs at once
     res, _ = lb.ping_until_ok("h1", "h2", deadline_s=30)
     assert " 0% packet loss" in res.stdout, res.stdout
-    res2, _ = other.ping_until_ok("h1", "h2", deadline_s=30)
-    assert " 0% packet loss" in res2.stdout, res2.stdout
     o = _ovs(lb, "s1")
     assert o["controller_connected"] is True and o["controller"] == "l2_learning"
     learned = [f for f in ovsparse.parse_dump_flows(_ofctl(lb, "s1", "dump-flows", "s1")) if f["cookie"] == 1]
@@ -62,15 +90,46 @@ def test_l2_learning_then_hub_and_down_leaves_only_the_foreign_ovs(make_lab, for
     assert [f["priority"] for f in flows] == [0], f"hub must install no flow but the table-miss: {flows}"
     assert after["packet_ins"] - before >= 10, "5 echo requests and 5 replies at least crossed the controller"
 
-    owned = lab.state.load("itsdn")["owned"]
-    mine = owned["processes"]
-    assert {p["role"] for p in mine} == {"ovsdb-server", "ovs-vswitchd", "controller"}
-    lb.down()
-    other.down()
-    assert not any(daemons.alive(p) for p in mine)
-    assert not (ovsd.RUN_ROOT / lb.ns("s1")).exists() and not (ovsd.RUN_ROOT / other.ns("s1")).exists()
-    assert not [n for n in netns.listnetns() if n.startswith(("ll-itsdn-", "ll-itsdn2-"))]
-    assert all(daemons.alive(p) for p in foreign), "the lab stopped an OVS it did not start"
+
+def test_two_sdn_labs_at_once_and_down_of_one_leaves_the_other_and_a_foreign_ovs(make_lab, foreign_ovs):
+    d_foreign, foreign = foreign_ovs
+    first = make_lab("sdn_pair.yaml", "itsdn1")
+    second = make_lab("sdn_pair.yaml", "itsdn2", [("switches.s1.controller", "hub")])
+    for lb in (first, second):
+        res, _ = lb.ping_until_ok("h1", "h2", deadline_s=30)
+        assert " 0% packet loss" in res.stdout, (lb.name, res.stdout)
+    procs = {lb.name: _lab_processes(lb.name) for lb in (first, second)}
+    for lb in (first, second):
+        # Each lab's own ovsdb-server, ovs-vswitchd and controller, inside its own switch namespace.
+        assert sorted(p["role"] for p in procs[lb.name]) == ["controller", "ovs-vswitchd", "ovsdb-server"]
+        in_ns = set(netns_pids(lb.ns("s1")))
+        assert all(p["pid"] in in_ns for p in procs[lb.name]), (lb.name, procs[lb.name], in_ns)
+        assert _ovs(lb, "s1")["controller_connected"] is True
+    assert not {p["pid"] for p in procs["itsdn1"]} & {p["pid"] for p in procs["itsdn2"]}
+
+    pings = {lb.name: _start_ping(lb, "h1", "h2") for lb in (first, second)}
+    time.sleep(3)  # both labs carry pings at the same time
+    sent1, got1, line1 = _stop_ping(pings["itsdn1"])
+    assert sent1 >= 5 and got1 >= sent1 - 1, line1  # the last echo may still be in flight at SIGINT
+    t0 = time.monotonic()
+    first.down()
+    took = time.monotonic() - t0
+    time.sleep(2)
+    sent2, got2, line2 = _stop_ping(pings["itsdn2"])
+    # The second lab's pings went on through the first's teardown (at most the in-flight one missing).
+    assert sent2 >= 10 and got2 >= sent2 - 1, (line2, f"down of the first lab took {took:.1f} s")
+    assert all(daemons.alive(p) for p in procs["itsdn2"]), "the first lab's down stopped the second's daemons"
+    assert not any(daemons.alive(p) for p in procs["itsdn1"])
+    assert _switch_tool(second, "s1", "vsctl", "list-br").split() == ["s1"]
+    assert _ovs(second, "s1")["controller_connected"] is True
+    res, _ = second.ping_until_ok("h1", "h2", deadline_s=10)
+    assert " 0% packet loss" in res.stdout, res.stdout
+
+    second.down()
+    assert not any(daemons.alive(p) for p in procs["itsdn1"] + procs["itsdn2"])
+    assert not (ovsd.RUN_ROOT / first.ns("s1")).exists() and not (ovsd.RUN_ROOT / second.ns("s1")).exists()
+    assert not [n for n in netns.listnetns() if n.startswith(("ll-itsdn1-", "ll-itsdn2-"))]
+    assert all(daemons.alive(p) for p in foreign), "the labs stopped an OVS they did not start"
     assert "foreign0" in ovsd.vsctl(d_foreign, "list-br").stdout
 
 
@@ -124,7 +183,69 @@ def test_host_802_3ad_bond_to_an_ovs_lacp_bond(make_lab):
     assert " 0% packet loss" in res.stdout, res.stdout
 
 
-def test_multipath_spreads_flows_over_parallel_switch_links(make_lab):
+def _host_active_member(lb, node="h1", bond="bond0") -> str | None:
+    text = lb.run(node, ["cat", f"/proc/net/bonding/{bond}"]).stdout
+    m = re.search(r"Currently Active Slave: (\S+)", text)
+    return m.group(1) if m else None
+
+
+def test_host_active_backup_bond_to_an_ovs_active_backup_bond_fails_over(make_lab):
+    from linklab.measure import counters
+    lb = make_lab(f"{DATA_REL}/sdn_ovsbond_ab.yaml", "itsdnab")
+    res, _ = lb.ping_until_ok("h1", "h2", deadline_s=30)
+    assert " 0% packet loss" in res.stdout, res.stdout
+    show = _bond_show(lb)["lag0"]
+    # No LACP: both ends start on member 0 (bond0-m0 <-> eth1), OVS accepts nothing on its backup.
+    assert (show["mode"], show["lacp_status"], show["primary"], show["active"]) == (
+        "active-backup", "off", "eth1", "eth1"), show
+    assert _host_active_member(lb) == "bond0-m0"
+
+    _, resolved = lab.load_lab(lb.name)
+    ping = _start_ping(lb, "h1", "h2")
+    try:
+        time.sleep(1)
+        get_backend().set_member_state(resolved, "bond", 0, False)  # the host's active member down
+        before = counters.read_counters(lb.ns("h1"), ["bond0-m0", "bond0-m1"])
+        took = ovsd.wait_for(lambda: _bond_show(lb)["lag0"]["active"] == "eth2", 15,
+                             "OVS moving its active member to eth2", interval=0.3)
+        time.sleep(2)
+    finally:
+        sent, got, line = _stop_ping(ping)
+    after = counters.read_counters(lb.ns("h1"), ["bond0-m0", "bond0-m1"])
+    show = _bond_show(lb)["lag0"]
+    assert show["members"]["eth1"]["enabled"] is False and show["active"] == "eth2", show
+    assert _host_active_member(lb) == "bond0-m1"
+    # Traffic went on over the other member: what the host sent after the fault left on m1 only.
+    sent_m1 = after["bond0-m1"]["tx_packets"] - before["bond0-m1"]["tx_packets"]
+    assert after["bond0-m0"]["tx_packets"] == before["bond0-m0"]["tx_packets"]
+    assert sent_m1 >= 10, (sent_m1, line)
+    # Failover costs a few echoes (miimon 100 ms; OVS sees the carrier go): at most 3 s of
+    # the ping's 0.1 s interval lost, generous for a loaded emulated machine.
+    assert sent - got <= 30, (line, f"OVS moved in {took:.1f} s")
+    res, _ = lb.ping_until_ok("h1", "h2", deadline_s=10)
+    assert " 0% packet loss" in res.stdout, res.stdout
+
+
+# balance-slb is a static LAG: balance-xor is its natural host side (both ends hash). Without
+# all-members-active OVS would drop every ARP broadcast the host hashed to its non-active member
+# (measured: h1 -> h2 100 % loss in 2 of 3 labs). An active-backup host fits too once it takes
+# frames on its backup member, where OVS sends h2's MAC half of the time.
+@pytest.mark.parametrize("host_mode", ["balance-xor", "active-backup"])
+def test_host_bond_to_an_ovs_balance_slb_bond(make_lab, host_mode):
+    over = [] if host_mode == "balance-xor" else [("links[bond].bond.mode", host_mode),
+                                                  ("links[bond].bond.ovs_bond_mode", "balance-slb")]
+    lb = make_lab(f"{DATA_REL}/sdn_ovsbond_slb.yaml", "itsdnslb", over)
+    for a, b in (("h1", "h2"), ("h2", "h1")):  # h1's ARP first (its broadcast), then h2's
+        res, _ = lb.ping_until_ok(a, b, deadline_s=30)
+        assert " 0% packet loss" in res.stdout, (a, b, res.stdout)
+    show = _bond_show(lb)["lag0"]
+    assert (show["mode"], show["lacp_status"], show["all_members_active"]) == ("balance-slb", "off", True), show
+    assert all(m["enabled"] for m in show["members"].values()), show
+    if host_mode == "active-backup":  # takes frames on its backup member too
+        assert lb.run("h1", ["cat", "/sys/class/net/bond0/bonding/all_slaves_active"]).stdout.strip() == "1"
+
+
+def test_multipath_keeps_one_flow_on_one_path_and_spreads_many(make_lab):
     from linklab.measure import counters
     lb = make_lab(f"{DATA_REL}/sdn_multipath.yaml", "itsdnmp")
     res, _ = lb.ping_until_ok("h1", "h2", deadline_s=30)
@@ -132,16 +253,44 @@ def test_multipath_spreads_flows_over_parallel_switch_links(make_lab):
     groups = _ofctl(lb, "s1", "dump-groups", "s1")
     assert "type=select" in groups, groups
     ports = ["eth2", "eth3"]  # s1's two links towards s2
-    before = counters.read_counters(lb.ns("s1"), ports)
+
+    def sent_per_path(streams: int) -> dict[str, int]:
+        before = counters.read_counters(lb.ns("s1"), ports)
+        srv = runner.start(["iperf3", "-s", "-1"], netns=lb.ns("h2"))
+        try:
+            time.sleep(1)
+            lb.run("h1", ["iperf3", "-c", "h2", "-P", str(streams), "-t", "3"], timeout=90)
+        finally:
+            srv.kill()
+        after = counters.read_counters(lb.ns("s1"), ports)
+        return {p: after[p]["tx_bytes"] - before[p]["tx_bytes"] for p in ports}
+
+    one = sent_per_path(1)
+    # One 5-tuple hashes to one bucket: its bytes stay on one path (5 % left for ARP and the
+    # iperf3 control connection, which is a flow of its own).
+    assert sum(one.values()) > 1e6 and max(one.values()) >= 0.95 * sum(one.values()), one
+    many = sent_per_path(8)
+    assert all(v > 0.05 * sum(many.values()) for v in many.values()), f"8 flows should use both links: {many}"
+
+
+def test_userspace_datapath_comes_up_and_carries_tcp(make_lab):
+    lb = make_lab("sdn_pair.yaml", "itsdnnd", [("switches.s1.controller", None), ("switches.s1.datapath", "netdev")])
+    res, _ = lb.ping_until_ok("h1", "h2", deadline_s=30)
+    assert " 0% packet loss" in res.stdout, res.stdout
+    assert "netdev@ovs-netdev" in _switch_tool(lb, "s1", "appctl", "dpctl/show")
+    # TCP through the userspace datapath needs the senders to fill in checksums.
+    for node, ifname in (("h1", "eth1"), ("s1", "eth1")):
+        feats = lb.run(node, ["ethtool", "-k", ifname]).stdout
+        assert re.search(r"^tx-checksumming: off", feats, re.M), (node, feats)
     srv = runner.start(["iperf3", "-s", "-1"], netns=lb.ns("h2"))
     try:
         time.sleep(1)
-        lb.run("h1", ["iperf3", "-c", "h2", "-P", "8", "-t", "3"], timeout=90)
+        out = lb.run("h1", ["iperf3", "-c", "h2", "-t", "3", "-J"], timeout=90).stdout
     finally:
         srv.kill()
-    after = counters.read_counters(lb.ns("s1"), ports)
-    sent = {p: after[p]["tx_bytes"] - before[p]["tx_bytes"] for p in ports}
-    assert all(v > 0.05 * sum(sent.values()) for v in sent.values()), f"8 flows should use both links: {sent}"
+    bps = json.loads(out)["end"]["sum_received"]["bits_per_second"]
+    # Measured ~50 Mbit/s in the lab VM; a stalled TCP (checksums left to offload) gives ~0.
+    assert 1e6 < bps < 20e9, bps
 
 
 def test_e3_quick_sweep_end_to_end_with_switch_evidence(tmp_path):
@@ -164,7 +313,7 @@ def test_e3_quick_sweep_end_to_end_with_switch_evidence(tmp_path):
                 and r["mtu"] == str(mtu)]
 
     for r in rows:
-        assert int(r["switch_packet_ins"]) > 0
+        assert int(r["switch_packet_ins"]) > 0, (r["point_id"], r["rep"], r.get("switch_flows"))
     learning, hub = pick("l2_learning", "null", 1500), pick("hub", "null", 1500)
     assert all(float(r["throughput_bps"]) > 0 for r in learning + hub)
     # Every packet through the controller vs only first packets: far more packet-ins.

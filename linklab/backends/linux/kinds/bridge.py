@@ -19,9 +19,10 @@ def configure(b, node) -> None:
         br = b.idx(node.name, BRIDGE)
     ipr.link("set", index=br, ifalias=b.mark)
     b.own(node.name, BRIDGE)
+    masters = {x["index"]: x.get_attr("IFLA_MASTER") for x in ipr.get_links()}  # one dump, not one ask per port
     for port in ports(b.lab, node.name):
         pi = b.idx(node.name, port)
-        if ipr.get_links(pi)[0].get_attr("IFLA_MASTER") != br:
+        if masters.get(pi) != br:
             ipr.link("set", index=pi, master=br)
 
 

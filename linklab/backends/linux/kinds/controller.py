@@ -65,7 +65,7 @@ def configure(b, node) -> None:
     else:
         # What an earlier app installed (flows, groups) is not this app's: start from an empty table.
         for what in ("del-flows", "del-groups"):
-            d.run_tool("ovs-ofctl", "-O", "OpenFlow13", what, node.name, check=False)
+            ovsd.ofctl(d, what, node.name, check=False)
         d.logs.mkdir(parents=True, exist_ok=True)
         log = d.logs / "controller.log"
         with open(log, "ab") as f:
