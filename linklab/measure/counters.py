@@ -6,15 +6,14 @@ Counters are the kernel's 64-bit link stats (IFLA_STATS64), read with pyroute2 â
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Mapping
 
 from pyroute2 import IPRoute
 
+from linklab.backends.linux import netlink
 from linklab.errors import StateError
 
 FIELDS = ("rx_bytes", "tx_bytes", "rx_packets", "tx_packets", "rx_dropped", "tx_dropped")
-NETNS_DIR = "/var/run/netns"
 
 Counters = dict[str, dict[str, int]]
 
@@ -22,11 +21,12 @@ Counters = dict[str, dict[str, int]]
 def _open(netns: str | None) -> IPRoute:
     if netns is None:
         return IPRoute()
-    # pyroute2 0.9.7 creates a missing namespace by default (flags=O_CREAT): a typo would
-    # silently read an empty new netns. flags=0 opens existing ones only.
-    if not os.path.exists(os.path.join(NETNS_DIR, netns)):
-        raise StateError(f"network namespace {netns!r} does not exist")
-    return IPRoute(netns=netns, flags=0)
+    # netlink.iproute opens existing namespaces only (pyroute2's own IPRoute(netns=) would
+    # create a missing one, and a typo would read an empty new netns), in this thread.
+    try:
+        return netlink.iproute(netns)
+    except FileNotFoundError:
+        raise StateError(f"network namespace {netns!r} does not exist") from None
 
 
 def read_counters(netns: str | None, ifnames: Iterable[str]) -> Counters:

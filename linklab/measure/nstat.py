@@ -52,6 +52,7 @@ class Nstat(Tool):
     binary: ClassVar[str] = "nstat"
     version_flag: ClassVar[str] = "-V"
     version_pattern: ClassVar[str] = r"(iproute2-\S+)"  # 'nstat utility, iproute2-6.1.0' -> 'iproute2-6.1.0'
+    needs_names: ClassVar[bool] = False  # counters only: entered with nsenter --net
 
     patterns: tuple[str, ...] = ()  # nstat's own name filters (shell-style, e.g. "Tcp*")
 

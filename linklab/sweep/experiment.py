@@ -61,11 +61,19 @@ class Tool(Model):
 
 
 EVENT_RE = re.compile(r"^links\[(?P<link>[^\]]+)\]\.bond\.member\[(?P<member>\d+)\]\.state=(?P<state>up|down)$")
+ACTIVE_RE = re.compile(r"^links\[(?P<link>[^\]]+)\]\.bond\.active=(?P<member>\d+)$")
+# Any override path through an `impair` block: a link's, a direction's or a member's.
+IMPAIR_RE = re.compile(r"^(?P<path>links\[[^\]]+\](?:\.[A-Za-z_0-9\[\]]+)*\.impair(?:\.from\.[A-Za-z0-9_-]+)?\.[a-z_]+)=(?P<value>.+)$")
+EVENT_KINDS = ("links[<link>].bond.member[<k>].state=down|up", "links[<link>].bond.active=<k>",
+               "links[<link>](.bond.member[<k>])?.impair(.from.<node>)?.<field>=<value>")
 
 
 class Event(Model):
-    """A fault on the timeline: at `at` seconds into the throughput window (after warmup),
-    `set: links[bond].bond.member[0].state=down` (or =up)."""
+    """A fault on the timeline, at `at` seconds into the throughput window (after warmup):
+      set: links[bond].bond.member[0].state=down     a member's cable pulled (or =up: replugged)
+      set: links[bond].bond.active=1                 the bond's active member changed (active-backup, tlb, alb)
+      set: links[wan].impair.delay=50ms              an impairment changed in place (delay, loss, rate, ...)
+    """
 
     at: Seconds
     set: str
@@ -73,13 +81,34 @@ class Event(Model):
     @field_validator("set")
     @classmethod
     def _set(cls, v):
-        if not EVENT_RE.match(v.replace(" ", "")):
-            raise ValueError(f"unknown event {v!r} (valid: links[<name or index>].bond.member[<k>].state=down|up)")
-        return v.replace(" ", "")
+        v = v.strip()
+        compact = v.replace(" ", "")
+        if EVENT_RE.match(compact) or ACTIVE_RE.match(compact):
+            return compact
+        if IMPAIR_RE.match(v):
+            return v
+        raise ValueError(f"unknown event {v!r} (valid: {'; '.join(EVENT_KINDS)})")
+
+    @property
+    def kind(self) -> Literal["member_state", "active_member", "impair"]:
+        if EVENT_RE.match(self.set):
+            return "member_state"
+        return "active_member" if ACTIVE_RE.match(self.set) else "impair"
 
     def action(self) -> tuple[str, int, bool]:
+        """member_state: (link, member index, up?)."""
         m = EVENT_RE.match(self.set)
         return m["link"], int(m["member"]), m["state"] == "up"
+
+    def active(self) -> tuple[str, int]:
+        """active_member: (link, member index)."""
+        m = ACTIVE_RE.match(self.set)
+        return m["link"], int(m["member"])
+
+    def override(self) -> tuple[str, Any]:
+        """impair: the override it applies, (path, value), parsed as `linklab set` parses one."""
+        from linklab.model.overrides import split_assignment
+        return split_assignment(self.set)
 
 
 class Quick(Model):

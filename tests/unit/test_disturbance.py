@@ -22,6 +22,18 @@ def test_drops_where_loss_was_asked_do_not_count():
     assert f["flags"] == "queue_dropped" and "s1/eth2 bfifo 10:: 3" in f["flag_evidence"] and "h1" not in f["flag_evidence"]
 
 
+def test_a_few_slow_start_drops_do_not_flag_a_row_but_a_binding_queue_does():
+    drops = {"h1/bond0-m0 bfifo 10:": 5, "h1/bond0-m0 htb 1:": 5}
+    sent = {"h1/bond0-m0 bfifo 10:": 41_000, "h1/bond0-m0 htb 1:": 41_000}
+    assert d.flags({}, drops, sent=sent)["flags"] == ""  # 0.012 % < QUEUE_DROP_PCT
+    drops = {"h1/bond0-m0 bfifo 10:": 105}
+    f = d.flags({}, drops, sent={"h1/bond0-m0 bfifo 10:": 6_700})  # 1.5 %
+    assert f["flags"] == "queue_dropped" and "105 (1.5%)" in f["flag_evidence"]
+    # at the threshold exactly: counts (two-sided around QUEUE_DROP_PCT = 0.1 %)
+    assert d.flags({}, {"q": 1}, sent={"q": 999})["flags"] == "queue_dropped"
+    assert d.flags({}, {"q": 1}, sent={"q": 1001})["flags"] == ""
+
+
 def test_drops_delta_handles_rebuilt_qdisc():
     before = {"a": {"dropped": 5}, "b": {"dropped": 9}}
     after = {"a": {"dropped": 7}, "b": {"dropped": 2}, "c": {"dropped": 0}}

@@ -1,29 +1,66 @@
 """Faults applied during a measurement: a bond member (a veth pair) taken down or up, as a
 pulled cable would be. Setting one end down takes the peer's carrier too, so both bonds see it
-(through miimon) the way two NICs on one cable do. Through netlink (pyroute2)."""
+(through miimon) the way two NICs on one cable do. A bond's active member chosen, and a link's
+impairment changed in place. Through netlink (pyroute2), tc for the qdiscs (qdisc.py says why)."""
 
 from __future__ import annotations
 
-from pyroute2 import IPRoute
-
+from linklab.backends.linux import netlink
+from linklab.backends.linux import qdisc as tc
 from linklab.backends.linux.names import netns_name
-from linklab.model.resolved import Lab
+from linklab.model.resolved import Lab, Link
+
+
+def _link(lab: Lab, link: str) -> Link:
+    """A link by name or index."""
+    for lk in lab.links:
+        if lk.name == link or str(lk.index) == link:
+            return lk
+    raise LookupError(f"no link {link!r} (links: {', '.join(lk.name for lk in lab.links)})")
 
 
 def member_ends(lab: Lab, link: str, member: int) -> tuple[str, str]:
     """(node, ifname) of the a-end of the link's member-th veth pair; link by name or index."""
-    for lk in lab.links:
-        if lk.name == link or str(lk.index) == link:
-            if lk.kind != "bond" or not 0 <= member < len(lk.veths):
-                raise LookupError(f"link {link} has no bond member {member}")
-            a = lk.veths[member].a
-            return a.node, a.ifname
-    raise LookupError(f"no link {link!r} (links: {', '.join(lk.name for lk in lab.links)})")
+    lk = _link(lab, link)
+    if lk.kind != "bond" or not 0 <= member < len(lk.veths):
+        raise LookupError(f"link {link} has no bond member {member}")
+    a = lk.veths[member].a
+    return a.node, a.ifname
 
 
 def set_member_state(lab: Lab, link: str, member: int, up: bool) -> str:
     node, ifname = member_ends(lab, link, member)
-    with IPRoute(netns=netns_name(lab.name, node)) as ipr:
+    with netlink.iproute(netns_name(lab.name, node)) as ipr:
         idx = ipr.link_lookup(ifname=ifname)[0]
         ipr.link("set", index=idx, state="up" if up else "down")
     return f"{node}/{ifname} {'up' if up else 'down'}"
+
+
+def set_active_member(lab: Lab, link: str, member: int) -> str:
+    """Make the link's member-th veth the active member of the a-end's bond (active-backup,
+    balance-tlb, balance-alb: the modes with one), as `ip link set bond0 type bond active_slave`."""
+    node, ifname = member_ends(lab, link, member)
+    bond = next((b for b in _link(lab, link).bonds if b.node == node and ifname in b.members), None)
+    if bond is None:
+        raise LookupError(f"link {link}: {node}/{ifname} is not a member of a bond of {node}")
+    with netlink.iproute(netns_name(lab.name, node)) as ipr:
+        ipr.link("set", index=ipr.link_lookup(ifname=bond.ifname)[0], kind="bond",
+                 bond_active_slave=ipr.link_lookup(ifname=ifname)[0])
+    return f"{node}/{bond.ifname} active {ifname}"
+
+
+def change_impairments(old: Lab, new: Lab) -> list[str]:
+    """Every egress queue that differs between two resolutions of the same lab, changed in place
+    (tc change) where its structure is the same, rebuilt otherwise; returns what was done."""
+    done = []
+    before = {(lk.name, i): pair for lk in old.links for i, pair in enumerate(lk.veths)}
+    for lk in new.links:
+        for i, pair in enumerate(lk.veths):
+            was = before.get((lk.name, i))
+            if was is None:
+                raise LookupError(f"link {lk.name} member {i} is not in the running lab")
+            for end, q, q0 in ((pair.a, pair.egress_a, was.egress_a), (pair.b, pair.egress_b, was.egress_b)):
+                if q != q0:
+                    how = tc.change(netns_name(new.name, end.node), end.ifname, q0, q, lk.mtu)
+                    done.append(f"{end.node}/{end.ifname} {how}")
+    return done
