@@ -1,12 +1,21 @@
 #!/usr/bin/env python3
-"""Benchmark: sweep overhead for E1's quick variant, and its results beside the published E1.
+"""Benchmark: where a sweep's time goes, per phase of each repetition, and the overhead beyond
+what the experiment asks for; E1 quick's results beside the published E1.
 
-overhead = (sweep wall time - sum of measurement windows) / sum of measurement windows,
-where a measurement window is the time iperf3 ran (including its --omit warm-up). The lab is
-brought up first, so VM boot and lab build are not counted; lab reconfiguration between points,
-pre-flight checks, settle time, snapshots and result writing are.
+Every repetition records its phases (linklab/sweep/phases.py: `timings.json` in its raw
+directory, `phase_<name>_s` columns in its row): reconfigure, settle, preflight, qdisc_dump and
+server_start once per point (charged to its first repetition), then counters, cc_read,
+cpu_sampling, window, window_tail, parse, host_cpu, pause; the sweep's own start-up, recording
+and restoring the lab are in the manifest's `timing`.
+
+overhead = time beyond what the experiment asks for: settle once per point, the window
+(duration + iperf3's omitted warm-up) per repetition, pause between repetitions. It is shown per
+phase, per repetition, and as (wall - windows) / windows as before. The time outside the sweep
+engine (forwarding the command into the lab VM, the host's report) is shown apart. The lab is
+brought up first, so VM boot and lab build are not counted.
 
     .venv/bin/python bench/sweep_overhead.py [--experiment experiments/e1_bonding_mtu.yaml]
+        [--baseline bench/results/sweep_overhead-before.json] [--no-report]
 """
 
 from __future__ import annotations
@@ -26,12 +35,47 @@ def linklab(*args) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "linklab", *args], cwd=ROOT, text=True, capture_output=True)
 
 
+def per_rep_table(rows: list[dict], names: list[str]) -> str:
+    from linklab.sweep.phases import from_row
+    head = f"{'point':44} {'rep':>3} " + " ".join(f"{n[:11]:>11}" for n in names)
+    lines = [head]
+    for r in rows:
+        ph = from_row(r)
+        if not ph:
+            continue
+        cells = " ".join(f"{ph[n]:>11.2f}" if n in ph else f"{'-':>11}" for n in names)
+        lines.append(f"{str(r.get('point_key'))[:44]:44} {r.get('rep'):>3} {cells}")
+    return "\n".join(lines)
+
+
+def summary_table(b: dict, before: dict | None) -> str:
+    n = b["repetitions"] or 1
+    lines = [f"{'phase':14} {'total s':>9} {'asked s':>9} {'overhead s':>11} {'per rep s':>10}"
+             + (f" {'before/rep':>11}" if before else "")]
+    bn = (before or {}).get("repetitions") or 1
+    for name, s in b["seconds"].items():
+        line = (f"{name:14} {s:>9.2f} {b['asked'].get(name, 0.0):>9.2f} {b['overhead'][name]:>11.2f} "
+                f"{b['overhead'][name] / n:>10.2f}")
+        if before:
+            was = before.get("overhead", {}).get(name)
+            line += f" {was / bn:>11.2f}" if was is not None else f" {'-':>11}"
+        lines.append(line)
+    lines.append(f"{'all':14} {b['accounted_s']:>9.2f} {b['asked_s']:>9.2f} {b['overhead_s']:>11.2f} "
+                 f"{b['overhead_per_rep_s']:>10.2f}"
+                 + (f" {before['overhead_s'] / bn:>11.2f}" if before and before.get("overhead_s") is not None else ""))
+    return "\n".join(lines)
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--experiment", default="experiments/e1_bonding_mtu.yaml")
     p.add_argument("--results", default="bench/results/sweeps")
+    p.add_argument("--baseline", help="an earlier bench/results/sweep_overhead*.json to print beside this run")
+    p.add_argument("--out", default="bench/results/sweep_overhead.json")
+    p.add_argument("--no-report", action="store_true", help="skip the results-vs-published report")
     args = p.parse_args()
     from linklab.sweep.experiment import load_experiment, topology_path
+    from linklab.sweep.phases import breakdown, from_row
 
     exp = load_experiment(args.experiment, quick=True)
     up = linklab("up", str(topology_path(args.experiment, exp)))
@@ -47,18 +91,39 @@ def main() -> int:
     from linklab.sweep.store import ResultsStore
     run_dir = ResultsStore.latest(ROOT / args.results, exp.name).path
     rows = ResultsStore.open(run_dir).rows()
-    windows = sum(float(r["window_s"]) for r in rows if r.get("window_s"))
-    overhead = (wall - windows) / windows
     manifest = json.loads((run_dir / "manifest.json").read_text())
-    print(f"\nsweep overhead, {exp.name} --quick: {len(rows)} repetitions, wall {wall:.1f} s, "
-          f"measurement windows {windows:.1f} s, overhead {overhead:.2f} "
-          f"({manifest.get('placement', {}).get('kind')}, kernel {manifest.get('kernel')}, scale {manifest.get('scale')})\n")
-    from linklab.report.build import write_report
-    print(write_report(run_dir)[1])  # per point, and beside the published figures
-    out = ROOT / "bench" / "results" / "sweep_overhead.json"
-    out.write_text(json.dumps({"experiment": exp.name, "wall_s": wall, "windows_s": windows, "overhead": overhead,
-                               "rows": len(rows), "run_dir": str(run_dir), "placement": manifest.get("placement"),
-                               "per_rep_overhead_s": (wall - windows) / max(len(rows), 1)}, indent=1))
+    timing = manifest.get("timing") or {}
+    windows = sum(float(r["window_s"]) for r in rows if r.get("window_s"))
+    overhead_ratio = (wall - windows) / windows
+    b = breakdown(rows, window_asked_s=exp.tool.duration + exp.warmup, settle_s=exp.settle, pause_s=exp.pause,
+                  outside=timing.get("seconds"))
+    engine_wall = timing.get("sweep_wall_s")
+    outside_engine = wall - engine_wall if engine_wall is not None else None
+    before = json.loads(Path(args.baseline).read_text()).get("breakdown") if args.baseline else None
+
+    names = list(dict.fromkeys(n for r in rows for n in from_row(r)))
+    print(f"\nper repetition, seconds per phase ({exp.name} --quick):")
+    print(per_rep_table(rows, names))
+    print(f"\nper phase, over the run ({b['repetitions']} repetitions, {b['points']} points):")
+    print(summary_table(b, before))
+    print(f"\nsweep wall {wall:.1f} s (the engine {engine_wall} s; outside it — forwarding into the VM, "
+          f"the host's report — {outside_engine:.1f} s), measurement windows {windows:.1f} s, "
+          f"(wall - windows) / windows = {overhead_ratio:.2f}; overhead beyond the experiment's own waits "
+          f"{b['overhead_per_rep_s']:.2f} s per repetition"
+          f" ({manifest.get('placement', {}).get('kind')}, kernel {manifest.get('kernel')}, scale {manifest.get('scale')})\n"
+          if outside_engine is not None else f"\nsweep wall {wall:.1f} s, overhead {overhead_ratio:.2f}\n")
+    if not args.no_report:
+        from linklab.report.build import write_report
+        print(write_report(run_dir)[1])  # per point, and beside the published figures
+    out = ROOT / args.out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"experiment": exp.name, "wall_s": wall, "windows_s": windows,
+                               "overhead": overhead_ratio, "rows": len(rows), "run_dir": str(run_dir),
+                               "placement": manifest.get("placement"), "kernel": manifest.get("kernel"),
+                               "per_rep_overhead_s": (wall - windows) / max(len(rows), 1),
+                               "engine_wall_s": engine_wall, "outside_engine_s": outside_engine,
+                               "breakdown": b, "per_rep_phases": [{"point": r.get("point_key"), "rep": r.get("rep"),
+                                                                    **from_row(r)} for r in rows]}, indent=1))
     linklab("down")
     return 0
 

@@ -31,13 +31,22 @@ class Result:
         return self.returncode == 0
 
 
-def netns_argv(argv: list[str] | tuple[str, ...], netns: str | None) -> list[str]:
+NETNS_DIR = "/var/run/netns"
+
+
+def netns_argv(argv: list[str] | tuple[str, ...], netns: str | None, names: bool = True) -> list[str]:
     """Prefix argv so it runs inside `netns`. `ip netns exec` also bind-mounts
-    /etc/netns/<ns>/hosts over /etc/hosts, which is how lab host names resolve."""
+    /etc/netns/<ns>/hosts over /etc/hosts, which is how lab host names resolve. A command that
+    resolves no lab names (`names=False`) is entered with `nsenter --net` instead: no new mount
+    namespace, no /sys remount, no bind mounts — a noticeably cheaper start under emulation."""
     argv = [str(a) for a in argv]
     if not argv:
         raise ValueError("empty argv")
-    return ["ip", "netns", "exec", netns, *argv] if netns else argv
+    if not netns:
+        return argv
+    if not names:
+        return ["nsenter", f"--net={NETNS_DIR}/{netns}", "--", *argv]
+    return ["ip", "netns", "exec", netns, *argv]
 
 
 def run(
@@ -48,8 +57,9 @@ def run(
     check: bool = True,
     input: str | None = None,
     env: dict[str, str] | None = None,
+    names: bool = True,
 ) -> Result:
-    full = netns_argv(argv, netns)
+    full = netns_argv(argv, netns, names)
     log.debug("run%s: %s", f" [{netns}]" if netns else "", full)
     try:
         cp = subprocess.run(

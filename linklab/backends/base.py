@@ -88,6 +88,17 @@ class Backend(ABC):
         experiment's timeline); returns what was done, for the event log."""
 
 
+    @abstractmethod
+    def set_active_member(self, lab: Lab, link: str, member: int) -> str:
+        """Make a bond's member-th member its active one (an experiment's timeline event)."""
+
+    @abstractmethod
+    def change_impairments(self, old: Lab, new: Lab) -> list[str]:
+        """Bring the running lab's queues and impairments from `old` to `new` (two resolutions
+        of the same lab differing only in impairments) without rebuilding it, mid-window;
+        returns what was done, for the event log."""
+
+
 def bond_summary(iface: dict[str, Any], members: list[dict[str, Any]]) -> dict[str, Any]:
     """For pre-flight and status: members up, LACP aggregated (all members in one aggregator,
     partner MAC set). Pure, on `Backend.inspect` output (the format every backend returns)."""

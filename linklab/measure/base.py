@@ -23,6 +23,9 @@ class Tool(ABC):
 
     name: ClassVar[str]
     binary: ClassVar[str]
+    # Does the command resolve lab host names (h2, h2-v6)? Then it runs under `ip netns exec`,
+    # which mounts the node's hosts file; otherwise under the cheaper `nsenter --net`.
+    needs_names: ClassVar[bool] = True
 
     @abstractmethod
     def argv(self) -> list[str]:
@@ -55,7 +58,7 @@ class Tool(ABC):
 
     # Running is deliberately thin: the caller picks the namespace and timeout.
     def run(self, *, netns: str | None = None, timeout: float | None = None) -> Any:
-        res = runner.run(self.argv(), netns=netns, timeout=timeout, check=False)
+        res = runner.run(self.argv(), netns=netns, timeout=timeout, check=False, names=self.needs_names)
         return self.parse_result(res)
 
     def parse_result(self, res: runner.Result) -> Any:

@@ -21,6 +21,7 @@ from linklab.model.resolved import Lab
 from linklab.sweep import measure_rep, preflight
 from linklab.sweep.experiment import Experiment, file_sha256, load_experiment, raw_data, topology_path
 from linklab.sweep.matrix import Point, expand
+from linklab.sweep.phases import PhaseClock
 from linklab.sweep.plan import plan_point
 from linklab.sweep.progress import Progress
 from linklab.sweep.store import ResultsStore
@@ -40,6 +41,10 @@ class Options:
 
 
 def run(exp_path: str | Path, opts: Options, say=print) -> ResultsStore:
+    # Time outside the repetitions' rows (start-up, recording, restoring the lab), kept in the
+    # manifest's `timing` so the whole wall time is accounted for.
+    totals = PhaseClock()
+    started = time.monotonic()
     exp = load_experiment(exp_path, quick=opts.quick)
     tpath = topology_path(exp_path, exp)
     topo_raw = raw_data(tpath)
@@ -88,17 +93,25 @@ def run(exp_path: str | Path, opts: Options, say=print) -> ResultsStore:
         done = store.completed()
         todo = [(p, r) for p in points for r in range(1, exp.repetitions + 1) if (p.id, r) not in done]
         progress = Progress(len(points) * exp.repetitions, already_done=len(points) * exp.repetitions - len(todo))
+        totals.add("startup", time.monotonic() - started)
+        pool = measure_rep.ServerPool()
+        applied = _Applied()
         try:
             for point in points:
                 reps = [r for r in range(1, exp.repetitions + 1) if (point.id, r) not in done]
                 if reps:
-                    _run_point(exp, topo_raw, lab_name, base_overrides, point, reps, store, progress, say)
+                    _run_point(exp, topo_raw, lab_name, base_overrides, point, reps, store, progress, say, totals,
+                               pool, applied)
         finally:
+            pool.stop()
             progress.close()
-            # Put the lab back the way the user left it, whatever happened.
-            labmod.set_params(lab_name, base_overrides, replace=True, lock=False, say=lambda *_: None)
-            labmod.forget_base_overrides(lab_name)
+            with totals.phase("restore"):
+                # Put the lab back the way the user left it, whatever happened.
+                labmod.set_params(lab_name, base_overrides, replace=True, lock=False, say=lambda *_: None)
+                labmod.forget_base_overrides(lab_name)
             store.write_table()
+            store.update_manifest(timing={"seconds": {k: round(v, 3) for k, v in totals.seconds.items()},
+                                          "sweep_wall_s": round(time.monotonic() - started, 3)})
         failed_reps = store.failed()
         if not failed_reps or not opts.retry_failed:
             store.mark_complete()
@@ -120,18 +133,33 @@ def run(exp_path: str | Path, opts: Options, say=print) -> ResultsStore:
 
 
 def _run_point(exp: Experiment, topo_raw: dict, lab_name: str, base_overrides, point: Point, reps: list[int],
-               store: ResultsStore, progress: Progress, say) -> None:
-    plan = plan_point(exp, topo_raw, point.axes)
-    rec = labmod.set_params(lab_name, base_overrides + list(plan.overrides), replace=True, lock=False,
-                            say=lambda *_: None)
-    lab = Lab.model_validate(rec["resolved"])
-    time.sleep(exp.settle)
-    pf = preflight.run(lab, plan.client, plan.server, plan.tool.ip)
+               store: ResultsStore, progress: Progress, say, totals: PhaseClock,
+               pool: measure_rep.ServerPool | None = None, applied: _Applied | None = None) -> None:
+    own_pool = pool is None
+    applied = applied if applied is not None else _Applied()
+    pool = pool if pool is not None else measure_rep.ServerPool()
+    # The point's one-off phases, charged to its first measured repetition (linklab/sweep/phases.py).
+    clock = PhaseClock()
+    with clock.phase("reconfigure"):
+        plan = plan_point(exp, topo_raw, point.axes)
+        wanted = base_overrides + list(plan.overrides)
+        if applied.rec is None or applied.overrides != wanted:
+            # A point that changes only tool settings (streams, cc...) leaves the lab as it is.
+            applied.rec = labmod.set_params(lab_name, wanted, replace=True, lock=False, say=lambda *_: None)
+            applied.overrides = wanted
+        lab = Lab.model_validate(applied.rec["resolved"])
+    with clock.phase("settle"):
+        time.sleep(exp.settle)
+    with clock.phase("preflight"):
+        pf = preflight.run(lab, plan.client, plan.server, plan.tool.ip)
     point_info = {"point_key": point.key, "mtu_varied": plan.mtu_varied, "client": plan.client,
                   "server": plan.server, "scale": lab.scale, "repetitions": exp.repetitions}
     tool_settings = tool_columns(plan)
-    dumps = _qdisc_dumps(lab)
-    servers = measure_rep.start_servers(lab, plan) if pf.ok else None
+    with clock.phase("qdisc_dump"):
+        dumps = _qdisc_dumps(lab)
+    with clock.phase("server_start"):
+        if pf.ok:
+            pool.get(lab, plan)  # kept up from the previous point when it wants the same servers
     try:
         for rep in reps:
             progress.start_unit(f"{point.key} rep {rep}/{exp.repetitions}")
@@ -143,7 +171,8 @@ def _run_point(exp: Experiment, topo_raw: dict, lab_name: str, base_overrides, p
                 progress.log(f"  pre-flight failed, not measured: {row['error']}")
             else:
                 try:
-                    m_raw, m_row = measure_rep.measure(lab, plan, exp.measure, omit=exp.warmup, events=exp.events)
+                    m_raw, m_row = measure_rep.measure(lab, plan, exp.measure, omit=exp.warmup, events=exp.events,
+                                                       clock=clock)
                     raw.update(m_raw)
                     row.update(m_row)
                     if row.get("flags"):  # say it now: a disturbed point is worth rerunning
@@ -155,14 +184,29 @@ def _run_point(exp: Experiment, topo_raw: dict, lab_name: str, base_overrides, p
                     progress.log(f"  measurement failed: {e}")
             if row.get("error"):
                 raw["error.txt"] = row["error"] + "\n"
-            store.record(point, rep, raw, row, tool=tool_settings)
-            store.write_table()
+            # Recording is timed too, but lands in the sweep's totals (manifest `timing`): a row
+            # cannot hold the time it takes to write itself.
+            raw["timings.json"] = clock.raw()
+            row.update(clock.row())
+            clock = PhaseClock()
+            with totals.phase("record"):
+                store.record(point, rep, raw, row, tool=tool_settings)
+                store.write_table()
             progress.finish_unit(time.monotonic() - t0)
             if rep != reps[-1]:
-                time.sleep(exp.pause)
+                with clock.phase("pause"):
+                    time.sleep(exp.pause)
     finally:
-        if servers:
-            servers.stop()
+        if own_pool:
+            pool.stop()
+
+
+@dataclass
+class _Applied:
+    """The lab settings the sweep last applied, and the state record they produced."""
+
+    overrides: list | None = None
+    rec: dict | None = None
 
 
 def tool_columns(plan) -> dict[str, Any]:
@@ -197,8 +241,8 @@ def refuse_mismatched_resume(latest: ResultsStore, parts: dict[str, Any]) -> Non
 def _qdisc_dumps(lab: Lab) -> str:
     out = []
     for node in lab.nodes:
-        res = runner.run(["tc", "-s", "-d", "qdisc", "show"], netns=get_backend().node_netns(lab, node.name), check=False,
-                         timeout=10)
+        res = runner.run(["tc", "-n", get_backend().node_netns(lab, node.name), "-s", "-d", "qdisc", "show"],
+                         check=False, timeout=10)  # tc's own -n: no `ip netns exec` process on top
         out.append(f"### {node.name}\n{res.stdout}")
     return "\n".join(out)
 

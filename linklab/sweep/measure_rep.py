@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from linklab import kernel, procs, runner, state
+from linklab import lab as lab_api
 from linklab.backends import get_backend
 from linklab.measure import counters, disturbance, nstat, switch_evidence, timeline
 from linklab.measure.cpu import CpuSampler
@@ -25,6 +26,7 @@ from linklab.measure.reorder import ReorderProbe
 from linklab.model.resolved import Lab
 from linklab.sweep.experiment import Event
 from linklab.vm import hostcpu
+from linklab.sweep.phases import PhaseClock
 from linklab.sweep.plan import CC_SYSCTL, PointPlan
 from linklab.units import parse_rate
 
@@ -46,6 +48,31 @@ class Servers:
 
     def stop(self) -> None:
         procs.stop_popen(self.procs)
+
+
+class ServerPool:
+    """The iperf3 servers kept up from point to point: the next point reuses them when it wants
+    the same servers (node, ports) and they are still running, instead of stopping, starting and
+    waiting for them again. They listen on every address, so MTU, bond-mode and impairment
+    changes leave them serving; the client always names its congestion control (see measure)."""
+
+    def __init__(self) -> None:
+        self.key: tuple | None = None
+        self.servers: Servers | None = None
+
+    def get(self, lab: Lab, plan: PointPlan) -> Servers:
+        n = plan.tool.streams if plan.tool.parallel == "processes" else 1
+        key = (lab.name, plan.server, plan.client, plan.tool.port, n)
+        if self.servers is not None and self.key == key and all(p.poll() is None for p in self.servers.procs):
+            return self.servers
+        self.stop()
+        self.servers, self.key = start_servers(lab, plan), key
+        return self.servers
+
+    def stop(self) -> None:
+        if self.servers is not None:
+            self.servers.stop()
+        self.servers = self.key = None
 
 
 def _ns(lab: Lab, node: str) -> str | None:
@@ -76,11 +103,12 @@ def wait_listening(ns: str, ports: list[int], deadline_s: float = 15.0) -> None:
     """Until every server port accepts connections (a fixed sleep is too short under emulation)."""
     t0 = time.monotonic()
     while time.monotonic() - t0 < deadline_s:
-        out = runner.run(["ss", "-Hltn"], netns=ns, check=False, timeout=10).stdout
+        # ss's own -N enters the namespace: no `ip netns exec` process on top (costly under emulation).
+        out = runner.run(["ss", "-N", ns, "-Hltn"], check=False, timeout=10).stdout
         listening = {int(m) for m in re.findall(r":(\d+)\s", out)}
         if all(p in listening for p in ports):
             return
-        time.sleep(0.1)
+        time.sleep(0.05)
 
 
 def bond_members(lab: Lab, node: str) -> list[str]:
@@ -88,7 +116,9 @@ def bond_members(lab: Lab, node: str) -> list[str]:
 
 
 def measure(lab: Lab, plan: PointPlan, measure_what: list[str], omit: float,
-            events: Sequence[Event] = ()) -> tuple[dict[str, str], dict[str, Any]]:
+            events: Sequence[Event] = (), clock: PhaseClock | None = None) -> tuple[dict[str, str], dict[str, Any]]:
+    """`clock` (linklab/sweep/phases.py) gets the wall time of each phase of this repetition."""
+    clock = clock if clock is not None else PhaseClock()
     tool = plan.tool
     cns, sns = _ns(lab, plan.client), _ns(lab, plan.server)
     target = plan.server if tool.ip == 4 else f"{plan.server}-v6"
@@ -97,12 +127,14 @@ def measure(lab: Lab, plan: PointPlan, measure_what: list[str], omit: float,
     idle = None
 
     if "switch_counters" in measure_what:
-        # Learned flows and ARP entries forgotten: the first ping crosses the controller again.
-        get_backend().reset_forwarding(lab)
-        sw_before = get_backend().switch_counters(lab)
+        with clock.phase("switch_counters"):
+            # Learned flows and ARP entries forgotten: the first ping crosses the controller again.
+            get_backend().reset_forwarding(lab)
+            sw_before = get_backend().switch_counters(lab)
     if "ping" in measure_what or "ping_load" in measure_what:
-        ping = Ping(target=target, count=tool.ping_count, interval=tool.ping_interval, family=tool.ip)
-        res = runner.run(ping.argv(), netns=cns, timeout=tool.ping_count * tool.ping_interval + 15, check=False)
+        with clock.phase("idle_ping"):
+            ping = Ping(target=target, count=tool.ping_count, interval=tool.ping_interval, family=tool.ip)
+            res = runner.run(ping.argv(), netns=cns, timeout=tool.ping_count * tool.ping_interval + 15, check=False)
         raw["ping.txt"] = res.stdout + res.stderr
         idle = ping.parse_result(res)
         row.update(idle.row("ping_"))
@@ -110,16 +142,17 @@ def measure(lab: Lab, plan: PointPlan, measure_what: list[str], omit: float,
 
     members = {node: bond_members(lab, node) for node in (plan.client, plan.server)}
     want_counters = "bond_counters" in measure_what and any(members.values())
-    if want_counters:
-        c_before = {node: counters.read_counters(_ns(lab, node), m) for node, m in members.items() if m}
-    if "nstat" in measure_what:
-        n_before = {side: nstat.Nstat().run(netns=ns) for side, ns in (("client", cns), ("server", sns))}
+    with clock.phase("counters"):
+        if want_counters:
+            c_before = {node: counters.read_counters(_ns(lab, node), m) for node, m in members.items() if m}
+        if "nstat" in measure_what:
+            n_before = {side: nstat.Nstat().run(netns=ns) for side, ns in (("client", cns), ("server", sns))}
+        q_before = qdisc_stats(lab)
 
-    q_before = qdisc_stats(lab)
-
-    # Always name the congestion control: a long-running iperf3 3.12 server keeps the -C of an
-    # earlier test otherwise (captured in tests/data/tools/iperf3_tcp_reverse_stale_cc.json).
-    cc = plan.cc or get_backend().read_sysctls(lab, plan.client, [CC_SYSCTL])[CC_SYSCTL] or None
+    with clock.phase("cc_read"):
+        # Always name the congestion control: a long-running iperf3 3.12 server keeps the -C of an
+        # earlier test otherwise (captured in tests/data/tools/iperf3_tcp_reverse_stale_cc.json).
+        cc = plan.cc or get_backend().read_sysctls(lab, plan.client, [CC_SYSCTL])[CC_SYSCTL] or None
     client = Iperf3Client(
         server=target, port=tool.port, duration=tool.duration, streams=tool.streams, protocol=tool.protocol,
         bitrate=parse_rate(tool.udp_rate) * lab.scale if tool.protocol == "udp" else None,
@@ -128,10 +161,11 @@ def measure(lab: Lab, plan: PointPlan, measure_what: list[str], omit: float,
     clients = client.as_processes(tool.streams) if tool.parallel == "processes" else [client]
     timeout = tool.duration + omit + 30
     sampler = CpuSampler(comms=["iperf3"], interval=1.0) if "cpu" in measure_what else None
+    if sampler:
+        with clock.phase("cpu_sampling"):
+            sampler.start()
     t0 = time.monotonic()
     wall0 = time.time()
-    if sampler:
-        sampler.start()
     load_ping = load_proc = probe = probe_rx = probe_tx = fault_thread = None
     if "reorder" in measure_what:
         # Receiver first (it prints "listening" once bound), sender once the flow is past slow start.
@@ -159,26 +193,32 @@ def measure(lab: Lab, plan: PointPlan, measure_what: list[str], omit: float,
                 out, err = p.communicate()
             outputs.append((out.decode(errors="replace"), err.decode(errors="replace")))
     finally:
-        if fault_thread is not None:
-            fault_thread.finish()
-        window = sampler.stop() if sampler else None
-        if load_proc is not None:
-            try:
-                lout, lerr = load_proc.communicate(timeout=15)
-            except subprocess.TimeoutExpired:
-                load_proc.kill()
-                lout, lerr = load_proc.communicate()
-        probe_out = b""
-        for p in (probe_tx, probe_rx):
-            if p is not None:
+        clock.add("window", time.monotonic() - t0)
+        # window_tail: what outlives iperf3 (the fault timeline, the load ping, the reorder probe).
+        with clock.phase("window_tail"):
+            if fault_thread is not None:
+                fault_thread.finish()
+        with clock.phase("cpu_sampling"):
+            window = sampler.stop() if sampler else None
+        with clock.phase("window_tail"):
+            if load_proc is not None:
                 try:
-                    out = p.communicate(timeout=30)[0]
+                    lout, lerr = load_proc.communicate(timeout=15)
                 except subprocess.TimeoutExpired:
-                    p.kill()
-                    out = p.communicate()[0]
-                probe_out = out if p is probe_rx else probe_out
+                    load_proc.kill()
+                    lout, lerr = load_proc.communicate()
+            probe_out = b""
+            for p in (probe_tx, probe_rx):
+                if p is not None:
+                    try:
+                        out = p.communicate(timeout=30)[0]
+                    except subprocess.TimeoutExpired:
+                        p.kill()
+                        out = p.communicate()[0]
+                    probe_out = out if p is probe_rx else probe_out
     row["window_s"] = round(time.monotonic() - t0, 3)
-    row.update(host_cpu_row(wall0, time.time()))
+    wall1 = time.time()
+    parse_t0 = time.monotonic()
     if probe_rx is not None:
         text = probe_out.decode(errors="replace")
         raw["reorder-probe.txt"] = text
@@ -202,13 +242,15 @@ def measure(lab: Lab, plan: PointPlan, measure_what: list[str], omit: float,
     if fault_thread is not None:
         raw["events.json"] = json.dumps(fault_thread.log, indent=1)
         ivs = timeline.series(json.loads(outputs[0][0])) if outputs and outputs[0][0].strip() else []
-        for i, (ev, done) in enumerate(zip(events, fault_thread.log), start=1):
+        for i, (ev, done) in enumerate(zip(fault_thread.events, fault_thread.log), start=1):
             row[f"fault{i}_action"] = ev.set
             row[f"fault{i}_applied_s"] = done.get("applied_s")
             row.update(timeline.outage(ivs, ev.at).row(f"fault{i}_"))
         row["fault_outage_fraction"] = timeline.OUTAGE_FRACTION
     row["streams_as"] = tool.parallel  # threads of one iperf3, or separate processes: CPU results differ
+    clock.add("parse", time.monotonic() - parse_t0)
 
+    counters_t0 = time.monotonic()
     q_after = qdisc_stats(lab)
     drops = disturbance.drops_delta(q_before, q_after)
     raw["qdisc-drops.json"] = json.dumps({"dropped": drops, "after": q_after}, indent=1, sort_keys=True)
@@ -235,7 +277,11 @@ def measure(lab: Lab, plan: PointPlan, measure_what: list[str], omit: float,
             d = nstat.delta(n_before[side], n_after[side])
             raw[f"nstat-{side}.json"] = json.dumps(d, indent=1, sort_keys=True)
             row.update(nstat.row(d, prefix=f"{side}_nstat_"))
-    row.update(disturbance.flags(row, drops, lossy_ifaces(lab)))
+    clock.add("counters", time.monotonic() - counters_t0)
+    with clock.phase("host_cpu"):
+        # Last: it waits for the host's first CPU sample after the window (once a second).
+        row.update(host_cpu_row(wall0, wall1))
+    row.update(disturbance.flags(row, drops, lossy_ifaces(lab), sent=disturbance.sent_delta(q_before, q_after)))
     row.update(queue_row(lab, plan.client))
     return raw, row
 
@@ -252,26 +298,48 @@ def queue_row(lab: Lab, node: str, prefix: str = "client_") -> dict[str, Any]:
 
 
 class _FaultTimeline:
-    """Applies the experiment's events at their times in a thread; `finish` waits for it and
-    brings back up every member it took down (the next repetition starts whole)."""
+    """Applies the experiment's events at their times in a thread; `finish` waits for it, brings
+    back up every member it took down and restores every impairment it changed (the next
+    repetition starts as the point was). An impairment event's target is resolved before the
+    window starts, so applying it costs only the tc calls."""
 
     def __init__(self, lab: Lab, events: Sequence[Event], zero: float):
-        self.lab, self.events, self.zero = lab, list(events), zero
+        self.lab, self.events, self.zero = lab, sorted(events, key=lambda e: e.at), zero
         self.log: list[dict[str, Any]] = []
         self.down: set[tuple[str, int]] = set()
+        # Impairment events accumulate: the i-th one's target has every earlier one applied too.
+        self.targets: dict[int, Lab] = {}
+        applied: list[tuple[str, Any]] = []
+        for i, ev in enumerate(self.events):
+            if ev.kind == "impair":
+                applied.append(ev.override())
+                self.targets[i] = lab_api.preview(lab.name, applied)
+        self.current = lab
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
 
+    def _apply(self, i: int, ev: Event) -> str:
+        backend = get_backend()
+        if ev.kind == "member_state":
+            link, member, up = ev.action()
+            what = backend.set_member_state(self.lab, link, member, up)
+            (self.down.discard if up else self.down.add)((link, member))
+            return what
+        if ev.kind == "active_member":
+            return backend.set_active_member(self.lab, *ev.active())
+        target = self.targets[i]
+        what = "; ".join(backend.change_impairments(self.current, target)) or "no queue changed"
+        self.current = target
+        return what
+
     def _run(self) -> None:
-        for ev in sorted(self.events, key=lambda e: e.at):
+        for i, ev in enumerate(self.events):
             if self.stop.wait(max(self.zero + ev.at - time.monotonic(), 0)):
                 self.log.append({"set": ev.set, "at_s": ev.at, "applied_s": None, "note": "window ended first"})
                 continue
-            link, member, up = ev.action()
             try:
-                what = get_backend().set_member_state(self.lab, link, member, up)
-                (self.down.discard if up else self.down.add)((link, member))
+                what = self._apply(i, ev)
                 self.log.append({"set": ev.set, "at_s": ev.at, "applied_s": round(time.monotonic() - self.zero, 3),
                                  "did": what})
             except Exception as e:  # recorded, not fatal: the row says the fault did not happen
@@ -282,6 +350,8 @@ class _FaultTimeline:
         self.thread.join(timeout=30)
         for link, member in sorted(self.down):
             get_backend().set_member_state(self.lab, link, member, True)
+        if self.current is not self.lab:
+            get_backend().change_impairments(self.current, self.lab)
 
 
 def host_cpu_row(t0: float, t1: float) -> dict[str, Any]:
@@ -295,7 +365,7 @@ def host_cpu_row(t0: float, t1: float) -> dict[str, Any]:
         got = hostcpu.window(hostcpu.read(path), t0, t1)
         if got is not None or time.monotonic() > deadline:
             return got or {"host_busy_pct": None}
-        time.sleep(0.5)
+        time.sleep(0.1)
 
 
 def _address(lab: Lab, node: str, ip: int) -> str:
@@ -313,7 +383,8 @@ def qdisc_stats(lab: Lab) -> dict[str, dict[str, int]]:
     counters too, but the dump kept in the results is tc's text, and one parser reads both)."""
     out: dict[str, dict[str, int]] = {}
     for node in lab.nodes:
-        res = runner.run(["tc", "-s", "qdisc", "show"], netns=_ns(lab, node.name), check=False, timeout=10)
+        # tc's own -n enters the namespace: one process, not `ip netns exec` + tc.
+        res = runner.run(["tc", "-n", _ns(lab, node.name), "-s", "qdisc", "show"], check=False, timeout=10)
         for key, v in disturbance.parse_qdisc_stats(res.stdout).items():
             out[f"{node.name}/{key}"] = v
     return out

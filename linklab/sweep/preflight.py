@@ -83,7 +83,7 @@ def run(lab: Lab, client: str, server: str, ip: int, deadline_s: float = 15.0) -
         problems, pf.bonds = bond_problems(lab)
         if not problems or time.monotonic() - t0 > deadline_s:
             break
-        time.sleep(0.5)
+        time.sleep(0.2)
     pf.waited_s = time.monotonic() - t0
     for p in problems:
         pf.fail(p)

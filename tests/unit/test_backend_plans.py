@@ -74,3 +74,24 @@ def test_ownership_mark_round_trip():
     assert parse_mark("linklab:bond2:ab12cd34") == ("bond2", "ab12cd34", None)  # before checkouts were marked
     assert parse_mark("something else") is None
     assert parse_mark(None) is None
+
+
+def test_one_tc_batch_per_namespace_removes_only_roots_it_was_told_of():
+    shaped = Qdisc(shaper="htb", rate_bps=1e8, queue_bytes=62500)
+    lines = tc.batch_lines([("m0", shaped, 1500, True), ("m1", shaped, 1500, False), ("lo2", None, 1500, True)])
+    assert lines[0] == "qdisc del dev m0 root"
+    assert lines[1:4] == [" ".join(a[1:]) for a in tc.plan(shaped, 1500, "m0")]
+    assert lines[4:7] == [" ".join(a[1:]) for a in tc.plan(shaped, 1500, "m1")]  # no del: kernel default
+    assert lines[7:] == ["qdisc del dev lo2 root"]  # back to the default: only the del
+    assert tc.batch_lines([("m0", None, 1500, False)]) == []
+
+
+def test_commands_without_lab_names_enter_the_namespace_with_nsenter():
+    from linklab import runner
+    from linklab.measure.nstat import Nstat
+    from linklab.measure.ping import Ping
+    assert runner.netns_argv(["nstat", "-a"], "ll-x-h1") == ["ip", "netns", "exec", "ll-x-h1", "nstat", "-a"]
+    assert runner.netns_argv(["nstat", "-a"], "ll-x-h1", names=False) == [
+        "nsenter", "--net=/var/run/netns/ll-x-h1", "--", "nstat", "-a"]
+    assert runner.netns_argv(["true"], None, names=False) == ["true"]
+    assert Nstat.needs_names is False and Ping.needs_names is True  # ping resolves h2

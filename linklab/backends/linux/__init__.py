@@ -10,6 +10,7 @@ change an MTU, a bond mode or an impairment without rebuilding the lab.
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from contextlib import ExitStack
 from pathlib import Path
@@ -21,14 +22,19 @@ from pyroute2.netlink.exceptions import NetlinkError
 from linklab import fsutil, procs, runner
 from linklab.backends.base import Backend
 from linklab.backends.linux import bond as bondopt
-from linklab.backends.linux import daemons, kinds, ovsd
+from linklab.backends.linux import daemons, kinds, netlink, ovsd
 from linklab.backends.linux import qdisc as tc
 from linklab.backends.linux import sysctl
 from linklab.backends.linux.names import Mark, current_home, hosts_dir, mark, netns_name, parse_mark
 from linklab.errors import LinklabError, StateError
+from linklab.measure.ovs import parse_dump_flows
 from linklab.model.resolved import Lab, Link
 
 BRIDGE = kinds.bridge.BRIDGE
+LEARNED_FLOWS = "cookie=0x1/-1"  # the cookie the bundled controller apps put on what they learn
+RESET_ATTEMPTS = 5
+RESET_SETTLE_S = 0.3  # long enough for a packet-in already at the controller to come back as a flow
+netns_pids = daemons.netns_pids
 
 
 class LinuxBackend(Backend):
@@ -74,16 +80,19 @@ class LinuxBackend(Backend):
             self._remove_if_ours(ns, Mark(lab.name, lab_id, current_home()))
         existing = set(netns.listnetns())
         for node, ns in want_ns.items():
+            if ns in existing and netlink.is_placeholder(ns):
+                netlink.remove_placeholder(ns)  # a kill between the file and its mount: claimed above
+                existing.discard(ns)
             if ns not in existing:
-                netns.create(ns)
+                netlink.create(ns)
                 # Marked at once: an unmarked namespace is only ever one `claim` just vouched for.
-                with IPRoute(netns=ns) as ipr:
+                with netlink.iproute(ns) as ipr:
                     ipr.link("set", index=ipr.link_lookup(ifname="lo")[0], ifalias=the_mark)
         new = {"id": lab_id, "home": current_home(), "namespaces": list(want_ns.values()), "interfaces": [],
                "qdiscs": {}, "hosts_files": [], "sysctl_originals": {},
                "processes": []}
         with ExitStack() as stack:
-            ipr = {node: stack.enter_context(IPRoute(netns=ns)) for node, ns in want_ns.items()}
+            ipr = {node: stack.enter_context(netlink.iproute(ns)) for node, ns in want_ns.items()}
             for node, ns in want_ns.items():
                 lo = ipr[node].link_lookup(ifname="lo")[0]
                 ipr[node].link("set", index=lo, ifalias=the_mark, state="up")
@@ -124,9 +133,11 @@ class LinuxBackend(Backend):
             ns = netns_name(lab_name, node)
             for kind in ("controller", "ovs"):
                 removed += kinds.module(kind).remove(lab_name, node, ns, owned)
+        present = set(netns.listnetns())
+        table = daemons.processes_by_netns()  # one walk of /proc for every namespace
         for ns in owned.get("namespaces", []):
-            if ns in netns.listnetns():
-                if not self._remove_if_ours(ns, me, say):
+            if ns in present:
+                if not self._remove_if_ours(ns, me, say, table):
                     continue
                 removed.append(f"netns {ns}")
         for d in owned.get("hosts_files", []):
@@ -134,12 +145,12 @@ class LinuxBackend(Backend):
                 removed.append(f"hosts {d}")
         return removed
 
-    def _remove_if_ours(self, ns: str, me: Mark, say=print) -> bool:
+    def _remove_if_ours(self, ns: str, me: Mark, say=print, table: dict | None = None) -> bool:
         found = parse_mark(_read_mark(ns))
         if found is not None and not is_ours(found, me):
             say(f"  leaving {ns}: it belongs to {found.lab}/{found.id} of checkout {found.home}")
             return False
-        _remove_netns(ns)
+        _remove_netns(ns, table)
         return True
 
     def marked(self) -> dict[str, Mark]:
@@ -207,19 +218,46 @@ class LinuxBackend(Backend):
         from linklab.backends.linux import faults
         return faults.set_member_state(lab, link, member, up)
 
+    def set_active_member(self, lab: Lab, link: str, member: int) -> str:
+        from linklab.backends.linux import faults
+        return faults.set_active_member(lab, link, member)
+
+    def change_impairments(self, old: Lab, new: Lab) -> list[str]:
+        from linklab.backends.linux import faults
+        return faults.change_impairments(old, new)
+
     def reset_forwarding(self, lab: Lab) -> None:
         """Forget what switches and hosts learned (flows an app installed with the learned
-        cookie, neighbour caches), so the next packet crosses the controller again."""
+        cookie, neighbour caches), so the next packet crosses the controller again.
+
+        A TCP run that collapsed (hosts' MTU above the switch ports') leaves orphaned connections
+        retransmitting their FIN for minutes; their packets re-learned everything between the
+        reset and the measurement (measured: the next repetition saw 0 packet-ins). They are
+        aborted first, and the reset repeats until no learned flow comes back (a packet-in the
+        controller was still handling when the flows went installs its flow afterwards)."""
         ovs_nodes = self.lab_nodes_with("controller", lab)
         if not ovs_nodes:
             return
-        for n in ovs_nodes:
-            d = ovsd.OvsDirs(ns=netns_name(lab.name, n.name), lab=lab.name, node=n.name)
-            d.run_tool("ovs-ofctl", "-O", "OpenFlow13", "del-flows", n.name, "cookie=0x1/-1", check=False)
-        for n in lab.nodes:
-            if n.kind == "host":
-                runner.run(["ip", "neigh", "flush", "all"], netns=netns_name(lab.name, n.name), check=False,
-                           timeout=10)
+        hosts = [netns_name(lab.name, n.name) for n in lab.nodes if n.kind == "host"]
+        for ns in hosts:
+            # ss -K (sock_diag SOCK_DESTROY): pyroute2 can list sockets but not destroy them.
+            # Only connections already closing: a user's own sessions and listeners stay.
+            runner.run(["ss", "-K", "-t", "state", "fin-wait-1", "state", "last-ack", "state", "closing"],
+                       netns=ns, check=False, timeout=10)
+        dirs = [ovsd.OvsDirs(ns=netns_name(lab.name, n.name), lab=lab.name, node=n.name) for n in ovs_nodes]
+        for _ in range(RESET_ATTEMPTS):
+            for d in dirs:
+                ovsd.ofctl(d, "del-flows", d.node, LEARNED_FLOWS, check=False)
+            for ns in hosts:
+                runner.run(["ip", "neigh", "flush", "all"], netns=ns, check=False, timeout=10)
+            time.sleep(RESET_SETTLE_S)
+            if not any(_learned_flows(d) for d in dirs):
+                return
+
+
+def _learned_flows(d: ovsd.OvsDirs) -> int:
+    res = ovsd.ofctl(d, "dump-flows", d.node, LEARNED_FLOWS, check=False)
+    return len(parse_dump_flows(res.stdout)) if res.ok else 0
 
 
 OFCTL_BRIDGE_COMMANDS = ("show", "dump-flows", "dump-ports", "dump-ports-desc", "dump-tables", "dump-groups",
@@ -256,11 +294,21 @@ class _Build:
 
     def __init__(self, lab: Lab, ipr: dict[str, IPRoute], ns: dict[str, str], the_mark: str,
                  owned: dict[str, Any], new: dict[str, Any]):
-        self.lab, self.ipr, self.ns, self.mark, self.owned, self.new = lab, ipr, ns, the_mark, owned, new
+        self.lab, self.ns, self.mark, self.owned, self.new = lab, ns, the_mark, owned, new
+        # Interface indexes, asked for hundreds of times per build (each ask a netlink round
+        # trip, slow under emulation); forgotten whenever a link is removed anywhere (removing
+        # a veth end removes its peer in another namespace). Adding one changes no index.
+        self._indexes: dict[tuple[str, str], int] = {}
+        self.ipr = {node: _IndexKeeping(h, self._indexes) for node, h in ipr.items()}
 
     def idx(self, node: str, ifname: str) -> int | None:
-        found = self.ipr[node].link_lookup(ifname=ifname)
-        return found[0] if found else None
+        key = (node, ifname)
+        if key not in self._indexes:
+            found = self.ipr[node].link_lookup(ifname=ifname)
+            if not found:
+                return None
+            self._indexes[key] = found[0]
+        return self._indexes[key]
 
     def own(self, node: str, ifname: str) -> None:
         self.new["interfaces"].append(f"{node}/{ifname}")
@@ -335,6 +383,9 @@ class _Build:
                 kinds.module(kinds.kind_of(node)).configure(self, node)
 
     def mtu_and_up(self) -> None:
+        # Every interface's MTU, one dump per namespace (not one request per interface).
+        self._mtus = {(node, x["index"]): x.get_attr("IFLA_MTU") for node, ipr in self.ipr.items()
+                      for x in ipr.get_links()}
         for link in self.lab.links:
             bonded = {(b.node, m) for b in link.bonds for m in b.members}
             for pair in link.veths:
@@ -346,15 +397,17 @@ class _Build:
                 self._set_mtu(b.node, b.ifname, link.mtu)  # a bond's MTU is pushed to its members
         for node in self.lab.nodes:
             if kinds.kind_of(node) == "bridge" and node.mtu:
-                self._set_mtu(node.name, BRIDGE, node.port_mtu or node.mtu)
+                # Fresh: a bridge's MTU follows its ports' until set, so the dump may be stale.
+                self._set_mtu(node.name, BRIDGE, node.port_mtu or node.mtu, fresh=True)
         for node, ipr in self.ipr.items():
             for x in ipr.get_links():
                 if x.get("ifname") != "lo" and x.get("state") != "up":
                     ipr.link("set", index=x["index"], state="up")
 
-    def _set_mtu(self, node: str, ifname: str, mtu: int) -> None:
+    def _set_mtu(self, node: str, ifname: str, mtu: int, fresh: bool = False) -> None:
         i = self.idx(node, ifname)
-        if self.ipr[node].get_links(i)[0].get_attr("IFLA_MTU") != mtu:
+        have = self.ipr[node].get_links(i)[0].get_attr("IFLA_MTU") if fresh else self._mtus.get((node, i))
+        if have != mtu:
             try:
                 self.ipr[node].link("set", index=i, mtu=mtu)
             except NetlinkError as e:
@@ -366,15 +419,24 @@ class _Build:
                 kinds.module("host").configure(self, node)
 
     def qdiscs(self) -> None:
+        changes: dict[str, list] = {}  # node -> its interfaces' changes, one tc process per namespace
+        roots: dict[str, dict[int, list]] = {}  # node -> index -> its root qdiscs: one dump per namespace
         for link in self.lab.links:
             for pair in link.veths:
                 for end, q in ((pair.a, pair.egress_a), (pair.b, pair.egress_b)):
                     key = f"{end.node}/{end.ifname}"
                     sig = json.dumps([q.model_dump() if q else None, link.mtu], sort_keys=True)
                     i = self.idx(end.node, end.ifname)
-                    if self.owned.get("qdiscs", {}).get(key) != sig or not _root_kind_matches(self.ipr[end.node], i, q):
-                        tc.apply(self.ns[end.node], end.ifname, q, link.mtu)
+                    if end.node not in roots:
+                        roots[end.node] = _root_qdiscs(self.ipr[end.node])
+                    mine = roots[end.node].get(i, [])
+                    if self.owned.get("qdiscs", {}).get(key) != sig or not _root_kind_matches(mine, q):
+                        has_root = any(x["handle"] != 0 for x in mine)  # the kernel's default has handle 0
+                        if q is not None or has_root:  # None on the kernel's default: nothing to do
+                            changes.setdefault(end.node, []).append((end.ifname, q, link.mtu, has_root))
                     self.new["qdiscs"][key] = sig
+        for node, node_changes in changes.items():
+            tc.apply_many(self.ns[node], node_changes)
 
     def iface_settings(self) -> None:
         for link in self.lab.links:
@@ -392,6 +454,21 @@ class _Build:
                         runner.run(["ethtool", "-K", ifname, *args], netns=self.ns[end.node], timeout=10)
 
 
+class _IndexKeeping:
+    """An IPRoute that empties the build's index cache when it removes a link."""
+
+    def __init__(self, ipr: IPRoute, indexes: dict):
+        self._ipr, self._indexes = ipr, indexes
+
+    def link(self, command: str, **kwargs):
+        if command in ("del", "delete", "remove"):
+            self._indexes.clear()
+        return self._ipr.link(command, **kwargs)
+
+    def __getattr__(self, name: str):
+        return getattr(self._ipr, name)
+
+
 def _members(link: Link, node: str) -> list[str]:
     return [m for b in link.bonds if b.node == node for m in b.members]
 
@@ -401,37 +478,43 @@ def _info_data(link_msg):
     return info.get_attr("IFLA_INFO_DATA") if info is not None else None
 
 
-def _root_kind_matches(ipr: IPRoute, index: int, q) -> bool:
+def _root_qdiscs(ipr: IPRoute) -> dict[int, list]:
+    """Every interface's root qdisc(s) in a namespace, by interface index (one dump)."""
+    out: dict[int, list] = {}
+    for x in ipr.get_qdiscs():
+        if x["parent"] == 0xFFFFFFFF:
+            out.setdefault(x["index"], []).append(x)
+    return out
+
+
+def _root_kind_matches(root_qdiscs: list, q) -> bool:
     want = None if q is None else (q.shaper if q.shaper in ("tbf", "htb") else "netem")
-    roots = [x.get_attr("TCA_KIND") for x in ipr.get_qdiscs(index=index) if x["parent"] == 0xFFFFFFFF]
+    roots = [x.get_attr("TCA_KIND") for x in root_qdiscs]
     have = roots[0] if roots and roots[0] in ("netem", "tbf", "htb") else None
     return have == want
 
 
 def _read_mark(ns: str) -> str | None:
+    # netlink.iproute opens existing namespaces only: pyroute2's own IPRoute(netns=) would
+    # silently create an empty one if it vanished since it was listed (a concurrent `down`),
+    # leaving an unmarked namespace nobody owns.
     try:
-        with IPRoute(netns=ns) as ipr:
+        with netlink.iproute(ns) as ipr:
             lo = ipr.link_lookup(ifname="lo")
             return ipr.get_links(lo[0])[0].get_attr("IFLA_IFALIAS") if lo else None
     except Exception:
         return None
 
 
-def _remove_netns(ns: str) -> None:
+def _remove_netns(ns: str, table: dict | None = None) -> None:
     """Stop every process inside (iperf3 servers, controllers, a switch's OVS), then delete the
     namespace and the OVS database/sockets directory named after it."""
-    procs.stop(netns_pids(ns))
+    procs.stop(netns_pids(ns, table))
     try:
         netns.remove(ns)
     except FileNotFoundError:
         pass
     ovsd.remove_rundir(ns)
-
-
-def netns_pids(ns: str) -> list[int]:
-    """Processes running inside a lab namespace."""
-    res = runner.run(["ip", "netns", "pids", ns], check=False, timeout=10)
-    return [int(p) for p in res.stdout.split() if p.isdigit()]
 
 
 def _hosts_text(lab: Lab, node: str, the_mark: str) -> str:
@@ -453,8 +536,23 @@ def _write_hosts(lab: Lab, want_ns: dict[str, str], the_mark: str) -> list[str]:
     return written
 
 
+def _our_tmp(name: str) -> bool:
+    """A temp file linklab's atomic writer leaves beside a hosts file it was writing."""
+    return name == ".hosts.tmp" or fsutil.is_tmp_name(name)
+
+
 def _remove_hosts_dir(d: Path, lab_name: str) -> bool:
     hosts = d / "hosts"
+    if not hosts.exists() and d.is_dir():
+        # A `down` killed between removing the hosts file and its directory: what is left is an
+        # empty directory (or our temp files), nothing of anyone's to lose.
+        rest = [x for x in d.iterdir() if not _our_tmp(x.name)]
+        if rest:
+            return False
+        for leftover in d.iterdir():
+            leftover.unlink()
+        d.rmdir()
+        return True
     try:
         first = hosts.read_text().splitlines()[0]
     except (OSError, IndexError):
@@ -464,7 +562,7 @@ def _remove_hosts_dir(d: Path, lab_name: str) -> bool:
         return False
     hosts.unlink()
     for leftover in d.iterdir():
-        if leftover.name == ".hosts.tmp" or fsutil.is_tmp_name(leftover.name):
+        if _our_tmp(leftover.name):
             leftover.unlink()
     try:
         d.rmdir()

@@ -8,7 +8,7 @@ from pyroute2 import IPRoute, netns
 
 from linklab.backends.base import bond_summary  # noqa: F401  (kept importable from here)
 from linklab.backends.linux import bond as bondopt
-from linklab.backends.linux import kinds
+from linklab.backends.linux import kinds, netlink
 from linklab.backends.linux import qdisc as tc
 from linklab.backends.linux.names import netns_name
 from linklab.model.resolved import Lab
@@ -26,7 +26,7 @@ def inspect_lab(lab: Lab) -> dict[str, Any]:
         if ns not in present:
             nodes[node.name] = {"netns": ns, "present": False}
             continue
-        with IPRoute(netns=ns) as ipr:
+        with netlink.iproute(ns) as ipr:
             nodes[node.name] = {"netns": ns, "present": True, "kind": node.kind,
                                 "interfaces": _interfaces(ipr)}
         extra = kinds.module(kinds.kind_of(node)).inspect(lab, node, ns)

@@ -1,0 +1,95 @@
+"""Where a sweep's time goes: wall time per named phase of a repetition.
+
+Each repetition keeps its phases in `timings.json` (raw) and as `phase_<name>_s` columns in its
+row. A point's one-off phases (reconfigure, settle, pre-flight, server start) are charged to the
+first repetition measured for that point, where they were paid; the later repetitions of the
+point show them as absent. `bench/sweep_overhead.py` sums them against what the experiment asks
+for (settle, warm-up, window, pause) to show the overhead beyond it.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+PREFIX = "phase_"
+SUFFIX = "_s"
+
+# What the experiment asks for: these phases are waits it requested, not overhead.
+ASKED = ("settle", "window", "pause")
+
+
+class PhaseClock:
+    """Accumulates wall time per phase name, in the order phases first ran."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        t0 = time.monotonic()
+        try:
+            yield
+        finally:
+            self.add(name, time.monotonic() - t0)
+
+    def add(self, name: str, seconds: float) -> None:
+        self.seconds[name] = self.seconds.get(name, 0.0) + seconds
+
+    def merge(self, other: PhaseClock) -> None:
+        for name, s in other.seconds.items():
+            self.add(name, s)
+
+    def total(self) -> float:
+        return sum(self.seconds.values())
+
+    def row(self) -> dict[str, float]:
+        return {column(name): round(s, 3) for name, s in self.seconds.items()}
+
+    def raw(self) -> str:
+        return json.dumps({"seconds": {k: round(v, 3) for k, v in self.seconds.items()},
+                           "total_s": round(self.total(), 3)}, indent=1) + "\n"
+
+
+def column(name: str) -> str:
+    return f"{PREFIX}{name}{SUFFIX}"
+
+
+def from_row(row: dict[str, Any]) -> dict[str, float]:
+    """The phases a stored row recorded, by name (empty cells are phases that did not run)."""
+    out = {}
+    for key, value in row.items():
+        if key.startswith(PREFIX) and key.endswith(SUFFIX) and value not in (None, ""):
+            out[key[len(PREFIX):-len(SUFFIX)]] = float(value)
+    return out
+
+
+def breakdown(rows: list[dict[str, Any]], *, window_asked_s: float, settle_s: float, pause_s: float,
+              outside: dict[str, float] | None = None) -> dict[str, Any]:
+    """Per-phase totals of a run's rows, and the overhead beyond what the experiment asks for.
+
+    Asked for: `settle` once per point, the window (`window_asked_s` = duration + iperf3's
+    omitted warm-up) once per repetition, `pause` between repetitions. Whatever a phase took
+    beyond that is overhead: the window's own excess (process start, connecting, the final
+    report) included. `outside` are the sweep's phases in no row (start-up, recording, restore).
+    """
+    measured = [r for r in rows if from_row(r)]
+    totals: dict[str, float] = {}
+    for r in measured:
+        for name, s in from_row(r).items():
+            totals[name] = totals.get(name, 0.0) + s
+    for name, s in (outside or {}).items():
+        totals[name] = totals.get(name, 0.0) + s
+    n = len(measured)
+    points = len({r.get("point_id") for r in measured})
+    reps_paused = sum(1 for r in measured if "pause" in from_row(r))
+    asked = {"settle": settle_s * points, "window": window_asked_s * n, "pause": pause_s * reps_paused}
+    overhead = {name: s - min(asked.get(name, 0.0), s) for name, s in totals.items()}
+    total_overhead = sum(overhead.values())
+    return {"repetitions": n, "points": points, "seconds": totals, "asked": asked,
+            "overhead": overhead, "overhead_s": total_overhead,
+            "overhead_per_rep_s": total_overhead / n if n else None,
+            "asked_s": sum(asked.values()), "accounted_s": sum(totals.values())}

@@ -1,0 +1,170 @@
+"""Per-phase timing of sweep repetitions (linklab/sweep/phases.py) and the overhead sum."""
+
+import io
+import json
+import time
+
+import pytest
+
+from linklab.sweep import engine, measure_rep, phases, preflight
+from linklab.sweep.matrix import Point
+from linklab.sweep.phases import PhaseClock
+from linklab.sweep.progress import Progress
+from linklab.sweep.store import ResultsStore
+
+
+def test_clock_accumulates_repeated_phases_in_first_run_order():
+    c = PhaseClock()
+    with c.phase("b"):
+        time.sleep(0.02)
+    c.add("a", 0.5)
+    with c.phase("b"):
+        time.sleep(0.02)
+    assert list(c.seconds) == ["b", "a"]
+    assert 0.04 <= c.seconds["b"] < 0.5
+    assert c.row()["phase_a_s"] == 0.5
+    assert json.loads(c.raw())["total_s"] == pytest.approx(c.total(), abs=1e-3)
+
+
+def test_clock_records_a_phase_that_raised():
+    c = PhaseClock()
+    with pytest.raises(RuntimeError), c.phase("boom"):
+        raise RuntimeError("x")
+    assert "boom" in c.seconds
+
+
+def test_from_row_reads_back_only_phase_columns_that_ran():
+    row = {"phase_window_s": 6.2, "phase_pause_s": "", "window_s": 6.2, "phase_x": 1}
+    assert phases.from_row(row) == {"window": 6.2}
+
+
+def test_breakdown_counts_only_what_goes_beyond_the_experiments_waits():
+    rows = [{"point_id": "p1", "phase_reconfigure_s": 2.0, "phase_settle_s": 1.01, "phase_window_s": 6.5,
+             "phase_counters_s": 0.3},
+            {"point_id": "p1", "phase_pause_s": 1.0, "phase_window_s": 6.1, "phase_counters_s": 0.3},
+            {"point_id": "p2", "error": "pre-flight failed"}]  # not measured: no phases, not counted
+    b = phases.breakdown(rows, window_asked_s=6.0, settle_s=1.0, pause_s=1.0, outside={"record": 0.4})
+    assert b["repetitions"] == 2 and b["points"] == 1
+    assert b["asked"] == {"settle": 1.0, "window": 12.0, "pause": 1.0}
+    assert b["overhead"]["reconfigure"] == pytest.approx(2.0)
+    assert b["overhead"]["window"] == pytest.approx(0.6)
+    assert b["overhead"]["settle"] == pytest.approx(0.01)
+    assert b["overhead"]["record"] == pytest.approx(0.4)
+    assert b["overhead_s"] == pytest.approx(2.0 + 0.01 + 0.6 + 0.6 + 0.4)
+    assert b["overhead_per_rep_s"] == pytest.approx(b["overhead_s"] / 2)
+
+
+def test_a_phase_shorter_than_asked_is_no_negative_overhead():
+    rows = [{"point_id": "p1", "phase_window_s": 5.0}]
+    b = phases.breakdown(rows, window_asked_s=6.0, settle_s=0, pause_s=0)
+    assert b["overhead"]["window"] == 0.0
+
+
+class _Plan:
+    client, server, mtu_varied, cc, overrides = "h1", "h2", False, None, ()
+
+    class tool:  # noqa: N801 -- stands in for the experiment's tool settings
+        duration, protocol, ip, streams, parallel, mss, length, port = 5.0, "tcp", 4, 1, "threads", None, None, 5201
+
+
+class _Exp:
+    settle, pause, warmup, measure, events, repetitions = 0.05, 0.05, 1.0, ["throughput"], (), 2
+
+
+def test_run_point_charges_one_off_phases_to_the_first_rep_and_pause_to_the_next(tmp_path, monkeypatch):
+    lab = {"name": "t", "scale": 1.0}
+    monkeypatch.setattr(engine, "plan_point", lambda exp, topo, axes: _Plan)
+    monkeypatch.setattr(engine.labmod, "set_params", lambda *a, **k: {"resolved": lab})
+    monkeypatch.setattr(engine.Lab, "model_validate", staticmethod(lambda d: type("L", (), {"scale": 1.0, "name": "t"})()))
+    monkeypatch.setattr(preflight, "run", lambda *a, **k: preflight.Preflight())
+    monkeypatch.setattr(engine, "_qdisc_dumps", lambda lab: "")
+    monkeypatch.setattr(measure_rep, "start_servers", lambda lab, plan: None)
+
+    def fake_measure(lab, plan, what, omit, events=(), clock=None):
+        with clock.phase("window"):
+            time.sleep(0.01)
+        return {"iperf3.json": "{}"}, {"window_s": 0.01}
+
+    monkeypatch.setattr(measure_rep, "measure", fake_measure)
+    store = ResultsStore.create(tmp_path, "e", {"fingerprint": "f"})
+    totals = PhaseClock()
+    point = Point(index=0, id="p0", key="k", axes={})
+    engine._run_point(_Exp, {}, "t", [], point, [1, 2], store, Progress(2, stream=io.StringIO()), print, totals)
+    first, second = store.rows()
+    assert {"phase_reconfigure_s", "phase_settle_s", "phase_preflight_s", "phase_server_start_s",
+            "phase_window_s"} <= set(first)
+    assert "phase_pause_s" not in first
+    assert "phase_pause_s" in second and "phase_reconfigure_s" not in second
+    assert second["phase_pause_s"] >= 0.05
+    timings = json.loads((store.rep_dir("p0", 1) / "timings.json").read_text())
+    assert timings["seconds"]["window"] == first["phase_window_s"]
+    assert totals.seconds["record"] > 0
+
+
+class _Proc:
+    def __init__(self):
+        self.alive = True
+
+    def poll(self):
+        return None if self.alive else 0
+
+
+def test_server_pool_keeps_servers_up_across_points_that_want_the_same_ones(monkeypatch):
+    started = []
+
+    def fake_start(lab, plan):
+        s = measure_rep.Servers([_Proc()], [plan.tool.port])
+        started.append(s)
+        return s
+
+    stopped = []
+    monkeypatch.setattr(measure_rep, "start_servers", fake_start)
+    monkeypatch.setattr(measure_rep.Servers, "stop", lambda self: stopped.append(self))
+    lab = type("L", (), {"name": "t"})()
+    pool = measure_rep.ServerPool()
+    first = pool.get(lab, _Plan)
+    assert pool.get(lab, _Plan) is first and len(started) == 1  # same servers wanted: reused
+    first.procs[0].alive = False  # a server died: started again
+    second = pool.get(lab, _Plan)
+    assert second is not first and stopped == [first]
+
+    class Other(_Plan):
+        server = "h3"
+    assert pool.get(lab, Other) is not second and stopped == [first, second]  # another node
+    pool.stop()
+    assert len(stopped) == 3 and pool.servers is None
+
+
+def test_a_point_that_changes_only_tool_settings_does_not_reconfigure_the_lab(tmp_path, monkeypatch):
+    applied_sets = []
+    monkeypatch.setattr(engine.labmod, "set_params",
+                        lambda name, overrides, **k: applied_sets.append(list(overrides)) or {"resolved": {}})
+    monkeypatch.setattr(engine.Lab, "model_validate", staticmethod(lambda d: type("L", (), {"scale": 1.0, "name": "t"})()))
+    monkeypatch.setattr(preflight, "run", lambda *a, **k: preflight.Preflight())
+    monkeypatch.setattr(engine, "_qdisc_dumps", lambda lab: "")
+    monkeypatch.setattr(measure_rep, "start_servers", lambda lab, plan: None)
+    monkeypatch.setattr(measure_rep, "measure", lambda *a, **k: ({}, {}))
+
+    class Mtu1500(_Plan):
+        overrides = (("links[*].mtu", 1500),)
+
+    class Mtu9000(_Plan):
+        overrides = (("links[*].mtu", 9000),)
+
+    plans = {"a": Mtu1500, "b": Mtu1500, "c": Mtu9000}
+    monkeypatch.setattr(engine, "plan_point", lambda exp, topo, axes: plans[axes["p"]])
+    store = ResultsStore.create(tmp_path, "e", {"fingerprint": "f"})
+    applied = engine._Applied()
+    for i, p in enumerate("abc"):
+        point = Point(index=i, id=f"p{i}", key=p, axes={"p": p})
+        engine._run_point(_Exp, {}, "t", [], point, [1], store, Progress(3, stream=io.StringIO()), print,
+                          PhaseClock(), None, applied)
+    assert applied_sets == [[("links[*].mtu", 1500)], [("links[*].mtu", 9000)]]
+    rows = store.rows()
+    assert [("phase_reconfigure_s" in r) for r in rows] == [True, True, True]  # timed even when it was a no-op
+
+
+def test_reports_do_not_list_the_sweeps_own_timings_as_measurements():
+    from linklab.report.metrics import other_columns
+    rows = [{"phase_window_s": 6.1, "phase_record_s": 0.2, "client_nstat_TcpExtTCPSackRecv": 3}]
+    assert other_columns(rows, []) == ["client_nstat_TcpExtTCPSackRecv"]
