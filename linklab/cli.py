@@ -198,11 +198,12 @@ def cmd_down(args, argv) -> int:
 
 
 def cmd_status(args, argv) -> int:
-    from linklab import lab
-    name = args.lab or lab.default_lab()
+    from linklab import state
+    name = args.lab or state.default_lab()
     fwd = _forwarded(name, argv)
     if fwd is not None:
         return fwd
+    from linklab import lab  # only where the lab is: a forwarded command never needs it
     from linklab.status_view import render
     data = lab.status(name)
     if args.json:
@@ -213,14 +214,15 @@ def cmd_status(args, argv) -> int:
 
 
 def cmd_exec(args, argv) -> int:
-    from linklab import lab
+    from linklab import state
     cmd = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
     if not cmd:
         raise UsageError("no command given", hint="linklab exec h1 -- ping -c3 h2")
-    name = args.lab or lab.default_lab()
+    name = args.lab or state.default_lab()
     fwd = _forwarded(name, argv)
     if fwd is not None:
         return fwd
+    from linklab import lab  # only where the lab is: a forwarded command never needs it
     return _become(lab.exec_argv(name, args.node, cmd))
 
 
@@ -235,21 +237,23 @@ def _become(full: list[str]) -> int:
 
 
 def cmd_ovs(args, argv) -> int:
-    from linklab import lab
+    from linklab import state
     cmd = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
-    name = args.lab or lab.default_lab()
+    name = args.lab or state.default_lab()
     fwd = _forwarded(name, argv)
     if fwd is not None:
         return fwd
+    from linklab import lab  # only where the lab is: a forwarded command never needs it
     return _become(lab.switch_tool_argv(name, args.switch, cmd))
 
 
 def cmd_set(args, argv) -> int:
-    from linklab import lab
-    name = args.lab or lab.default_lab()
+    from linklab import state
+    name = args.lab or state.default_lab()
     fwd = _forwarded(name, argv)
     if fwd is not None:
         return fwd
+    from linklab import lab  # only where the lab is: a forwarded command never needs it
     t0 = time.monotonic()
     lab.set_params(name, lab.parse_overrides(args.assignments), say=say)
     say(f"linklab: lab {name} updated in {time.monotonic() - t0:.2f} s")

@@ -6,6 +6,7 @@ cut). A crash, even `kill -9`, leaves the old file or the new one, plus at worst
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 from pathlib import Path
@@ -20,6 +21,16 @@ def tmp_name(path: Path) -> Path:
 
 def is_tmp_name(name: str) -> bool:
     return name.startswith(".") and TMP_MARK in name
+
+
+def tmp_glob(path: Path) -> str:
+    """tmp_name(path) for any pid, as a glob in path's directory: write_atomic's leftovers of it."""
+    return f".{glob.escape(Path(path).name)}{TMP_MARK}*"
+
+
+def tmp_target(name: str) -> str | None:
+    """The file name a temp file was being written for (tmp_name's reverse), or None."""
+    return name[1:name.rindex(TMP_MARK)] if is_tmp_name(name) else None
 
 
 def write_bytes_synced(path: Path, content: bytes | str) -> None:

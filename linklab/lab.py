@@ -83,6 +83,14 @@ def set_params(lab_name: str, overrides: list[tuple[str, Any]], say=print, repla
         return _apply(lab, topo["path"], merged, topo.get("scale_override"), old, old.get("backend", "linux"), say)
 
 
+def preview(lab_name: str, overrides: list[tuple[str, Any]]) -> Lab:
+    """The running lab as it would be resolved with `overrides` added, without touching it (an
+    event's target state, worked out before the measurement window starts)."""
+    topo = state.require(lab_name)["topology"]
+    merged = [tuple(o) for o in topo.get("overrides", [])] + list(overrides)
+    return build_lab(topo["path"], merged, name=lab_name, scale=topo.get("scale_override"))
+
+
 @contextmanager
 def _nolock():
     yield  # the caller (a sweep) already holds the lab's lock
@@ -266,10 +274,4 @@ def switch_tool_argv(lab_name: str, node: str, argv: list[str]) -> list[str]:
         raise UsageError(f"unknown node {node!r} in lab {lab_name} (valid: {', '.join(n.name for n in lab.nodes)})") from None
 
 
-def default_lab() -> str:
-    labs = state.all_labs()
-    if len(labs) == 1:
-        return labs[0]
-    if not labs:
-        raise StateError("no lab is up", hint="start one with `make lab-up` or `linklab up TOPOLOGY`")
-    raise UsageError(f"several labs are up ({', '.join(labs)}): name one with --lab")
+default_lab = state.default_lab  # kept here too: callers name it as part of the lab lifecycle

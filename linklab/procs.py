@@ -46,11 +46,14 @@ def identity(pid: int) -> dict | None:
     return {"pid": pid, "start": int(fields[19]), "comm": comm}
 
 
-def is_same(record: dict) -> bool:
-    """Whether the recorded process still runs (not a later process that reused its pid)."""
+def is_same(record: dict, *, check_comm: bool = True) -> bool:
+    """Whether the recorded process still runs (not a later process that reused its pid).
+    pid and start time identify it; `check_comm=False` for a process recorded before it exec'd
+    its real program (a daemon started through `ip netns exec` is recorded while still `ip`)."""
     pid = record.get("pid")
     now = identity(pid) if isinstance(pid, int) else None
-    return bool(now) and alive(pid) and now["start"] == record.get("start") and now["comm"] == record.get("comm")
+    return (bool(now) and alive(pid) and now["start"] == record.get("start")
+            and (not check_comm or now["comm"] == record.get("comm")))
 
 
 def stop(pids: Iterable[int] = (), *, grace: float = GRACE_S, group: int | None = None,

@@ -117,13 +117,32 @@ def try_locked(lab: str) -> Iterator[bool]:
         except BlockingIOError:
             yield False
             return
+        remove_stale_temps(lab)
         yield True
 
 
+def remove_stale_temps(lab: str) -> None:
+    """A lab's state is only written under its lock, so a temp file of it found by the lock's
+    holder was left by a writer killed between write and rename (kill -9). Judged by the lock,
+    not by the pid in its name: the host and the lab VM share this directory, not their pids."""
+    for p in labs_dir().glob(fsutil.tmp_glob(path_for(lab))):
+        p.unlink(missing_ok=True)
+
+
 def remove_stale_locks() -> list[str]:
-    """Lock files of labs without a state file that no command holds (left by a killed command)."""
+    """Lock files of labs without a state file that no command holds (left by a killed command),
+    and temp files of any lab whose lock is free (a writer killed mid-write)."""
     removed = []
     d = labs_dir()
+    for p in (list(d.iterdir()) if d.is_dir() else []):  # try_locked may add lock files meanwhile
+        target = fsutil.tmp_target(p.name)
+        if not (target and target.endswith(".json")):
+            continue
+        # Taking the lab's lock removes its temp files; the lock file this may create is
+        # removed with the other stale locks below when the lab has no state.
+        with try_locked(target[:-len(".json")]) as free:
+            if free:
+                removed.append(str(p))
     for p in (d.glob(".*.lock") if d.is_dir() else []):
         lab = p.name[1:-len(".lock")]
         if path_for(lab).exists():
@@ -146,3 +165,14 @@ def locked(lab: str) -> Iterator[None]:
         if not got:
             raise StateError(f"lab {lab!r} is busy: another linklab command is changing it")
         yield
+
+
+def default_lab() -> str:
+    """The one lab that is up (a command without --lab means it); in this light module so a
+    command forwarded into the lab VM names its lab without importing the lab machinery."""
+    labs = all_labs()
+    if len(labs) == 1:
+        return labs[0]
+    if not labs:
+        raise StateError("no lab is up", hint="start one with `make lab-up` or `linklab up TOPOLOGY`")
+    raise UsageError(f"several labs are up ({', '.join(labs)}): name one with --lab")

@@ -6,6 +6,7 @@ ValueError with a message that is safe to show next to a field path.
 
 from __future__ import annotations
 
+import math
 import re
 
 _NUM = r"(?P<num>[0-9]+(?:\.[0-9]*)?|\.[0-9]+)"
@@ -24,11 +25,30 @@ def _split(value: str | int | float, what: str) -> tuple[float, str]:
     if isinstance(value, bool):
         raise ValueError(f"expected a {what}, got {value!r}")
     if isinstance(value, (int, float)):
-        return float(value), ""
-    m = re.fullmatch(_NUM + r"\s*(?P<unit>[a-zA-Z%]*)", str(value).strip())
-    if not m:
-        raise ValueError(f"not a {what}: {value!r}")
-    return float(m["num"]), m["unit"].lower()
+        num, unit = _finite(value, what), ""
+    else:
+        m = re.fullmatch(_NUM + r"\s*(?P<unit>[a-zA-Z%]*)", str(value).strip())
+        if not m:
+            raise ValueError(f"not a {what}: {_short(value)}")
+        num, unit = _finite(m["num"], what), m["unit"].lower()
+    return num, unit
+
+
+def _finite(num, what: str) -> float:
+    """A float that is a number: YAML's .inf and .nan, 1e400 and a 400-digit integer are not
+    (they once reached the queue arithmetic as infinity: OverflowError, found by fuzzing)."""
+    try:
+        f = float(num)
+    except OverflowError:
+        f = math.inf
+    if not math.isfinite(f):
+        raise ValueError(f"not a finite {what}: {_short(num)}")
+    return f
+
+
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def parse_rate(value: str | int | float) -> float:

@@ -18,11 +18,12 @@ from typing import Any
 import yaml
 
 from linklab.backends.linux import qdisc as tcplan
+from linklab.interop import CLAB_DEFAULT_IMAGE
 from linklab.interop.common import bond_ip_args, refuse_ovs
 from linklab.model.resolved import Lab
 
 # Has ip, tc, ethtool, ping and iperf3; any image with iproute2 works (--image).
-DEFAULT_IMAGE = "nicolaka/netshoot:latest"
+DEFAULT_IMAGE = CLAB_DEFAULT_IMAGE
 BRIDGE = "br0"
 
 

@@ -159,7 +159,7 @@ def import_clab(text: str, source: str = "<clab>") -> Imported:
         if addresses:
             out["addresses"] = addresses
             if not any("ipv6" in a for a in addresses.values()):
-                # containerlab gave IPv4 only; IPv6 auto-addressing would take hosts from that subnet too
+                # containerlab gave IPv4 only: its lab has no IPv6 on this link, so neither does ours
                 out["ipv6"] = False
         for key in sorted(set(link) - {"endpoints", "mtu", "type", "ipv4", "ipv6"}):
             skipped.append(f"links[{i}].{key}")

@@ -15,7 +15,7 @@ EXPORT_TARGETS = ("mininet", "containerlab")
 
 def add_commands(sub) -> None:
     from linklab import cli
-    from linklab.interop.clab_export import DEFAULT_IMAGE
+    from linklab.interop import CLAB_DEFAULT_IMAGE as DEFAULT_IMAGE
 
     e = sub.add_parser(
         "export", help="write a topology as a runnable Mininet script or a containerlab topology",

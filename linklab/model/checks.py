@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from linklab.model.resolve import ovs_bond_kind, ovs_switch  # the one rule for what OVS makes of a host bond
 from linklab.model.topology import (
     IFNAME_RE, MIN_IPV6_MTU, NAME_RE, OPTION_MODES, Impairment, Link, Topology,
 )
@@ -147,6 +148,11 @@ def _bond(t: Topology, link: Link, path: tuple, ends: list[str], nodes: dict[str
                f"{mode} bonds back to back lose traffic: each side sends to a member the other side "
                "does not receive on (measured: 100 % ping loss). Put a switch between them: "
                "see topologies/bond_switch.yaml")
+    far_ovs = {ovs_bond_kind(bond, sw) for e in ends if (sw := ovs_switch(t, e))}
+    if ("active-backup", "off") in far_ovs and mode != "active-backup":
+        yield (path + ("ovs_bond_mode",),
+               f"an OVS active-backup bond without LACP drops what arrives on its backup member, and a {mode} "
+               "host bond sends on every member: use mode: active-backup, or ovs_bond_mode: balance-slb")
     if bond.switch_lag != "auto" and "switch" not in kinds:
         yield path + ("switch_lag",), "switch_lag applies only to a bond whose far end is a switch"
     if mode == "802.3ad" and "switch" in kinds and bond.switch_lag in ("none", "static"):

@@ -5,7 +5,9 @@ Pure: the same topology and context give the same Lab, byte for byte (golden tes
 
 from __future__ import annotations
 
+import functools
 import ipaddress
+import re
 from dataclasses import dataclass
 
 from linklab.errors import ValidationFailed
@@ -130,25 +132,39 @@ class _Addresses:
         given = self.t.links[i].addresses.get(node)
         ipv4 = str(given.ipv4) if given and given.ipv4 else None
         ipv6 = str(given.ipv6) if given and given.ipv6 else None
-        if ipv4 is None or (v6 and ipv6 is None):
-            n = self.next_host.get(seg, 1)
-            while True:
-                net4, net6 = self.v4_nets.get(seg), self.v6_nets.get(seg)
-                if net4 is None or n >= net4.num_addresses - 1:
-                    self.problems.append(f"links[{i}]: address pool {self.t.addressing.ipv4} is exhausted")
-                    return ipv4, ipv6
-                cand4 = net4[n]
-                cand6 = net6[n] if net6 is not None and n < net6.num_addresses else None
-                n += 1
-                if cand4 not in self.taken and cand6 not in self.taken:
-                    break
-            self.next_host[seg] = n
-            if ipv4 is None:
-                ipv4 = f"{cand4}/{net4.prefixlen}"
-                self.taken.add(cand4)
-            if v6 and ipv6 is None and cand6 is not None:
-                ipv6 = f"{cand6}/{net6.prefixlen}"
-                self.taken.add(cand6)
+        need4, need6 = ipv4 is None, v6 and ipv6 is None
+        if not (need4 or need6):
+            return ipv4, ipv6 if v6 else None
+        net4, net6 = self.v4_nets.get(seg), self.v6_nets.get(seg)
+        wanted = [(4, net4, self.t.addressing.ipv4)] * need4 + [(6, net6, self.t.addressing.ipv6)] * need6
+        for version, net, pool in wanted:
+            if net is None:  # more L2 segments than the pool has subnets
+                self.problems.append(f"links[{i}]: address pool {pool} is exhausted (one /{24 if version == 4 else 64} per L2 segment)")
+                return ipv4, ipv6 if v6 else None
+        # One host index for both families where both are auto-assigned (h1 is .1 and ::1); only
+        # the families being assigned here must be free (a user's IPv4 /30 leaves no free IPv4
+        # index, yet its peers still get IPv6 addresses).
+        last = min(net.num_addresses - 1 for _, net, _ in wanted)  # not IPv4's broadcast
+        n = self.next_host.get(seg, 1)
+        while True:
+            if n >= last:
+                net = min((net for _, net, _ in wanted), key=lambda net: net.num_addresses)
+                hosts = net.num_addresses - (2 if net.version == 4 else 1)
+                self.problems.append(f"links[{i}]: no free address left in {net} for {node} "
+                                     f"(its segment's subnet holds {hosts} hosts): give a larger one")
+                return ipv4, ipv6 if v6 else None
+            cand4 = net4[n] if need4 else None
+            cand6 = net6[n] if need6 else None
+            n += 1
+            if cand4 not in self.taken and cand6 not in self.taken:
+                break
+        self.next_host[seg] = n
+        if need4:
+            ipv4 = f"{cand4}/{net4.prefixlen}"
+            self.taken.add(cand4)
+        if need6:
+            ipv6 = f"{cand6}/{net6.prefixlen}"
+            self.taken.add(cand6)
         return ipv4, (ipv6 if v6 else None)
 
 
@@ -244,18 +260,20 @@ def _link(t: Topology, i: int, link, names: _Names, seg: int, alloc: _Addresses,
     else:
         bond = link.bond
         members: dict[str, list[str]] = {}
+        far_ovs = [ovs_bond_kind(bond, sw) for ep in (ep_a, ep_b) if (sw := ovs_switch(t, ep.node))]
         for ep in (ep_a, ep_b):
             if kind_of.get(ep.node) == "host":
                 bname = ep.ifname or names.take(ep.node, "bond", 0)
                 members[ep.node] = [f"{bname}-m{k}" for k in range(bond.members)]
                 end_ifaces[ep.node] = bname
+                opts = _bond_options(bond, members[ep.node], far_ovs[0] if far_ovs else None)
                 bonds.append(r.BondEnd(node=ep.node, ifname=bname, mode=bond.mode,
-                                       options=_bond_options(bond, members[ep.node]), members=members[ep.node]))
+                                       options=opts, members=members[ep.node]))
             else:
                 members[ep.node] = [names.take(ep.node, "eth", 1) for _ in range(bond.members)]
                 lag = _switch_lag(bond)
-                sw = t.switches.get(ep.node)
-                if sw is not None and sw.kind == "ovs":
+                sw = ovs_switch(t, ep.node)
+                if sw is not None:
                     # OVS makes the switch side itself (an OVS bond), or leaves the members as
                     # separate ports for its controller (the lacp app) to aggregate.
                     end_ifaces[ep.node] = members[ep.node][0]
@@ -300,8 +318,16 @@ def _pair_repeats(t: Topology, i: int) -> bool:
     return sum(1 for link in t.links if {e.node for e in link.endpoints} == key) > 1
 
 
-def _bond_options(bond, members: list[str]) -> dict:
+def _bond_options(bond, members: list[str], far_ovs: tuple[str, str] | None = None) -> dict:
     opts = {k: v for k, v in bond.options.model_dump(exclude_none=True).items()}
+    if bond.mode == "active-backup" and far_ovs == ("active-backup", "off"):
+        # OVS drops what reaches it on its backup member: both ends start on member 0 (OVS's
+        # bond-primary is the same member, see _ovs_bond).
+        opts.setdefault("primary", 0)
+    if bond.mode == "active-backup" and far_ovs == ("balance-slb", "off"):
+        # balance-slb sends each source MAC out of a member of its choosing: the host must
+        # take frames on its backup member too.
+        opts.setdefault("all_slaves_active", True)
     if "arp_interval" not in opts:
         for k, v in LINKLAB_BOND_DEFAULTS.items():
             opts.setdefault(k, v)
@@ -315,8 +341,16 @@ def _bond_options(bond, members: list[str]) -> dict:
     return opts
 
 
-def _ovs_bond(bond, sw, name: str, members: list[str]) -> r.OvsBond | None:
-    """An OVS switch's side of a host bond: its own bond unless a controller does the work."""
+def ovs_switch(t: Topology, node: str):
+    """The node's switch if it is Open vSwitch, else None: a host, a Linux bridge, or a switch
+    written as a bare name (`s1:`, which is a Linux bridge with defaults)."""
+    sw = t.switches.get(node)
+    return sw if sw is not None and sw.kind == "ovs" else None
+
+
+def ovs_bond_kind(bond, sw) -> tuple[str, str] | None:
+    """(OVS bond mode, lacp) an OVS switch makes of a host bond's members; None: separate
+    ports (a controller aggregates them, or no LAG was asked for)."""
     if sw.controller is not None:
         return None
     kind = bond.switch_lag
@@ -326,7 +360,29 @@ def _ovs_bond(bond, sw, name: str, members: list[str]) -> r.OvsBond | None:
     if kind == "none" and bond.ovs_bond_mode is None:
         return None
     mode = bond.ovs_bond_mode or ("balance-tcp" if kind == "lacp" else "balance-slb")
-    return r.OvsBond(name=name, mode=mode, lacp="active" if kind == "lacp" else "off", members=members)
+    return mode, "active" if kind == "lacp" else "off"
+
+
+def _ovs_bond(bond, sw, name: str, members: list[str]) -> r.OvsBond | None:
+    """An OVS switch's side of a host bond: its own bond unless a controller does the work."""
+    kind = ovs_bond_kind(bond, sw)
+    if kind is None:
+        return None
+    mode, lacp = kind
+    primary = None
+    if lacp == "off" and mode == "active-backup":
+        # OVS's active member (the only one it accepts frames on) faces the host's primary.
+        primary = members[_primary_index(bond)]
+    return r.OvsBond(name=name, mode=mode, lacp=lacp, members=members, primary=primary)
+
+
+def _primary_index(bond) -> int:
+    """The host's primary member as an index (written as an index or as bondN-mK); 0 if none."""
+    p = bond.options.primary
+    if isinstance(p, int):
+        return p
+    m = re.search(r"-m(\d+)$", p or "")
+    return int(m.group(1)) if m and int(m.group(1)) < bond.members else 0
 
 
 def _switch_lag(bond) -> tuple[str, dict] | None:
@@ -346,12 +402,13 @@ def _switch_lag(bond) -> tuple[str, dict] | None:
 
 def _nodes(t: Topology, links: list[r.Link], scale: float, notes: list[str]) -> list[r.Node]:
     nodes: list[r.Node] = []
+    ends_of = _ends_by_node(links)
     for name, host in t.hosts.items():
         sysctls = {**t.defaults.sysctls, **(host.sysctls if host else {})}
         scaled, changed = scaling.scale_sysctls({k: str(v) for k, v in sysctls.items()}, scale)
         notes += [f"host {name}: {n}" for n in changed]
         nodes.append(r.Node(name=name, kind="host", sysctls=scaled,
-                            hosts=_hosts_entries(name, t, links)))
+                            hosts=_hosts_entries(name, t, links, ends_of)))
     for name, sw in t.switches.items():
         mtus = [link.mtu for link in links if any(e.node == name for e in link.ends)]
         ovs = sw is not None and sw.kind == "ovs"
@@ -365,19 +422,37 @@ def _nodes(t: Topology, links: list[r.Link], scale: float, notes: list[str]) -> 
     return nodes
 
 
-def _hosts_entries(me: str, t: Topology, links: list[r.Link]) -> list[tuple[str, str]]:
-    """Names as seen from `me`: each other host by its address on a segment `me` shares."""
-    my_segments = {link.segment for link in links if any(e.node == me for e in link.ends)}
+@functools.lru_cache(maxsize=4096)
+def _bare(interface: str) -> str:
+    """'10.77.0.2/24' -> '10.77.0.2' (asked once per pair of hosts: remembered)."""
+    return str(ipaddress.ip_interface(interface).ip)
+
+
+def _ends_by_node(links: list[r.Link]) -> dict[str, list]:
+    out: dict[str, list] = {}
+    for link in links:
+        for e in link.ends:
+            out.setdefault(e.node, []).append((link, e))
+    return out
+
+
+def _hosts_entries(me: str, t: Topology, links: list[r.Link],
+                   ends_of: dict[str, list] | None = None) -> list[tuple[str, str]]:
+    """Names as seen from `me`: each other host by its address on a segment `me` shares.
+    `ends_of` (node -> its (link, end) pairs, in link order) is `_ends_by_node(links)`, made
+    once per lab by the caller: looking them up per pair of hosts is cubic in the lab's size."""
+    ends_of = ends_of if ends_of is not None else _ends_by_node(links)
+    my_segments = {link.segment for link, _ in ends_of.get(me, [])}
     entries: list[tuple[str, str]] = []
     for other in t.hosts:
         if other == me:
             continue
-        mine = [(link, e) for link in links for e in link.ends if e.node == other]
+        mine = ends_of.get(other, [])
         shared = [(link, e) for link, e in mine if link.segment in my_segments]
         pick = (shared or mine)[:1]
         for link, e in pick:
             if e.ipv4:
-                entries.append((str(ipaddress.ip_interface(e.ipv4).ip), other))
+                entries.append((_bare(e.ipv4), other))
             if e.ipv6:
-                entries.append((str(ipaddress.ip_interface(e.ipv6).ip), f"{other}-v6"))
+                entries.append((_bare(e.ipv6), f"{other}-v6"))
     return entries

@@ -83,6 +83,7 @@ class OvsBond(R):
     mode: Literal["active-backup", "balance-slb", "balance-tcp"]
     lacp: Literal["active", "off"]
     members: list[str]
+    primary: str | None = None  # the member OVS keeps active (other_config:bond-primary)
 
 
 class LinkEnd(R):

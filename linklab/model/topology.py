@@ -13,7 +13,7 @@ import ipaddress
 import re
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 from linklab import units
 
@@ -50,7 +50,18 @@ def _unit(parse, what):
 
 
 Rate = Annotated[float, _unit(units.parse_rate, "rate"), Field(gt=0)]
-Time = Annotated[float, _unit(units.parse_time, "time"), Field(ge=0)]
+# A link's delay or jitter: a minute is far beyond any real path (a geostationary hop is
+# 0.25 s), and a bound keeps queue sizes derived from rate x delay within the kernel's u32 limits.
+MAX_LINK_TIME_S = 60.0
+
+
+def _link_time(v: float) -> float:
+    if v > MAX_LINK_TIME_S:
+        raise ValueError(f"{units.format_time(v)} is longer than a link delay can be here (at most {MAX_LINK_TIME_S:g}s)")
+    return v
+
+
+Time = Annotated[float, _unit(units.parse_time, "time"), Field(ge=0), AfterValidator(_link_time)]
 Percent = Annotated[float, _unit(units.parse_percent, "percent")]
 Size = Annotated[int, _unit(units.parse_size, "size"), Field(gt=0)]
 Mtu = Annotated[int, Field(ge=68, le=65535)]

@@ -96,8 +96,15 @@ def check_experiment_points(exp_path: Path, exp: Experiment) -> list[tuple[tuple
     if problems:
         return problems
     seen: set[str] = set()
-    for variant in (exp, apply_quick(exp)):
-        for point in expand(variant.matrix):
+    for where, variant in ((("matrix",), exp), (("quick", "matrix"), apply_quick(exp))):
+        try:  # expand() holds the matrix's own rules (axes, values given twice, exclude/include)
+            points = expand(variant.matrix)
+        except ValueError as e:
+            if str(e) not in seen:  # the quick variant repeats the full matrix's axes it keeps
+                seen.add(str(e))
+                problems.append((where, str(e)))
+            continue
+        for point in points:
             try:
                 plan = plan_point(variant, topo_raw, point.axes)
             except ValidationError as e:  # a tool axis value the tool settings refuse

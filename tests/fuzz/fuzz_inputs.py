@@ -29,15 +29,19 @@ def seed_files() -> list[Path]:
         p for p in (ROOT / "experiments").glob("*.yaml") if not p.name.endswith(".reference.yaml"))
 
 
-def _leaves(obj, path=()):
+def _leaves(obj, path=(), above=frozenset()):
+    """Every (path, node) of a parsed document; a node that contains itself (a document put
+    inside itself, or a YAML alias) is not descended into again, and depth stops at 40."""
+    if isinstance(obj, (dict, list)) and (id(obj) in above or len(path) > 40):
+        return
     if isinstance(obj, dict):
         yield path, obj
         for k, v in obj.items():
-            yield from _leaves(v, path + (k,))
+            yield from _leaves(v, path + (k,), above | {id(obj)})
     elif isinstance(obj, list):
         yield path, obj
         for i, v in enumerate(obj):
-            yield from _leaves(v, path + (i,))
+            yield from _leaves(v, path + (i,), above | {id(obj)})
     else:
         yield path, obj
 

@@ -15,6 +15,8 @@ def test_malformed_documents_exit_2_with_their_path_and_no_traceback(tmp_path):
     t0 = time.monotonic()
     counts = campaign(N, SEED, tmp_path)  # a traceback fails the test right here, with the document kept
     assert counts["bad"] == [], counts["bad"]
-    assert counts["exit2"] >= 1000, counts  # at least 1000 malformed ones (some mutations stay valid)
+    print(f"fuzz: {N} documents (seed {SEED}): {counts['exit2']} exit 2, slowest {counts['slowest_s']:.2f} s")
+    assert counts["exit2"] >= 1000 * N / 1200, counts  # most are malformed (some mutations stay valid)
     assert counts["slowest_s"] < 5, counts  # no document may take long: alias bombs, deep nesting
-    assert time.monotonic() - t0 < 480  # ~1-3 min on a loaded 2-core machine
+    # A hang guard, not a speed target: 1200 documents take ~1-3 min on a loaded 2-core machine.
+    assert time.monotonic() - t0 < 0.4 * N

@@ -57,3 +57,38 @@ def test_damaged_results_row_is_a_clear_error(tmp_path):
         store.rows()
     (store.path / "manifest.json").write_text(json.dumps([1]))
     assert ResultsStore.runs(tmp_path, "e") == []  # an unreadable run is not resumed into
+
+
+# Found by a 20 000-document fuzz campaign (seed 20261123): each was a traceback.
+ROOT = __import__("pathlib").Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("field, value, says", [
+    ("delay", "1.0e+308", "links[0].impair.delay (line 7): 1e+308s is longer than a link delay can be here (at most 60s)"),
+    ("delay", "90s", "links[0].impair.delay (line 7): 90s is longer than a link delay"),
+    ("jitter", "1" + "0" * 400 + "ms", "links[0].impair.jitter (line 7): not a finite time"),
+    ("rate", ".inf", "links[0].impair.rate (line 7): not a finite rate"),
+    ("loss", ".nan", "links[0].impair.loss (line 7): not a finite percentage"),
+    ("rate", str(10 ** 400), "links[0].impair.rate (line 7): not a finite rate"),
+])
+def test_a_quantity_that_is_not_a_finite_sane_number_is_refused_where_it_is(tmp_path, capsys, field, value, says):
+    f = tmp_path / "t.yaml"
+    f.write_text(f"name: t\nhosts: {{h1: {{}}, h2: {{}}}}\nlinks:\n  - endpoints: [h1, h2]\n    impair:\n"
+                 f"      rate: 1gbit\n      {field}: {value}\n")
+    assert cli.main(["validate", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert says in err and "Traceback" not in err, err
+
+
+@pytest.mark.parametrize("matrix, says", [
+    ("matrix: {}", "matrix (line 5): the matrix has no axes"),
+    ("matrix: {mtu: [1500, 9000, 1500]}", "matrix (line 5): axis 'mtu' lists the value 1500 more than once"),
+    ("matrix: {mtu: [1500, 9000]}\nquick: {matrix: {mtu: [9000, 9000]}}",
+     "quick.matrix (line 6): axis 'mtu' lists the value 9000 more than once"),
+])
+def test_a_matrix_expand_refuses_is_a_located_problem_not_a_traceback(tmp_path, capsys, matrix, says):
+    f = tmp_path / "e.yaml"
+    f.write_text(f"name: e\ntopology: {ROOT / 'topologies' / 'bond2.yaml'}\nclient: h1\nserver: h2\n{matrix}\n")
+    assert cli.main(["validate", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert says in err and "Traceback" not in err, err

@@ -60,3 +60,35 @@ def test_write_atomic_failure_keeps_the_old_file(tmp_path):
     except TypeError:
         pass
     assert target.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["f"]
+
+
+# A kill -9 between write_atomic's write and its rename leaves `.<lab>.json.tmp-<pid>` (CI's
+# kill test found one, and it then stayed through every later command of that lab).
+
+def _stale_temp(tmp_path, monkeypatch, lab="killlab"):
+    from linklab import state
+    monkeypatch.setenv("LINKLAB_STATE_DIR", str(tmp_path / "state"))
+    state.labs_dir().mkdir(parents=True)
+    stale = state.labs_dir() / f".{lab}.json{fsutil.TMP_MARK}622"
+    stale.write_text('{"half": ')
+    return state, stale
+
+
+def test_taking_a_labs_lock_removes_its_temp_files_left_by_a_killed_writer(tmp_path, monkeypatch):
+    state, stale = _stale_temp(tmp_path, monkeypatch)
+    other = state.labs_dir() / f".otherlab.json{fsutil.TMP_MARK}623"
+    other.write_text("x")
+    with state.locked("killlab"):
+        assert not stale.exists()
+    assert other.exists()  # another lab's writer may be alive: only its own lock holder judges
+
+
+def test_a_temp_file_of_a_lab_whose_lock_is_held_is_left_alone(tmp_path, monkeypatch):
+    state, stale = _stale_temp(tmp_path, monkeypatch)
+    import fcntl
+    with open(state.lock_path("killlab"), "a") as holder:  # a live writer
+        fcntl.flock(holder, fcntl.LOCK_EX)
+        assert state.remove_stale_locks() == []
+        assert stale.exists()
+    assert state.remove_stale_locks() == [str(stale), str(state.lock_path("killlab"))]
+    assert list(state.labs_dir().iterdir()) == []  # neither temp nor the lock file it needed

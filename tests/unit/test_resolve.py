@@ -55,6 +55,25 @@ def test_switch_side_lag_follows_mode(tmp_path):
     assert modes["balance-alb"] == (None, ["eth1", "eth2"])  # plain ports, as tlb/alb expect
 
 
+def test_host_active_backup_bond_and_ovs_bond_without_lacp_agree_on_the_active_member(tmp_path):
+    base = ("name: o\nhosts: {h1: {}, h2: {}}\nswitches: {s1: {kind: ovs}}\nlinks:\n"
+            "  - {name: bond, endpoints: [h1, s1], bond: {mode: active-backup, ovs_bond_mode: %s%s}}\n"
+            "  - {endpoints: [h2, s1]}\n")
+
+    def ends(mode, extra=""):
+        link = lab_from(tmp_path, base % (mode, extra)).links[0]
+        return link.bonds[0].options, next(e.ovs_bond for e in link.ends if e.ovs_bond)
+
+    opts, ovs = ends("active-backup")
+    assert opts["primary"] == "bond0-m0" and ovs.primary == "eth1" and "all_slaves_active" not in opts
+    opts, ovs = ends("balance-slb")  # OVS takes broadcasts on every member; the host on both too
+    assert "primary" not in opts and ovs.primary is None and opts["all_slaves_active"] is True
+    opts, ovs = ends("active-backup", ", options: {primary: 1}")  # the user's primary wins, on both ends
+    assert opts["primary"] == "bond0-m1" and ovs.primary == "eth2"
+    opts, ovs = ends("balance-tcp", ", switch_lag: lacp")  # LACP says which member carries what
+    assert "primary" not in opts and ovs.primary is None and ovs.lacp == "active"
+
+
 def test_hosts_entries_prefer_a_shared_segment(tmp_path):
     lab = lab_from(tmp_path, "name: h\nhosts: {a: {}, b: {}, c: {}}\nswitches: {s: {}}\n"
                              "links: [{endpoints: [a, b]}, {endpoints: [b, s]}, {endpoints: [c, s]}]\n")

@@ -107,24 +107,41 @@ def residue(name: str, expect_up: bool) -> list[str]:
     return problems
 
 
-def recover(op: str, name: str, fn):
-    """The user's way back: rerun the command; if there is no lab left to run it on, clean."""
+def lock_holders(path: Path) -> list[str]:
+    """Who holds a flock on `path` (pid and command line), from /proc/locks: the evidence a
+    'stale lock held' or 'judged live' residue needs."""
+    try:
+        inode = path.stat().st_ino
+    except FileNotFoundError:
+        return []
+    out = []
+    for line in Path("/proc/locks").read_text().splitlines():
+        f = line.split()
+        if len(f) > 5 and f[5].split(":")[-1] == str(inode):
+            pid = f[4]
+            try:
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
+            except OSError:
+                cmd = "?"
+            out.append(f"{pid} {cmd}")
+    return out
+
+
+def recover(op: str, name: str, fn) -> str:
+    """The user's way back: rerun the command; if there is no lab left to run it on, clean.
+    Returns what the rerun said when it refused (evidence for the log)."""
     try:
         fn()
-    except LinklabError:
+        return ""
+    except LinklabError as e:
+        said = f"rerun refused: {e}; lock holders {lock_holders(state.lock_path(name))}"
         lab.clean(name, **QUIET)
         if op != "down":
             fn()
+        return said
 
 
-# Known failure, kept visible rather than deleted: in its first complete run (lab VM, seed
-# 20261122) 29 of 30 kills recovered clean, but a `down` killed 0.21 s in left the lab's state,
-# namespaces, hosts files and lock behind after recovery (the rerun `down` failed and `clean`
-# judged the lab live). Not yet understood: see issue #8's notes. strict=False: a pass is reported
-# as XPASS, and this mark comes off once the cause is fixed.
-@pytest.mark.xfail(reason="a kill early in `down` can leave a lab that recovery does not remove (issue #8)",
-                   strict=False)
-def test_kill_9_anywhere_in_up_set_sweep_down_leaves_nothing_behind(tmp_path):
+def test_kill_9_anywhere_in_up_set_sweep_down_leaves_nothing_behind(tmp_path, record_property):
     rng = random.Random(SEED)
     name = "killlab"
     before = root_snapshot()
@@ -156,11 +173,15 @@ def test_kill_9_anywhere_in_up_set_sweep_down_leaves_nothing_behind(tmp_path):
         if op == "sweep":
             sweep_dir["dir"] = results / f"run{next(sweeps)}"
         fn = {"up": up, "set": set_, "sweep": sweep, "down": down}[op]
-        delay = rng.uniform(0.0, t[op])
+        # Aim inside the command: its time varies run to run (down takes ~0.3 s now), and a
+        # delay near the measured time often lands after it finished (23 of 30 landed once).
+        delay = rng.uniform(0.0, 0.7 * t[op])
         landed = kill_at(fn, delay)
         kills += landed
-        recover(op, name, fn)
+        said = recover(op, name, fn)
         got = residue(name, expect_up=op != "down")
+        if got and said:
+            got.append(said)
         if op == "sweep":
             got += sweep_problems(sweep_dir["dir"])
         log.append(f"{i:2d} {op:5s} kill at {delay:5.2f}s{'' if landed else ' (finished first)'}: {got or 'clean'}")
@@ -170,6 +191,11 @@ def test_kill_9_anywhere_in_up_set_sweep_down_leaves_nothing_behind(tmp_path):
     assert root_snapshot() == before, "the VM's own namespace changed"
     print("\n".join(log))
     print(f"kills: {kills} of {len(plan)}, leftovers: {len(leftovers)}")
+    # Kept in the JUnit report whether the test passes or not: the tally is the evidence.
+    record_property("kills_landed", kills)
+    record_property("kills_planned", len(plan))
+    record_property("leftovers", len(leftovers))
+    record_property("kill_log", " | ".join(log))
     assert leftovers == [], "\n".join(log)
     assert kills >= 30 * 0.8, f"only {kills} kills landed inside the command:\n" + "\n".join(log)
 
