@@ -13,6 +13,8 @@ PYTEST_ARGS ?=
 REGRESS_EXP ?= experiments/e1_bonding_mtu.yaml
 REGRESS_NAME = $(basename $(notdir $(REGRESS_EXP)))
 BASELINE ?= baselines/$(REGRESS_NAME)-quick-vm-tcg
+# extra `linklab compare` options, e.g. --tolerance 35 when the baseline came from another machine
+REGRESS_ARGS ?=
 
 .PHONY: help setup lab-up lab-down status sweep report regress test test-unit test-fuzz test-integration bench clean
 
@@ -48,7 +50,7 @@ report: setup
 # A new run every time (--force), then `linklab compare`: exit 1 when a metric left its band.
 regress: setup
 	$(LINKLAB) sweep $(REGRESS_EXP) --quick --force
-	$(LINKLAB) compare $(BASELINE) $(REGRESS_EXP)
+	$(LINKLAB) compare $(BASELINE) $(REGRESS_EXP) $(REGRESS_ARGS)
 
 test: setup
 	bash scripts/test.sh $(PYTEST_ARGS)

@@ -6,6 +6,8 @@ import argparse
 import json
 from pathlib import Path
 
+from linklab.errors import UsageError
+
 REPORT_HELP = """\
 examples:
   linklab report                                   # newest run of any experiment
@@ -22,6 +24,10 @@ examples:
   linklab compare baselines/e1_bonding_mtu-quick-vm-tcg results/e1_bonding_mtu/20261122-101500
   linklab compare RUN_A RUN_B --all                  # every point and metric, not only what moved
   linklab compare RUN_A RUN_B --allow-different placement   # e.g. native vs lab VM, on purpose
+  linklab compare BASELINE RUN --tolerance 35        # baseline from another machine (CI does this)
+
+A point measured while the host was busy with other work (flag host_disturbed, in either run)
+is listed as "disturbed" and not judged.
 
 exit codes: 0 every metric within its band (or better), 1 a metric regressed, 2 bad input
 (not a run, or runs of different experiments/scale/placement without --allow-different)
@@ -61,6 +67,9 @@ def add_commands(sub) -> None:
     c.add_argument("--results", default="results", help="results root directory (default ./results)")
     c.add_argument("--allow-different", default="", metavar="WHAT",
                    help="comma-separated: experiment, scale, placement — compare anyway")
+    c.add_argument("--tolerance", type=float, default=0.0, metavar="PCT",
+                   help="widen every relative band to at least ±PCT %% (e.g. 35 for a baseline recorded on another "
+                        "machine, whose emulated CPU is faster or slower; default: each metric's own floor)")
     c.add_argument("--all", action="store_true", help="list every point and metric, not only those that moved")
     c.add_argument("--json", action="store_true", help="machine-readable output")
     cli.register("compare", cmd_compare)
@@ -101,7 +110,9 @@ def cmd_compare(args, argv) -> int:
     base = Run.load(find_run(args.baseline, results))
     new = Run.load(find_run(args.new, results))
     allow = {a.strip() for a in args.allow_different.split(",") if a.strip()}
-    res = compare(base, new, allow)
+    if not 0 <= args.tolerance < 100:
+        raise UsageError(f"--tolerance {args.tolerance:g}: a percentage from 0 to below 100")
+    res = compare(base, new, allow, tolerance=args.tolerance / 100)
     print(json.dumps(as_json(res), indent=1) if args.json else render(res, show_all=args.all))
     return 0 if res.ok else 1
 

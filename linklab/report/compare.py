@@ -8,6 +8,13 @@ metric the band around the baseline mean is the widest of
 so a baseline of one repetition still gets a band. A metric with a direction regresses only
 one way (lower throughput, higher retransmits); moving the other way is an improvement, and a
 metric without a direction (CPU %, cwnd) is reported as changed but never fails the gate.
+
+A point whose repetitions (in either run) were measured while other work on the host took its
+CPU (`host_disturbed`) is not judged: its figure says how busy the machine was, not how the
+link behaved. It is listed as "disturbed" and never fails the gate.
+
+`tolerance` widens every relative floor to at least that fraction: for a baseline recorded on
+another machine, whose emulated CPU is faster or slower (CI vs the machine that recorded it).
 """
 
 from __future__ import annotations
@@ -19,11 +26,12 @@ from typing import Any
 from linklab.errors import UsageError
 from linklab.measure.stats import t_quantile
 from linklab.report import metrics
-from linklab.report.points import Point, group
+from linklab.report.points import Point, group, row_flags
 from linklab.report.runs import Run
 from linklab.report.stats import Stats, describe
 
-REGRESSED, IMPROVED, CHANGED, WITHIN = "regressed", "improved", "changed", "within"
+REGRESSED, IMPROVED, CHANGED, WITHIN, DISTURBED = "regressed", "improved", "changed", "within", "disturbed"
+UNJUDGED_FLAGS = ("host_disturbed",)
 CHECKS = ("experiment", "scale", "placement")
 
 
@@ -94,24 +102,28 @@ def spread(base: Stats, m: int) -> float:
     return t_quantile(0.975, base.n - 1) * base.sd * math.sqrt(1 / base.n + 1 / max(m, 1))
 
 
-def band(metric: metrics.Metric, base: Stats, m: int) -> float:
-    return max(spread(base, m), metric.rel_floor * abs(base.mean), metric.abs_floor)
+def rel_floor(metric: metrics.Metric, tolerance: float = 0.0) -> float:
+    return max(metric.rel_floor, tolerance) if metric.rel_floor else 0.0
 
 
-def bounds(metric: metrics.Metric, base: Stats, m: int) -> tuple[float, float]:
+def band(metric: metrics.Metric, base: Stats, m: int, tolerance: float = 0.0) -> float:
+    return max(spread(base, m), rel_floor(metric, tolerance) * abs(base.mean), metric.abs_floor)
+
+
+def bounds(metric: metrics.Metric, base: Stats, m: int, tolerance: float = 0.0) -> tuple[float, float]:
     """(low, high) for the new mean. A lower-is-better metric (counts, delays) falls by the
     same factor it may rise by: up to (1+f)·mean and down to mean/(1+f), so with a 100 % floor
     a halved count is an improvement, not noise."""
-    half = band(metric, base, m)
+    half = band(metric, base, m, tolerance)
     lo, hi = base.mean - half, base.mean + half
     if metric.better == "lower" and base.mean > 0:
-        lo = min(base.mean - spread(base, m), base.mean / (1 + metric.rel_floor) - metric.abs_floor)
+        lo = min(base.mean - spread(base, m), base.mean / (1 + rel_floor(metric, tolerance)) - metric.abs_floor)
     return lo, hi
 
 
-def judge(metric: metrics.Metric, base: Stats, new: Stats) -> str:
+def judge(metric: metrics.Metric, base: Stats, new: Stats, tolerance: float = 0.0) -> str:
     diff = new.mean - base.mean
-    lo, hi = bounds(metric, base, new.n)
+    lo, hi = bounds(metric, base, new.n, tolerance)
     if lo <= new.mean <= hi:
         return WITHIN
     if metric.better is None:
@@ -120,8 +132,10 @@ def judge(metric: metrics.Metric, base: Stats, new: Stats) -> str:
     return REGRESSED if worse else IMPROVED
 
 
-def compare(base: Run, new: Run, allow: set[str] = frozenset()) -> Result:
+def compare(base: Run, new: Run, allow: set[str] = frozenset(), tolerance: float = 0.0) -> Result:
     res = Result(base, new, notes=check_comparable(base, new, set(allow)))
+    if tolerance:
+        res.notes.append(f"relative bands widened to at least ±{100 * tolerance:g} % (--tolerance)")
     bp, np_ = group(base), group(new)
     if not base.ok_rows():
         raise UsageError(f"{base.path}: the baseline has no successful repetition to compare against")
@@ -134,6 +148,7 @@ def compare(base: Run, new: Run, allow: set[str] = frozenset()) -> Result:
         q = new_by_key.get(p.key())
         if q is None:
             continue
+        disturbed = _disturbed(p) or _disturbed(q)
         for m in metrics.METRICS:
             if not m.table:
                 continue  # derived from another metric (packets/s from throughput): counted once
@@ -141,12 +156,19 @@ def compare(base: Run, new: Run, allow: set[str] = frozenset()) -> Result:
             n = _stats(q, m, scale_ratio if m.scaled else 1.0)
             if b is None or n is None:
                 continue
-            half = band(m, b, n.n)
-            res.deltas.append(Delta(p.label, m, b, n, half, judge(m, b, n)))
+            half = band(m, b, n.n, tolerance)
+            verdict = judge(m, b, n, tolerance)
+            if disturbed and verdict != WITHIN:
+                verdict = DISTURBED
+            res.deltas.append(Delta(p.label, m, b, n, half, verdict))
     if not res.deltas:
         raise UsageError("no point of the new run matches a point of the baseline",
                          hint="points are matched by their axis values; the runs have different matrices")
     return res
+
+
+def _disturbed(p: Point) -> bool:
+    return any(flag in row_flags(r) for r in p.ok for flag in UNJUDGED_FLAGS)
 
 
 def _stats(p: Point, m: metrics.Metric, factor: float) -> Stats | None:
@@ -161,7 +183,7 @@ def render(res: Result, show_all: bool = False) -> str:
     if res.only_new:
         lines.append(f"only in the new run (not compared): {', '.join(res.only_new)}")
     # By default the table lists what moved with a direction; --all adds the rest.
-    shown = [d for d in res.deltas if show_all or d.verdict in (REGRESSED, IMPROVED)]
+    shown = [d for d in res.deltas if show_all or d.verdict in (REGRESSED, IMPROVED, DISTURBED)]
     if shown:
         rows = [["point", "metric", "baseline", "band ±", "new", "change", "verdict"]]
         for d in shown:
@@ -173,11 +195,12 @@ def render(res: Result, show_all: bool = False) -> str:
         widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
         lines.append("")
         lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
-    counts = {v: sum(1 for d in res.deltas if d.verdict == v) for v in (WITHIN, IMPROVED, CHANGED, REGRESSED)}
+    counts = {v: sum(1 for d in res.deltas if d.verdict == v) for v in (WITHIN, IMPROVED, CHANGED, REGRESSED, DISTURBED)}
     lines.append("")
     lines.append(f"{len(res.deltas)} point×metric pairs compared: {counts[WITHIN]} within their band, "
                  f"{counts[IMPROVED]} improved, {counts[CHANGED]} changed (no direction{'' if show_all else '; --all lists them'}), "
-                 f"{counts[REGRESSED]} regressed")
+                 f"{counts[REGRESSED]} regressed" + (f", {counts[DISTURBED]} not judged (measured on a busy host: "
+                                                     "host_disturbed)" if counts[DISTURBED] else ""))
     lines.append("result: " + ("within tolerance" if res.ok else "REGRESSION (outside tolerance)"))
     return "\n".join(lines)
 

@@ -130,12 +130,15 @@ def _threshold(check: dict[str, Any], ctx: Context) -> tuple[str, str, list[Poin
                                         f"{expect_text(check['op'], check['value'])}", pts
 
 
+_MISSING = object()  # a `max`/`min` selection on an axis with no numeric value (null is a value)
+
+
 def _pick_axis_value(pts: list[Point], axis: str, want: Any) -> Any:
     values = [axis_value(p.ok[0], axis) for p in pts]
     if want in ("max", "min"):
         nums = [metrics.num(v) for v in values if metrics.num(v) is not None]
         if not nums:
-            return None
+            return _MISSING
         return max(nums) if want == "max" else min(nums)
     return want
 
@@ -148,12 +151,14 @@ def _ratio(check: dict[str, Any], ctx: Context) -> tuple[str, str, list[Point]]:
         for axis, want in list(sel.items()):
             sel[axis] = _pick_axis_value(pts, axis, want)
     varied = set(top) | set(bottom)
+    # A derived key varies its axis too: `bond_mode` is a field of the `bond` axis.
+    varied |= {k.partition("_")[0] for k in varied}
 
     def rest(p: Point) -> tuple:
         return tuple(sorted((a, str(v)) for a, v in p.axes.items() if a not in varied))
 
     def matches(p: Point, sel: dict[str, Any]) -> bool:
-        return all(v is not None and same(axis_value(p.ok[0], a), v) for a, v in sel.items())
+        return all(v is not _MISSING and same(axis_value(p.ok[0], a), v) for a, v in sel.items())
 
     pairs = []
     used: list[Point] = []

@@ -132,6 +132,12 @@ def _x_axis(spec: PlotSpec, sources: list[Source]) -> str | None:
     return None
 
 
+def _dodge(k: int, n: int) -> float:
+    """Series k of n side by side around each x (a log axis: a small factor), so error bars do not
+    hide each other."""
+    return 1 + 0.015 * (k - (n - 1) / 2)
+
+
 def _series_label(p: Point, x: str | None) -> str:
     return " ".join(t for a, t in p.labels.items() if a != x) or "all"
 
@@ -176,6 +182,7 @@ def _lines(spec: PlotSpec, sources: list[Source]):
                     order.append(_series_label(p, x))
         for si, src in enumerate(sources):
             series: dict[str, list[tuple[float, float, float]]] = {}
+            rings: list[tuple[float, float, str]] = []  # (x, mean, series) of flagged points
             for p in src.points:
                 st = describe([v for r in p.ok if (v := metric.get(r)) is not None])
                 xv = metrics.num(p.axes.get(x))
@@ -183,17 +190,22 @@ def _lines(spec: PlotSpec, sources: list[Source]):
                     continue
                 err = st.half_width if st.n > 1 and not math.isnan(st.half_width) else 0.0
                 series.setdefault(_series_label(p, x), []).append((xv, st.mean, err))
+                if p.flags:
+                    rings.append((xv, st.mean, _series_label(p, x)))
             for label, pts in series.items():
                 pts.sort()
                 i = order.index(label)
                 # Every metric here is non-negative: an interval is not drawn below zero.
                 yerr = [[min(p[2], max(p[1], 0.0)) for p in pts], [p[2] for p in pts]]
-                # Series side by side around each x (log axis: a small factor), so error bars do not hide each other.
-                k = i * len(sources) + si
-                dodge = 1 + 0.015 * (k - (len(order) * len(sources) - 1) / 2)
+                dodge = _dodge(i * len(sources) + si, len(order) * len(sources))
                 ax.errorbar([p[0] * dodge for p in pts], [p[1] for p in pts], yerr=yerr, capsize=3, color=f"C{i % 10}",
                             marker=MARKERS[i % len(MARKERS)], linestyle=LINESTYLES[si % len(LINESTYLES)],
                             label=_tag(src, label, many))
+            if rings:  # disturbed points (core saturated, unasked drops, busy host): a red ring
+                xs = [xv * _dodge(order.index(lab) * len(sources) + si, len(order) * len(sources))
+                      for xv, _, lab in rings]
+                ax.scatter(xs, [m for _, m, _ in rings], s=160, facecolors="none", edgecolors="red", linewidths=1.5,
+                           zorder=5, label="flagged (see Flags)" if si == 0 else None)
         ax.set_xscale("log")
         ticks = sorted({metrics.num(p.axes.get(x)) for s in sources for p in s.points if p.axes.get(x) is not None})
         ax.set_xticks(ticks)
@@ -208,7 +220,7 @@ def _lines(spec: PlotSpec, sources: list[Source]):
                 st = describe([v for r in p.ok if (v := metric.get(r)) is not None])
                 if st is None:
                     continue
-                labels.append(_tag(src, p.label, many))
+                labels.append(("⚑ " if p.flags else "") + _tag(src, p.label, many))
                 means.append(st.mean)
                 errs.append(st.half_width if st.n > 1 and not math.isnan(st.half_width) else 0.0)
                 colors.append(f"C{si}")
@@ -225,11 +237,13 @@ def _lines(spec: PlotSpec, sources: list[Source]):
         fig._linklab_caption = "Mean over repetitions; error bars: 95 % confidence interval (Student's t)."
         return fig
     if spec.logy:
-        ax.set_yscale("log")
-    else:
-        ax.set_ylim(bottom=0)
+        # symlog, not log: a zero (E3's collapse to 0 bit/s) must stay on the figure
+        lows = [y for line in ax.get_lines() for y in line.get_ydata() if y > 0]
+        ax.set_yscale("symlog", linthresh=min(lows) if lows else 1.0)
+    ax.set_ylim(bottom=0)
     ax.set_ylabel(metric.title)
-    _scale_axis(ax, metric, sources)
+    if not spec.logy:  # a linear secondary axis would misread a log one
+        _scale_axis(ax, metric, sources)
     ax.legend(fontsize=7, loc="best")
     fig._linklab_caption = "Mean over repetitions; error bars: 95 % confidence interval (Student's t)."
     return fig

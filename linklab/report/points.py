@@ -31,6 +31,16 @@ class Point:
         return len(self.rows) - len(self.ok)
 
     @property
+    def flags(self) -> dict[str, int]:
+        """Disturbance flags (linklab/measure/disturbance.py) -> how many of the point's measured
+        repetitions carry each: such a point may measure the emulator or its neighbours."""
+        out: dict[str, int] = {}
+        for r in self.ok:
+            for name in row_flags(r):
+                out[name] = out.get(name, 0) + 1
+        return out
+
+    @property
     def label(self) -> str:
         """Every axis that varies in the run, e.g. "802.3ad mtu=1500 streams=20"."""
         return " ".join(self.labels.values()) or "(one point)"
@@ -38,6 +48,20 @@ class Point:
     def key(self) -> tuple[tuple[str, str], ...]:
         """Matches the same point in another run: by parameters, not by order."""
         return tuple(sorted((a, canonical(v)) for a, v in self.axes.items()))
+
+
+def row_flags(row: dict[str, Any]) -> dict[str, str]:
+    """A row's flags, name -> evidence. The store writes one string, "core_saturated;queue_dropped",
+    with the evidence in `flag_evidence`; rows from elsewhere may carry a list of names or of
+    {name, evidence} mappings, or a mapping name -> evidence."""
+    val = row.get("flags")
+    if isinstance(val, dict):
+        return {str(k): str(v) for k, v in val.items()}
+    if isinstance(val, list):
+        return {str(x.get("name") or x.get("flag") or "?") if isinstance(x, dict) else str(x):
+                str(x.get("evidence", "")) if isinstance(x, dict) else "" for x in val if x}
+    names = [x for x in str(val or "").split(";") if x.strip()]
+    return {n: str(row.get("flag_evidence") or "") if i == 0 else "" for i, n in enumerate(names)}
 
 
 def canonical(value: Any) -> str:
@@ -107,7 +131,7 @@ def axis_texts(values: list[Any]) -> list[str]:
     """Cell texts for one axis's values: short, and different wherever the values differ."""
     values = [decode(v) for v in values]
     if not any(isinstance(v, dict) for v in values):
-        return ["" if v is None else str(v) for v in values]
+        return ["null" if v in (None, "") else str(v) for v in values]  # null: the topology's own (e.g. port_mtu)
     flat = [_flatten(v) if isinstance(v, dict) else {"": v} for v in values]
     keys = sorted({k for f in flat for k in f})
     differing = [k for k in keys if len({json.dumps(f.get(k), sort_keys=True) for f in flat}) > 1]

@@ -87,7 +87,8 @@ def resolve_keys(entry: dict[str, Any], run: Run, ref: dict[str, Any], skip: set
     for k in keys:
         candidates = [a for a in aliases.get(k, [k]) if a in run.axes] or [k]
         col = candidates[0]
-        if not rows or any(axis_value(r, col) is None for r in rows):
+        # (an axis may take a null value, e.g. E3's port_mtu: null; a recorded setting may not)
+        if not rows or (col not in run.axes and any(axis_value(r, col) is None for r in rows)):
             return {}, f"{k!r} is not an axis or recorded setting of this run"
         mapping[col] = k
     if not any(col in run.axes or col.partition("_")[0] in run.axes for col in mapping):
@@ -96,6 +97,8 @@ def resolve_keys(entry: dict[str, Any], run: Run, ref: dict[str, Any], skip: set
 
 
 def same(a: Any, b: Any) -> bool:
+    if a in (None, "") or b in (None, ""):  # a null axis value is recorded as an empty CSV cell
+        return a in (None, "") and b in (None, "")
     x, y = metrics.num(a), metrics.num(b)
     if x is not None and y is not None:
         return x == y
@@ -109,7 +112,8 @@ def select(rows: list[dict[str, Any]], mapping: dict[str, str], entry: dict[str,
 def compare(run: Run, ref: dict[str, Any]) -> Published:
     out = Published(ref)
     rows = run.ok_rows()
-    scale = run.scale
+    # A reference whose figures no link bounded (E3: CPU and controller) compares rates as measured.
+    scale = 1.0 if ref.get("rates_unscaled") else run.scale
     link = metrics.num(ref.get("link_rate_bps"))
     duration = metrics.num(ref.get("duration_s"))
     for section in ("throughput", "runs"):

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from linklab.report import metrics
 from linklab.report.findings import AGREES, DIFFERS
+from linklab.report.points import Point, row_flags
 from linklab.report.stats import describe
 
 if TYPE_CHECKING:
@@ -128,7 +129,11 @@ def published_blocks(rr: RunReport, rep: Report) -> list[Block]:
     pub = rr.published
     src = rr.reference.get("source") or (rr.reference_path.name if rr.reference_path else "")
     out = [Block("h2", f"Beside the published figures ({src}){_of(rr, rep)}")]
-    scale = rr.run.scale
+    unscaled = bool(rr.reference.get("rates_unscaled"))
+    scale = 1.0 if unscaled else rr.run.scale
+    if unscaled and rr.run.scale != 1:
+        out.append(Block("p", f"The published figures were bound by CPU and the controller, not by a link: rates are "
+                              f"compared as measured, not divided by the lab's scale ({rr.run.scale:g})."))
     if pub and pub.comparisons:
         rows = []
         for c in pub.comparisons:
@@ -192,7 +197,13 @@ def point_tables(rr: RunReport, rep: Report) -> list[Block]:
     out = [Block("h2", f"Per point{_of(rr, rep)}"),
            Block("p", f"Mean over repetitions ± half-width of the 95 % confidence interval (Student's t); rates as "
                       f"measured (at scale {rr.run.scale:g}).")]
-    header = ["point", "reps", *(m.title for m in present)]
+    flagged = any(p.flags for p in rr.points)
+    if flagged:
+        out.append(Block("p", "Points marked ⚑ carry a disturbance flag in some repetitions (the emulator's core "
+                              "saturated, a queue dropped what no impairment asked for, or the host was busy with "
+                              "other work): their numbers may measure the emulator, not the link. Evidence: "
+                              "the Flags table below; figures ring them in red."))
+    header = ["point", "reps", *(m.title for m in present), *(["flags"] if flagged else [])]
     body = []
     for p in rr.points:
         reps = f"{len(p.rows)}" + (f" ({p.failed} failed)" if p.failed else "")
@@ -200,7 +211,7 @@ def point_tables(rr: RunReport, rep: Report) -> list[Block]:
         for m in present:
             st = describe([v for r in p.ok if (v := m.get(r)) is not None])
             cells.append(st.text(m.fmt) if st else "-")
-        body.append([p.label, reps, *cells])
+        body.append([("⚑ " if p.flags else "") + p.label, reps, *cells, *([flag_cell(p)] if flagged else [])])
     out.append(Block("table", body, header, cls="points"))
     # Every statistic for every metric in the tables.
     full = []
@@ -231,20 +242,20 @@ def point_tables(rr: RunReport, rep: Report) -> list[Block]:
 
 
 def _flags(rr: RunReport) -> list[list[str]]:
-    """Rows may carry `flags` (a list of names, or of {name/flag, evidence} mappings, or a
-    mapping name -> evidence): shown as they are, whatever measured them."""
+    """One line per flagged repetition: its flags and their evidence, as the sweep recorded them."""
     out = []
     for p in rr.points:
-        for r in p.rows:
-            for key, val in r.items():
-                if key != "flags" and not key.endswith("_flags"):
-                    continue
-                items = val.items() if isinstance(val, dict) else (
-                    ((x.get("name") or x.get("flag") or "?", x.get("evidence", "")) if isinstance(x, dict) else (x, ""))
-                    for x in (val if isinstance(val, list) else []))
-                for name, ev in items:
-                    out.append([p.label, str(r.get("rep")), str(name), str(ev)])
+        for r in p.ok:
+            found = row_flags(r)
+            if found:
+                out.append([p.label, str(r.get("rep")), ", ".join(found), "; ".join(e for e in found.values() if e)])
     return out
+
+
+def flag_cell(p: Point) -> str:
+    """'core_saturated 2/3' for the per-point table: how many measured repetitions carry a flag."""
+    n = len(p.ok)
+    return ", ".join(f"{name} {k}/{n}" for name, k in sorted(p.flags.items()))
 
 
 # -- markdown ----------------------------------------------------------------------------------

@@ -191,3 +191,37 @@ def test_published_udp_drop_compared_on_udp_rows(tmp_path):
                                              {"protocol": "tcp", "lost_percent": None, "throughput_bps": 9e7}])
     pub = published.compare(run, {"udp_drop_pct": {"mean": 40, "min": 0, "max": 60}})
     assert [(c.quantity, c.ratio) for c in pub.comparisons] == [("UDP datagrams lost", 0.75)]
+
+
+@pytest.mark.parametrize("mismatch_mbps,expected", [(0.0, "agrees"), (60.0, "differs")])
+def test_ratio_across_a_null_axis_value_finds_which_variant_collapses(tmp_path, mismatch_mbps, expected):
+    # E3's shape: port_mtu null (matched) at 1500 and 2000, port_mtu 1500 (Mininet's ports) only at 2000;
+    # the CSV records null as an empty cell.
+    rows = [{"port_mtu": "", "mtu": 1500, "throughput_bps": 90e6}, {"port_mtu": "", "mtu": 2000, "throughput_bps": 80e6},
+            {"port_mtu": 1500, "mtu": 2000, "throughput_bps": mismatch_mbps * 1e6}]
+    run = run_of(tmp_path, {"port_mtu": 0, "mtu": 0}, rows)
+    base = {"kind": "ratio", "metric": "throughput_mbps", "stat": "all", "op": "<", "value": 0.5}
+    matched = dict(base, top={"mtu": 2000}, bottom={"mtu": 1500}, where={"port_mtu": None})
+    mininet = dict(base, top={"mtu": 2000, "port_mtu": 1500}, bottom={"mtu": 1500, "port_mtu": None})
+    assert verdicts(run, matched, mininet) == ["differs", expected]
+
+
+def test_unscaled_reference_compares_rates_as_measured(tmp_path):
+    run = run_of(tmp_path, {"mtu": 0, "port_mtu": 0}, [{"mtu": 2000, "port_mtu": "", "throughput_bps": 2.0e6}])
+    entry = {"mtu": 2000, "port_mtu": None, "throughput_mbps": 2.45}
+    scaled = published.compare(run, {"runs": [entry]}).comparisons[0]
+    unscaled = published.compare(run, {"runs": [entry], "rates_unscaled": True}).comparisons[0]
+    assert round(scaled.on_original_scale, 3) == 20.0 and round(unscaled.on_original_scale, 3) == 2.0
+
+
+def test_ratio_over_a_derived_key_pairs_points_of_a_mapping_axis(tmp_path):
+    # E5: the axis is `bond` (a mapping); findings name bond_mode, a field of it.
+    rr = {"mode": "balance-rr", "options": {"miimon": 100}}
+    tlb = {"mode": "balance-tlb", "options": {"miimon": 100, "xmit_hash_policy": "layer3+4"}}
+    rows = [{"bond": rr, "server": "rxa", "retransmits": 700, "sent_bytes": 1e8},
+            {"bond": tlb, "server": "rxa", "retransmits": 5, "sent_bytes": 1e8}]
+    run = run_of(tmp_path, {"bond": 0, "server": 0}, rows)
+    check = {"kind": "ratio", "metric": "retrans_per_gb", "top": {"bond_mode": "balance-rr"},
+             "bottom": {"bond_mode": "balance-tlb"}, "stat": "min", "op": ">=", "value": 10}
+    assert verdicts(run, check) == ["agrees"]
+    assert verdicts(run, dict(check, value=1000)) == ["differs"]

@@ -39,7 +39,10 @@ def make_run(root, now, rates, *, experiments):
             row = ({"preflight_ok": False, "error": "pre-flight failed: bond0 mode is balance-rr"} if mbps is None else
                    {"throughput_bps": mbps * 1e6, "retransmits": 3 * rep, "sent_bytes": 1e9, "cpu0_busy_pct": 40.0,
                     "cpu1_busy_pct": 70.0 + rep, "cpu_client_iperf3_pct": 55.0, "preflight_ok": True,
-                    "new_field_from_elsewhere": 7.5, "flags": [{"name": "reordering", "evidence": "SACK 12"}]})
+                    "new_field_from_elsewhere": 7.5})
+            if mbps is not None and point is POINTS[1]:  # flags as the store writes them, and as a list
+                row.update({"flags": "core_saturated;queue_dropped", "flag_evidence": "cpu1 91% busy"} if rep == 2
+                           else {"flags": [{"name": "reordering", "evidence": "SACK 12"}]})
             store.record(point, rep, {"iperf3.json": "{}"}, row)
     return store.path
 
@@ -105,6 +108,9 @@ def test_report_files_statistics_published_and_findings(tmp_path, experiments):
     assert "| ✔ agrees | balance-rr exceeds one link | link_fraction max 1.45 (balance-rr)" in text
     # columns nobody declared are still shown, and flags with their evidence
     assert "new_field_from_elsewhere" in text and "| reordering | SACK 12 |" in text
+    # flagged points are marked in the table (how many repetitions carry which flag), not only listed
+    assert "| core_saturated, queue_dropped | cpu1 91% busy |" in text
+    assert "core_saturated 1/2, queue_dropped 1/2, reordering 1/2 |" in text and "| ⚑ 802.3ad" not in text
 
 
 def test_figures_are_deterministic(tmp_path, experiments):

@@ -9,7 +9,7 @@ import pytest
 from linklab.cli import main
 from linklab.errors import UsageError
 from linklab.report import metrics
-from linklab.report.compare import REGRESSED, WITHIN, band, compare
+from linklab.report.compare import DISTURBED, REGRESSED, WITHIN, band, compare, render
 from linklab.report.runs import Run
 from linklab.report.stats import describe
 
@@ -98,3 +98,20 @@ def test_real_runs_of_different_experiments_are_bad_input(capsys):
 def test_compare_cli_bad_input_is_exit_2(tmp_path, capsys):
     assert main(["compare", str(tmp_path / "nothing"), str(DATA / "e1-quick")]) == 2
     assert "no results found" in capsys.readouterr().err
+
+
+def test_disturbed_point_is_not_judged_and_tolerance_widens_the_floor(tmp_path):
+    base = run(tmp_path, {1500: [90], 9000: [98]})
+    new = run(tmp_path, {1500: [60], 9000: [60]})
+    new.rows[1]["flags"] = "host_disturbed"           # 9000 measured beside other work
+    new.rows[1]["flag_evidence"] = "other work 31% of 2 cores"
+    res = compare(base, new)
+    thr = {d.point: d.verdict for d in res.deltas if d.metric.key == "throughput_mbps"}
+    assert thr == {"mtu=1500": REGRESSED, "mtu=9000": DISTURBED} and not res.ok
+    assert "1 not judged" in render(res)
+    # A 20 % drop is outside the 15 % floor, inside a 35 % tolerance; a 40 % drop is outside both.
+    drop20 = run(tmp_path, {1500: [72], 9000: [78.4]})
+    assert not compare(base, drop20).ok and compare(base, drop20, tolerance=0.35).ok
+    drop40 = run(tmp_path, {1500: [54], 9000: [98]})
+    assert not compare(base, drop40, tolerance=0.35).ok
+    assert band(metrics.BY_KEY["throughput_mbps"], describe([90.0]), 1, 0.35) == pytest.approx(0.35 * 90)
