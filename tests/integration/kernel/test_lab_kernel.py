@@ -79,13 +79,17 @@ def test_ipv6_comes_back_when_the_mtu_rises_again(make_lab):
 
 
 def test_netem_delay_shows_in_ping_rtt(make_lab):
-    # 10 ms each way on both members: RTT 20 ms plus the emulator's own ~0.5 ms.
+    # 10 ms each way on both members: RTT 20 ms plus the emulator's own round trip. Under software
+    # emulation that adds 0.3-2 ms to the fastest reply and, on a busy host, several ms to the
+    # average (CI saw an average of 23.2 ms), so the minimum carries the tight bound: it cannot go
+    # below the netem delay and sits within 2 ms above it.
     lb = make_lab("bond2.yaml", "itdelay", [("links[bond].bond.mode", "active-backup"),
                                             ("links[bond].impair.delay", "10ms")])
     lb.ping_until_ok("h1", "h2")
     res = lb.run("h1", ["ping", "-n", "-c", "20", "-i", "0.2", "h2"])
-    avg = float(re.search(r"= [\d.]+/([\d.]+)/", res.stdout).group(1))
-    assert 20.0 <= avg <= 23.0, f"RTT {avg} ms, expected 20-23 ms"
+    rtt_min, avg = (float(v) for v in re.search(r"= ([\d.]+)/([\d.]+)/", res.stdout).groups())
+    assert 20.0 <= rtt_min <= 22.0, f"minimum RTT {rtt_min} ms, expected 20-22 ms"
+    assert 20.0 <= avg <= 30.0, f"average RTT {avg} ms, expected 20-30 ms"
 
 
 def test_down_removes_namespaces_interfaces_and_processes(make_lab):

@@ -17,6 +17,7 @@ from linklab.sweep.engine import Options, run
 DATA = Path(__file__).resolve().parents[1] / "data"
 ROOT = Path(__file__).resolve().parents[3]
 MEMBER_BPS = 100e6  # 1 Gbit/s members at scale 0.1
+GOODPUT_RATE_BPS = 40e6  # data/goodput.yaml's link rate
 
 
 def rows_of(store):
@@ -79,13 +80,18 @@ def test_quick_sweep_is_complete_and_physically_plausible(results, cleanup_labs)
         assert f"| {mode} |" in report and f"{float(r['throughput_bps']) / 1e6:.1f}" in report
 
 
-def test_goodput_at_mtu_1500_matches_theory(results, cleanup_labs):
+def test_goodput_at_every_mtu_matches_theory_within_1_percent(results, cleanup_labs):
     cleanup_labs.append("onelink")
     store = run(DATA / "goodput.yaml", Options(results=results), say=lambda *_: None)
-    theory = MEMBER_BPS * (1500 - 52) / (1500 + 14)  # TCP/IP+timestamp headers over Ethernet frame
-    for r in rows_of(store):
+    rows = rows_of(store)
+    assert sorted(int(r["mtu"]) for r in rows) == [450, 1500, 9200]
+    for r in rows:
+        mtu = int(r["mtu"])
+        # TCP payload per frame (IP 20 + TCP 20 + timestamps 12) over the bytes the shaper counts
+        # (the frame with its 14-byte Ethernet header): 34.3 / 38.2 / 39.7 Mbit/s at 40 Mbit/s.
+        theory = GOODPUT_RATE_BPS * (mtu - 52) / (mtu + 14)
         got = float(r["throughput_bps"])
-        assert abs(got - theory) / theory < 0.03, f"{got / 1e6:.2f} Mbit/s vs theory {theory / 1e6:.2f}"
+        assert abs(got - theory) / theory < 0.01, f"MTU {mtu}: {got / 1e6:.2f} Mbit/s vs theory {theory / 1e6:.2f}"
 
 
 def test_rerun_resumes_and_complete_run_is_not_redone(results, cleanup_labs):
@@ -94,7 +100,7 @@ def test_rerun_resumes_and_complete_run_is_not_redone(results, cleanup_labs):
     again = run(DATA / "goodput.yaml", Options(results=results), say=lambda *_: None)
     assert again.path == first.path  # complete: nothing re-measured, nothing overwritten
     forced = run(DATA / "goodput.yaml", Options(results=results, force=True), say=lambda *_: None)
-    assert forced.path != first.path and len(rows_of(first)) == 2 and len(rows_of(forced)) == 2
+    assert forced.path != first.path and len(rows_of(first)) == 3 and len(rows_of(forced)) == 3
 
 
 def test_killed_sweep_resumes_with_every_point_exactly_once(results, cleanup_labs):
@@ -125,7 +131,7 @@ def test_killed_sweep_resumes_with_every_point_exactly_once(results, cleanup_lab
 
 def test_reordering_measured_directly_and_latency_under_load(results, cleanup_labs):
     # Members 100 us and 400 us: round robin delivers a burst's packets out of order; one active
-    # member never does. The probe's datagrams leave back to back, closer than the 300 us skew.
+    # member hardly ever does. The probe's datagrams leave back to back, closer than the 300 us skew.
     cleanup_labs.append("rrskew")
     store = run(DATA / "reorder.yaml", Options(results=results), say=lambda *_: None)
     rows = {r["bond_mode"]: r for r in rows_of(store)}
@@ -136,8 +142,13 @@ def test_reordering_measured_directly_and_latency_under_load(results, cleanup_la
         # Latency under load sits beside the idle RTT, from a ping that ran in the window.
         assert int(r["load_ping_received"]) >= 10 and r["ping_rtt_p50_ms"] and r["load_ping_added_p50_ms"]
         assert "flags" in r and "qdisc_dropped_pkts" in r
-    assert float(rr["reorder_ratio"]) > 0.01 and int(rr["reorder_extent_max"]) >= 1, rr["reorder_density"]
-    assert float(ab["reorder_ratio"]) == 0 and float(ab["reorder_density_d0"]) == 1.0
+    # One active member reorders next to nothing, but not strictly nothing: netem releases packets
+    # from a timer on whichever CPU it fires, and veth hands each packet to that CPU's backlog, so
+    # the emulator itself swaps a few packets in a thousand (CI saw 0.15 %). Bound: at most 1 %,
+    # and round robin at least 5x that and above 1 %.
+    ab_ratio, rr_ratio = float(ab["reorder_ratio"]), float(rr["reorder_ratio"])
+    assert 0 <= ab_ratio <= 0.01 and float(ab["reorder_density_d0"]) >= 0.99, ab["reorder_density"]
+    assert rr_ratio > max(0.01, 5 * ab_ratio) and int(rr["reorder_extent_max"]) >= 1, rr["reorder_density"]
     rep = next((store.path / "points").iterdir()) / "rep1"
     assert (rep / "reorder-probe.txt").read_text().count("seq ") > 100 and (rep / "ping-load.txt").exists()
 
@@ -164,3 +175,54 @@ def test_member_down_event_gives_outage_per_mode(results, cleanup_labs):
     rep = next((store.path / "points").iterdir()) / "rep1"
     assert json.loads((rep / "events.json").read_text())[0]["did"].endswith("down")
     assert len(json.loads((rep / "iperf3.json").read_text())["intervals"]) >= 50  # 0.1 s intervals
+
+
+def _mbps(intervals, t0: float, t1: float) -> float:
+    got = [iv["sum"]["bits_per_second"] for iv in intervals
+           if t0 <= iv["sum"]["start"] < t1 and not iv["sum"].get("omitted")]
+    assert got, (t0, t1)
+    return sum(got) / len(got) / 1e6
+
+
+def _one_rep_with_events(experiment: str, results):
+    """Run a 1-point, 1-repetition experiment: (its row, its event log, its rep directory)."""
+    store = run(DATA / experiment, Options(results=results), say=lambda *_: None)
+    (r,) = rows_of(store)
+    assert not r.get("error"), r.get("error")
+    rep = next((store.path / "points").iterdir()) / "rep1"
+    return r, json.loads((rep / "events.json").read_text()), rep
+
+
+def test_impairment_changed_mid_window_in_place_and_restored_after(results, cleanup_labs):
+    # One 100 Mbit/s link; at 2 s into the window its rate drops to 20 Mbit/s, changed in place
+    # (tc change: the flow keeps going), and the next repetition starts at 100 again.
+    cleanup_labs.append("onelink")
+    _, (ev,), rep = _one_rep_with_events("rate_change.yaml", results)
+    # Applied at 2 s, up to 1 s late: one tc process on an emulated CPU that iperf3 keeps busy
+    # (measured 0.3-0.8 s late in the lab VM).
+    assert ev["applied_s"] and 1.9 <= ev["applied_s"] <= 3.0 and "changed in place" in ev["did"], ev
+    ivs = json.loads((rep / "iperf3.json").read_text())["intervals"]
+    # Goodput of a shaped 100 / 20 Mbit/s link at MTU 1500 is 95.6 / 19.1 Mbit/s. Before the
+    # change: at most 10 % above (the shaper caps it) and at most 20 % below — the emulated CPU,
+    # not the link, sets the first seconds' floor (a CI machine measured 85.1, -11 %); 100 vs 20
+    # is what this checks. From 1 s after the change within 15 % (TCP settles onto the new rate).
+    assert 0.8 * 95.6 <= _mbps(ivs, 0.3, 1.9) <= 1.1 * 95.6
+    assert 0.85 * 19.1 <= _mbps(ivs, ev["applied_s"] + 1.0, 5.0) <= 1.15 * 19.1
+    # Restored: the link's htb class is at 100 Mbit/s again.
+    h1 = [x for x in subprocess.run(["ip", "-n", "ll-onelink-h1", "-o", "link"], capture_output=True, text=True)
+          .stdout.splitlines() if "lo:" not in x]
+    dev = h1[0].split(":")[1].strip().split("@")[0]
+    classes = subprocess.run(["tc", "-n", "ll-onelink-h1", "class", "show", "dev", dev], capture_output=True,
+                             text=True).stdout
+    assert "rate 100Mbit" in classes, classes
+
+
+def test_active_member_changed_on_the_timeline(results, cleanup_labs):
+    # active-backup on h1's bond: member 1 made active at 2 s, member 0 again at 4 s of a 6 s
+    # window. Without the events one member carries everything (share 1.0); with them member 1
+    # carries ~2 s of ~7 s (warm-up included): the busiest member's share between 0.55 and 0.9.
+    cleanup_labs.append("bondsw")
+    r, evs, _ = _one_rep_with_events("active_switch.yaml", results)
+    assert [e.get("error") for e in evs] == [None, None] and all(" active " in e["did"] for e in evs), evs
+    assert 0.55 <= float(r["client_member_tx_max_share"]) <= 0.9, r["client_member_tx_max_share"]
+    assert float(r["throughput_bps"]) > 0.5 * MEMBER_BPS, r["throughput_bps"]
