@@ -220,7 +220,7 @@ class ResultsStore:
         pdir.mkdir(parents=True, exist_ok=True)
         self._write_point(point)
 
-        tmp = pdir / f".rep{rep}.tmp-{os.getpid()}"
+        tmp = pdir / f".rep{rep}{fsutil.TMP_MARK}{os.getpid()}"
         if tmp.exists():
             shutil.rmtree(tmp)  # our own earlier attempt in this process that failed midway
         tmp.mkdir()
@@ -251,8 +251,8 @@ class ResultsStore:
             dirs += [d for d in self.points_dir.iterdir() if d.is_dir()]
         for d in dirs:
             for entry in d.iterdir():
-                # Ours are `.<name>.tmp-<pid>`; linklab.state.write_json_atomic leaves `.<name>.<pid>.tmp`.
-                is_tmp = entry.name.startswith(".") and (".tmp-" in entry.name or entry.name.endswith(".tmp"))
+                # Every temp file and dir of linklab is named by fsutil (`.<name>.tmp-<pid>`).
+                is_tmp = fsutil.is_tmp_name(entry.name)
                 # A rep dir without row.json is not a result (we never make one) but would block
                 # re-measuring that rep, so it goes too.
                 is_hollow = d != self.path and _REP_DIR.match(entry.name) and not (entry / ROW).is_file()

@@ -136,7 +136,7 @@ def test_crash_leftovers_are_not_done_and_are_cleaned(tmp_path):
     tmp = pdir / ".rep2.tmp-99999"
     tmp.mkdir()
     (tmp / "row.json").write_text("{}")
-    stray_manifest = store.path / ".manifest.json.99999.tmp"
+    stray_manifest = store.path / ".manifest.json.tmp-99999"
     stray_manifest.write_text("{")
     stray_csv = store.path / ".results.csv.tmp-99999"
     stray_csv.write_text("half")
