@@ -21,7 +21,19 @@ from typing import ClassVar
 from linklab import runner
 from linklab.measure.base import MeasurementError, Tool
 
-# The counters that tell reordering from loss, and how the sender recovered.
+# The counters that tell reordering from loss, how the sender recovered, and where UDP
+# datagrams were lost: a receiver whose socket buffer overflowed counts RcvbufErrors; a sender
+# held back by its own queue counts nothing (it blocks), one refused by it counts SndbufErrors.
+UDP_COUNTERS = (
+    "UdpOutDatagrams",
+    "UdpInDatagrams",
+    "UdpRcvbufErrors",
+    "UdpSndbufErrors",
+    "Udp6OutDatagrams",
+    "Udp6InDatagrams",
+    "Udp6RcvbufErrors",
+    "Udp6SndbufErrors",
+)
 KEY_COUNTERS = (
     "TcpOutSegs",
     "TcpRetransSegs",
@@ -41,6 +53,7 @@ KEY_COUNTERS = (
     "TcpExtTCPOFOQueue",
     "TcpExtTCPOFODrop",
     "TcpExtTCPRcvQDrop",
+    *UDP_COUNTERS,
 )
 
 _HISTORY = os.path.join(tempfile.gettempdir(), f"linklab-nstat-{os.getpid()}.hist")
@@ -102,10 +115,18 @@ class TcpCounters:
         vals = [v for v in vals if v is not None]
         return sum(vals) if vals else None
 
+    @property
+    def udp_rcvbuf_errors(self) -> int | None:
+        """Datagrams a full receive buffer dropped, IPv4 and IPv6 together."""
+        vals = [self.counters.get(k) for k in ("UdpRcvbufErrors", "Udp6RcvbufErrors")]
+        vals = [v for v in vals if v is not None]
+        return sum(vals) if vals else None
+
     def row(self, prefix: str = "nstat_") -> dict[str, int | float | None]:
         row = {prefix + k: v for k, v in self.counters.items()}
         row[prefix + "retrans_ratio"] = self.retrans_ratio
         row[prefix + "reorder_events"] = self.reorder_events
+        row[prefix + "udp_rcvbuf_errors"] = self.udp_rcvbuf_errors
         return row
 
 

@@ -56,10 +56,15 @@ def test_row():
     assert row["nstat_TcpRetransSegs"] == 727
     assert row["nstat_retrans_ratio"] == pytest.approx(727 / 17807)
     assert row["nstat_reorder_events"] == 0
-    assert set(row) == {"nstat_" + k for k in nstat.KEY_COUNTERS} | {"nstat_retrans_ratio", "nstat_reorder_events"}
+    assert set(row) == {"nstat_" + k for k in nstat.KEY_COUNTERS} | {"nstat_retrans_ratio", "nstat_reorder_events",
+                                                                    "nstat_udp_rcvbuf_errors"}
     # A counter this kernel does not have is None, not 0.
     assert nstat.row({"TcpOutSegs": 10}, prefix="rx_")["rx_TcpExtTCPOFOQueue"] is None
     assert nstat.row({}, prefix="x_")["x_retrans_ratio"] is None
+    # UDP receive-buffer drops: IPv4 and IPv6 summed; absent on both -> None.
+    assert row["nstat_udp_rcvbuf_errors"] == 0
+    assert nstat.row({"UdpRcvbufErrors": 5, "Udp6RcvbufErrors": 2})["nstat_udp_rcvbuf_errors"] == 7
+    assert nstat.row({"TcpOutSegs": 1})["nstat_udp_rcvbuf_errors"] is None
 
 
 def test_not_json():
