@@ -147,6 +147,21 @@ def export(run: Run, dest: Path, *, drop_columns: tuple[str, ...] = ()) -> Path:
     manifest = {k: v for k, v in run.manifest.items() if k not in BULKY}
     manifest["exported_from"] = str(run.path)
     write_json_atomic(dest / MANIFEST, manifest)
-    rows = [{k: v for k, v in r.items() if k not in drop_columns} for r in run.rows]
+    rows = [{k: v for k, v in _with_samples(run.path, r).items() if k not in drop_columns} for r in run.rows]
     write_json_atomic(dest / ROWS_FILE, rows)
     return dest
+
+
+def _with_samples(run_path: Path, row: dict) -> dict:
+    """The row plus the samples its figures need and the raw files hold (idle RTTs, throughput
+    intervals), so a baseline's report draws the RTT distribution and the time series."""
+    from linklab.report import samples  # here, not at the top: samples -> points -> runs
+
+    out = dict(row)
+    rtts = samples.row_ping_rtts(run_path, row)
+    if rtts and not any(isinstance(row.get(f), list) for f in samples.RTT_FIELDS):
+        out[samples.RTT_FIELDS[0]] = [round(v, 3) for v in rtts]
+    ivs = samples.row_intervals(run_path, row)
+    if ivs and not any(isinstance(row.get(f), list) for f in samples.INTERVAL_FIELDS):
+        out[samples.INTERVAL_FIELDS[1]] = [[round(t, 3), round(v)] for t, v in ivs]
+    return out

@@ -2,11 +2,12 @@
 
 import hashlib
 from datetime import datetime
+from pathlib import Path
 
 import pytest
 
 from linklab.errors import UsageError
-from linklab.report import metrics
+from linklab.report import metrics, samples
 from linklab.report.build import build, write, write_report
 from linklab.report.points import axis_texts, group
 from linklab.report.runs import Run, export, find_run
@@ -135,3 +136,31 @@ def test_two_runs_in_one_page_and_trimmed_copy_reads_the_same(tmp_path, experime
     assert not (copy / "points").exists()
     assert Run.load(copy).rows == Run.load(ra).rows
     assert hashlib.sha256(build([copy]).figures[0].svg).digest() == hashlib.sha256(build([ra]).figures[0].svg).digest()
+
+
+def test_a_baseline_keeps_the_samples_its_figures_need(tmp_path, experiments):
+    # Raw tool output (captured from real runs) stays behind in the run; the exported rows carry
+    # the idle RTTs and the throughput intervals, so the baseline draws the same distribution
+    # and time series as the run itself.
+    tools = Path(__file__).parents[1] / "data" / "tools"
+    root = tmp_path / "results"
+    store = ResultsStore.create(root, "demo", {"fingerprint": "fp", "points": 2, "repetitions": 1,
+                                               "matrix": {"bond_mode": ["802.3ad", "balance-rr"], "streams": [1]},
+                                               "experiment_file": str(experiments / "demo.yaml")},
+                                now=datetime(2024, 1, 3))
+    for point in POINTS:
+        raw = {"iperf3.json": (tools / "iperf3_tcp_p4.json").read_text(),
+               "ping.txt": (tools / "ping_normal.txt").read_text()}
+        store.record(point, 1, raw, {"throughput_bps": 9e8, "preflight_ok": True})
+    run = Run.load(store.path)
+    copy = Run.load(export(run, tmp_path / "baseline"))
+    row = copy.rows[0]
+    want_ivs = samples.row_intervals(run.path, run.rows[0])
+    assert len(want_ivs) >= 5 and row["intervals_bps"] == [[round(t, 3), round(v)] for t, v in want_ivs]
+    want_rtts = samples.row_ping_rtts(run.path, run.rows[0])
+    assert want_rtts and row["ping_rtts_ms"] == [round(v, 3) for v in want_rtts]
+    # read back from the row, not from raw files the copy does not have
+    assert not (copy.path / "points").exists()
+    assert samples.row_intervals(copy.path, row) == [(round(t, 3), round(v)) for t, v in want_ivs]
+    ids = {f.id for f in build([copy]).figures}
+    assert {"intervals", "ping_rtt"} <= ids, ids
