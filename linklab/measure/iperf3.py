@@ -391,11 +391,17 @@ def parse_doc(doc: dict) -> Iperf3Result:
         streams = tuple(_udp_stream(s) for s in end.get("streams", []))
         total = end.get("sum", {})
         lost, pkts = total.get("lost_packets"), total.get("packets")
+        lost_pct, jitter = total.get("lost_percent"), total.get("jitter_ms")
+        if pkts and sent.get("bytes") and rcvd.get("bytes") == 0:
+            # The receiver counts loss from gaps in the sequence numbers it saw: one that saw
+            # nothing reports 0 % lost (3.12's sum_received even shows a wrapped packet count).
+            # Nothing arrived, so every datagram sent was lost and there is no jitter to speak of.
+            lost, lost_pct, jitter = pkts, 100.0, None
         udp = {
-            "jitter_ms": total.get("jitter_ms"),
+            "jitter_ms": jitter,
             "lost_packets": lost,
             "packets": pkts,
-            "lost_percent": total.get("lost_percent"),
+            "lost_percent": lost_pct,
             # 3.12 leaves out_of_order out of the sums; add up the streams.
             "out_of_order": _opt_sum([s.out_of_order for s in streams]),
         }

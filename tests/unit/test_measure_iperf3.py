@@ -164,6 +164,16 @@ def test_udp_with_loss():
     assert r.per_stream[0].out_of_order == 0
 
 
+def test_udp_nothing_arrived_is_all_lost():
+    # E3, hosts at MTU 2000 behind switch ports at 1500: every 1948-byte datagram was dropped.
+    # iperf3 3.12 says 0 % lost (the receiver saw no sequence gap, having seen nothing).
+    r = load("iperf3_udp_nothing_arrived.json")
+    assert r.received_bytes == 0 and r.sent_bytes == 12500316
+    assert (r.lost_packets, r.packets) == (6417, 6417)
+    assert r.lost_percent == 100.0 and r.jitter_ms is None
+    assert r.row()["lost_percent"] == 100.0
+
+
 def test_row_has_same_keys_for_tcp_and_udp():
     tcp, udp = load("iperf3_tcp_p1.json").row(), load("iperf3_udp_loss.json").row()
     assert list(tcp) == list(udp)
