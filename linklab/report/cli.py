@@ -76,8 +76,9 @@ def add_commands(sub) -> None:
 
     b = sub.add_parser(
         "baseline", help="store a small copy of a run (manifest + rows) to compare later runs against",
-        description="Write a trimmed copy of a run: its manifest without the bulky dumps and every row, no raw "
-                    "tool output. `linklab compare` and `linklab report` read it like a run.",
+        description="Write a trimmed copy of a run: its manifest without the bulky dumps and every row, each "
+                    "with the idle ping RTTs and iperf3 throughput intervals its figures need; no raw tool "
+                    "output. `linklab compare` and `linklab report` read it like a run.",
         epilog="example:\n  linklab baseline results/e1_bonding_mtu/20261122-034916 baselines/e1_bonding_mtu-quick-vm-tcg",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     b.add_argument("run", help="run directory (or experiment: its newest run)")
