@@ -162,5 +162,5 @@ def test_a_baseline_keeps_the_samples_its_figures_need(tmp_path, experiments):
     # read back from the row, not from raw files the copy does not have
     assert not (copy.path / "points").exists()
     assert samples.row_intervals(copy.path, row) == [(round(t, 3), round(v)) for t, v in want_ivs]
-    ids = {f.id for f in build([copy]).figures}
+    ids = {f.id for f in build([copy.path]).figures}
     assert {"intervals", "ping_rtt"} <= ids, ids
