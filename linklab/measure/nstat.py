@@ -109,18 +109,19 @@ class TcpCounters:
         out, rtx = self.counters.get("TcpOutSegs"), self.counters.get("TcpRetransSegs")
         return rtx / out if out and rtx is not None else None
 
+    def _sum_present(self, *names: str) -> int | None:
+        """The sum of those counters this kernel has; None when it has none of them."""
+        vals = [v for v in (self.counters.get(k) for k in names) if v is not None]
+        return sum(vals) if vals else None
+
     @property
     def reorder_events(self) -> int | None:
-        vals = [self.counters.get(k) for k in ("TcpExtTCPSACKReorder", "TcpExtTCPTSReorder", "TcpExtTCPRenoReorder")]
-        vals = [v for v in vals if v is not None]
-        return sum(vals) if vals else None
+        return self._sum_present("TcpExtTCPSACKReorder", "TcpExtTCPTSReorder", "TcpExtTCPRenoReorder")
 
     @property
     def udp_rcvbuf_errors(self) -> int | None:
         """Datagrams a full receive buffer dropped, IPv4 and IPv6 together."""
-        vals = [self.counters.get(k) for k in ("UdpRcvbufErrors", "Udp6RcvbufErrors")]
-        vals = [v for v in vals if v is not None]
-        return sum(vals) if vals else None
+        return self._sum_present("UdpRcvbufErrors", "Udp6RcvbufErrors")
 
     def row(self, prefix: str = "nstat_") -> dict[str, int | float | None]:
         row = {prefix + k: v for k, v in self.counters.items()}
