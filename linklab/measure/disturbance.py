@@ -11,7 +11,8 @@ Each flag comes with its evidence, so a report can mark the point and say why:
   host_disturbed   other work took >= HOST_OTHER_PCT of the host's cores during the window (the
                    host's /proc/stat minus the lab VM's QEMU process, recorded by the host side:
                    linklab/vm/hostcpu.py): the emulator was short of CPU, its neighbours were not
-Counters come from `tc -s qdisc show` (parse_qdisc_stats) before and after the repetition.
+Counters come from every qdisc before and after the repetition (netlink: counters.read_qdiscs; tc's
+text of the same counters, `tc -s qdisc show`, is read by parse_qdisc_stats).
 """
 
 from __future__ import annotations

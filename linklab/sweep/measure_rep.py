@@ -146,7 +146,7 @@ def measure(lab: Lab, plan: PointPlan, measure_what: list[str], omit: float,
         if want_counters:
             c_before = {node: counters.read_counters(_ns(lab, node), m) for node, m in members.items() if m}
         if "nstat" in measure_what:
-            n_before = {side: nstat.Nstat().run(netns=ns) for side, ns in (("client", cns), ("server", sns))}
+            n_before = {side: nstat.read_counters(ns) for side, ns in (("client", cns), ("server", sns))}
         q_before = qdisc_stats(lab)
 
     with clock.phase("cc_read"):
@@ -272,7 +272,7 @@ def measure(lab: Lab, plan: PointPlan, measure_what: list[str], omit: float,
         raw["switch_counters.json"] = json.dumps({"before": sw_before, "after": sw_after}, indent=1)
         row.update(switch_evidence.row(sw_before, sw_after))
     if "nstat" in measure_what:
-        n_after = {side: nstat.Nstat().run(netns=ns) for side, ns in (("client", cns), ("server", sns))}
+        n_after = {side: nstat.read_counters(ns) for side, ns in (("client", cns), ("server", sns))}
         for side in ("client", "server"):
             d = nstat.delta(n_before[side], n_after[side])
             raw[f"nstat-{side}.json"] = json.dumps(d, indent=1, sort_keys=True)
@@ -379,15 +379,10 @@ def _address(lab: Lab, node: str, ip: int) -> str:
 
 
 def qdisc_stats(lab: Lab) -> dict[str, dict[str, int]]:
-    """Every lab node's qdisc counters, keyed "node/dev kind handle" (tc: pyroute2 has the
-    counters too, but the dump kept in the results is tc's text, and one parser reads both)."""
-    out: dict[str, dict[str, int]] = {}
-    for node in lab.nodes:
-        # tc's own -n enters the namespace: one process, not `ip netns exec` + tc.
-        res = runner.run(["tc", "-n", _ns(lab, node.name), "-s", "qdisc", "show"], check=False, timeout=10)
-        for key, v in disturbance.parse_qdisc_stats(res.stdout).items():
-            out[f"{node.name}/{key}"] = v
-    return out
+    """Every lab node's qdisc counters, keyed "node/dev kind handle" (over netlink: the point's
+    `qdisc.txt` keeps tc's own text of the same counters)."""
+    return {f"{node.name}/{key}": v for node in lab.nodes
+            for key, v in counters.read_qdiscs(_ns(lab, node.name)).items()}
 
 
 def lossy_ifaces(lab: Lab) -> set[str]:

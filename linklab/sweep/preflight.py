@@ -18,7 +18,9 @@ from linklab.backends.base import bond_summary
 from linklab.measure.ping import Ping
 from linklab.model.resolved import Lab
 
-IP_HEADER = {4: 28, 6: 48}  # IPv4+ICMP, IPv6+ICMPv6 header bytes before the ping payload
+IP_HEADER = {4: 28, 6: 48}
+PING_GAP_S = 0.02
+NEXT_WAIT_S = 0.5  # IPv4+ICMP, IPv6+ICMPv6 header bytes before the ping payload
 
 
 @dataclass
@@ -95,13 +97,16 @@ def run(lab: Lab, client: str, server: str, ip: int, deadline_s: float = 15.0) -
     ns = get_backend().node_netns(lab, client)
     target = server if ip == 4 else f"{server}-v6"
     size = mtu - IP_HEADER[ip]
-    res = Ping(target=target, count=3, interval=0.2, size=size, dont_fragment=True, family=ip, wait=2).run(
+    # 20 ms apart (root may go below ping's 200 ms floor): 0.7 s less per point under emulation.
+    res = Ping(target=target, count=3, interval=PING_GAP_S, size=size, dont_fragment=True, family=ip, wait=2).run(
         netns=ns, timeout=15)
     pf.df_fits = res.verdict
     if res.received == 0:
         pf.fail(f"don't-fragment ping of {size} bytes (path MTU {mtu}) to {target} got no reply ({res.verdict})")
-    res2 = Ping(target=target, count=2, interval=0.2, size=size + 1, dont_fragment=True, family=ip, wait=1).run(
-        netns=ns, timeout=15)
+    # Waits NEXT_WAIT_S for a reply that should never come: 10x the slowest first reply seen in
+    # the lab VM (~45 ms, a packet-in through an OpenFlow controller).
+    res2 = Ping(target=target, count=2, interval=PING_GAP_S, size=size + 1, dont_fragment=True, family=ip,
+                wait=NEXT_WAIT_S).run(netns=ns, timeout=15)
     pf.df_next = res2.verdict
     if res2.received:
         pf.fail(f"don't-fragment ping of {size + 1} bytes passed: the path MTU is larger than the planned {mtu}")

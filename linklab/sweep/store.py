@@ -63,6 +63,12 @@ class ResultsStore:
     def __init__(self, path: Path, manifest: dict[str, Any]):
         self.path = Path(path)
         self.manifest = manifest
+        # What this store has read or written, so results.csv is rewritten after every
+        # repetition without reading every earlier row.json back over the VM's shared directory
+        # (280 of them by the end of E3). Only this store writes the run (the sweep holds its
+        # lock), so the copies stay true; None until first needed.
+        self._rows_cache: dict[tuple[str, int], dict[str, Any]] | None = None
+        self._axis_cache: list[str] | None = None
 
     # -- finding and making runs ---------------------------------------------------------
 
@@ -198,6 +204,8 @@ class ResultsStore:
                     raise
                 n += 1
         _fsync_dir(src.parent)
+        if self._rows_cache is not None:
+            self._rows_cache.pop((point_id, rep), None)
         return dst
 
     def record(self, point: Point, rep: int, raw: Mapping[str, bytes | str], row: Mapping[str, Any],
@@ -227,7 +235,8 @@ class ResultsStore:
         try:
             for name, content in raw.items():
                 _write_synced(tmp / name, content)
-            _write_synced(tmp / ROW, json.dumps(full, indent=1, sort_keys=True, default=str) + "\n")
+            row_text = json.dumps(full, indent=1, sort_keys=True, default=str) + "\n"
+            _write_synced(tmp / ROW, row_text)
             _fsync_dir(tmp)
             try:
                 # rename(2) of a directory fails if the target exists and is non-empty, so two
@@ -241,6 +250,8 @@ class ResultsStore:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
         _fsync_dir(pdir)
+        if self._rows_cache is not None:
+            self._rows_cache[(point.id, rep)] = json.loads(row_text)  # as a reader would get it back
         return final
 
     def clean_partial(self) -> list[Path]:
@@ -265,8 +276,9 @@ class ResultsStore:
         return sorted(removed)
 
     def rows(self) -> list[dict[str, Any]]:
-        rows = [_read_json_input(rdir / ROW) for _, _, rdir in self._rep_dirs()]
-        return sorted(rows, key=lambda r: (r["point_index"], r["rep"]))
+        if self._rows_cache is None:
+            self._rows_cache = {(pdir.name, rep): _read_json_input(rdir / ROW) for pdir, rep, rdir in self._rep_dirs()}
+        return sorted((dict(r) for r in self._rows_cache.values()), key=lambda r: (r["point_index"], r["rep"]))
 
     def write_table(self) -> Path:
         """Regenerate results.csv from every row.json: one row per (point, rep)."""
@@ -308,9 +320,12 @@ class ResultsStore:
         # write_json_atomic sorts keys, so the axis order is kept separately.
         write_json_atomic(path, {"index": point.index, "id": point.id, "key": point.key,
                                  "axes": point.axes, "axis_order": list(point.axes)})
+        self._axis_cache = None
 
     def _axis_order(self) -> list[str]:
         """Axis names in matrix order, as recorded with the points (first point first)."""
+        if self._axis_cache is not None:
+            return list(self._axis_cache)
         order: list[str] = []
         infos = []
         if self.points_dir.is_dir():
@@ -323,7 +338,8 @@ class ResultsStore:
             for name in info.get("axis_order", []):
                 if name not in order:
                     order.append(name)
-        return order
+        self._axis_cache = order
+        return list(order)
 
 
 def experiment_dir(root: Path, experiment: str) -> Path:

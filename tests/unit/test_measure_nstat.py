@@ -90,3 +90,17 @@ def test_run_uses_private_history_and_namespace(monkeypatch):
     assert seen["netns"] == "h2" and seen["argv"][:3] == ["nstat", "-a", "-s"]
     assert seen["env"]["NSTAT_HISTORY"].startswith("/") and "linklab-nstat" in seen["env"]["NSTAT_HISTORY"]
     assert c["TcpExtTCPOFOQueue"] == counters("nstat_b_after.json")["TcpExtTCPOFOQueue"]
+
+
+def test_proc_net_read_in_process_is_what_nstat_prints():
+    # Captured at one moment in a quiet namespace (ping on lo, v4 and v6): the three files and
+    # `nstat -asz --json` (iproute2, kernel 6.18). Same names, same values, gauges left out.
+    mine = nstat.parse_proc_net(*((DATA / f"proc_net_{f}.txt").read_text() for f in nstat.PROC_NET_FILES))
+    assert mine == counters("nstat_same_moment.json")
+    assert mine["IcmpInEchos"] == 3 and mine["Icmp6InEchos"] == 2
+    assert "TcpCurrEstab" not in mine and "TcpExtTCPSACKReorder" in mine
+
+
+def test_proc_net_table_out_of_step_is_an_error():
+    with pytest.raises(MeasurementError, match="out of step"):
+        nstat.parse_proc_net("Ip: Forwarding InReceives\nTcp: 1 2\n", "", "")

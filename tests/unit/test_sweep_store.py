@@ -281,3 +281,22 @@ def test_run_locked_and_already_recorded_are_user_errors(tmp_path):
         rec(store, POINTS[0], 1)
     assert "already recorded" in e.value.render()
     assert issubclass(RunLocked, StateError)
+
+
+def test_rows_kept_in_memory_stay_what_the_disk_says(tmp_path):
+    # The sweep rewrites results.csv after every repetition from rows it keeps, not from every
+    # row.json read back: after records, a failed rep set aside and a new point, the table and
+    # the rows must equal those of a store that reads the run afresh.
+    store = make(tmp_path)
+    assert store.rows() == []  # loaded (empty) before anything is recorded
+    rec(store, POINTS[0], 1, retransmits=3)
+    store.record(POINTS[0], 2, {}, {"error": "boom"})
+    store.set_aside_failed(POINTS[0].id, 2)
+    rec(store, POINTS[1], 1, note=float("nan"))
+    rec(store, POINTS[0], 2)
+    fresh = ResultsStore.open(store.path)
+    assert store.rows() == fresh.rows() and [r["rep"] for r in store.rows()] == [1, 2, 1]
+    mine = store.write_table().read_text()
+    assert mine == fresh.write_table().read_text() and "retransmits" in mine.splitlines()[0]
+    store.rows()[0]["rep"] = 99  # a caller changing its copy changes nothing kept
+    assert store.rows() == fresh.rows()

@@ -38,6 +38,9 @@ def inspect_lab(lab: Lab) -> dict[str, Any]:
 def _interfaces(ipr: IPRoute) -> list[dict[str, Any]]:
     links = ipr.get_links()
     by_index = {x["index"]: x.get_attr("IFLA_IFNAME") for x in links}
+    # One dump of each per namespace, not one per interface (each costs a netlink round trip,
+    # and pyroute2's per-interface qdisc query is a whole dump filtered here).
+    addrs, qdiscs = list(ipr.get_addr()), list(ipr.get_qdiscs())
     out = []
     for x in links:
         name = x.get_attr("IFLA_IFNAME")
@@ -49,9 +52,9 @@ def _interfaces(ipr: IPRoute) -> list[dict[str, Any]]:
             "ifname": name, "kind": kind, "state": x.get_attr("IFLA_OPERSTATE"),
             "mtu": x.get_attr("IFLA_MTU"), "mac": x.get_attr("IFLA_ADDRESS"),
             "master": by_index.get(x.get_attr("IFLA_MASTER")),
-            "addresses": [f"{a.get_attr('IFA_ADDRESS')}/{a['prefixlen']}" for a in ipr.get_addr(index=x["index"])
-                          if a["scope"] == 0],
-            "qdiscs": [q for q in tc.describe(ipr, x["index"]) if q["kind"] not in ("noqueue",)],
+            "addresses": [f"{a.get_attr('IFA_ADDRESS')}/{a['prefixlen']}" for a in addrs
+                          if a["index"] == x["index"] and a["scope"] == 0],
+            "qdiscs": [q for q in tc.describe(ipr, x["index"], qdiscs) if q["kind"] not in ("noqueue",)],
         }
         if kind == "bond":
             opts = bondopt.from_netlink(info.get_attr("IFLA_INFO_DATA"))

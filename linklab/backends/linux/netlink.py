@@ -81,3 +81,23 @@ def is_placeholder(name: str) -> bool:
 def remove_placeholder(name: str) -> None:
     if is_placeholder(name):
         os.unlink(_path(name))
+
+
+def read_proc_net(name: str, files: list[str]) -> dict[str, str]:
+    """The text of /proc/net/<file> as the namespace `name` sees it, read by this thread from
+    inside it (/proc/thread-self/net follows the thread's namespace; /proc/self/net the main
+    thread's). A file the kernel lacks (no IPv6: no snmp6) reads as "". Costs no process: under
+    software emulation `nstat` in a namespace costs ~200 ms, this ~5 ms."""
+    fd = os.open(_path(name), os.O_RDONLY)
+    out: dict[str, str] = {}
+    try:
+        with _inside(fd):
+            for f in files:
+                try:
+                    with open(f"/proc/thread-self/net/{f}") as fh:
+                        out[f] = fh.read()
+                except FileNotFoundError:
+                    out[f] = ""
+    finally:
+        os.close(fd)
+    return out

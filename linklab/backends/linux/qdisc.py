@@ -187,10 +187,11 @@ def _htb_rate(ipr, index: int) -> dict[str, Any]:
     return {}
 
 
-def describe(ipr, index: int) -> list[dict[str, Any]]:
-    """Live qdiscs of an interface, decoded into the units users wrote."""
+def describe(ipr, index: int, dump: list | None = None) -> list[dict[str, Any]]:
+    """Live qdiscs of an interface, decoded into the units users wrote. `dump`: the namespace's
+    qdiscs already dumped once (pyroute2 dumps them all for every `get_qdiscs(index=)`)."""
     out = []
-    for qd in ipr.get_qdiscs(index=index):
+    for qd in (ipr.get_qdiscs(index=index) if dump is None else [q for q in dump if q["index"] == index]):
         kind = qd.get_attr("TCA_KIND")
         item: dict[str, Any] = {"kind": kind, "handle": f"{qd['handle'] >> 16:x}:",
                                 "parent": "root" if qd["parent"] == 0xFFFFFFFF else f"{qd['parent'] >> 16:x}:"}

@@ -6,7 +6,7 @@ import time
 import pytest
 from pyroute2 import netns
 
-from linklab import lab
+from linklab import lab, procs, runner
 from linklab.backends.linux.inspect import bond_summary
 
 BACK_TO_BACK_MODES = ["balance-rr", "active-backup", "balance-xor", "broadcast", "802.3ad"]
@@ -134,3 +134,27 @@ def test_up_is_idempotent_and_set_changes_only_what_differs(make_lab):
     assert before == after  # same interfaces, not rebuilt
     q = [q for i in lb.live()["nodes"]["h1"]["interfaces"] if i["ifname"] == "bond0-m0" for q in i["qdiscs"]]
     assert any(x["kind"] == "netem" and x.get("delay_ms") == pytest.approx(1.0, abs=0.01) for x in q), q
+
+
+def test_counters_read_in_process_are_what_nstat_and_tc_print(make_lab):
+    # A sweep reads each repetition's TCP/UDP counters from /proc/net inside the namespace and
+    # its qdisc counters over netlink, in-process. Both must equal the tools' own figures on a
+    # live lab whose counters moved (TCP through an htb+bfifo bond member), read while still.
+    from linklab.measure import counters, disturbance, nstat
+
+    lb = make_lab("bond2.yaml", "itcount", [("links[bond].bond.mode", "balance-rr")])
+    lb.ping_until_ok("h1", "h2")
+    srv = runner.start(["iperf3", "-s", "-1", "-p", "5301"], netns=lb.ns("h2"))
+    try:
+        time.sleep(1.0)
+        lb.run("h1", ["iperf3", "-c", "h2", "-p", "5301", "-n", "2M"], timeout=30)
+    finally:
+        procs.stop_popen([srv])
+    for node in ("h1", "h2"):
+        mine, theirs = nstat.read_counters(lb.ns(node)), nstat.Nstat().run(netns=lb.ns(node))
+        assert mine["TcpOutSegs"] > 100, mine["TcpOutSegs"]  # the counters did move
+        assert mine == theirs
+        q_mine = counters.read_qdiscs(lb.ns(node))
+        q_tc = disturbance.parse_qdisc_stats(lb.run(node, ["tc", "-s", "qdisc", "show"]).stdout)
+        assert q_mine == q_tc
+        assert sum(v["sent_pkts"] for v in q_mine.values()) > 100
