@@ -32,9 +32,12 @@ def _open(netns: str | None) -> IPRoute:
 
 def read_counters(netns: str | None, ifnames: Iterable[str]) -> Counters:
     """{ifname: {rx_bytes, tx_bytes, rx_packets, tx_packets, rx_dropped, tx_dropped}}."""
-    wanted = list(ifnames)
     with _open(netns) as ipr:
-        links = {link.get("ifname"): link for link in ipr.get_links()}
+        return _link_counters(ipr.get_links(), list(ifnames), netns)
+
+
+def _link_counters(dump: Iterable[Any], wanted: list[str], netns: str | None) -> Counters:
+    links = {link.get("ifname"): link for link in dump}
     where = f" in namespace {netns}" if netns else ""
     missing = [n for n in wanted if n not in links]
     if missing:
@@ -101,8 +104,15 @@ def read_qdiscs(netns: str) -> QdiscCounters:
     sent_pkts, dropped, overlimits, requeues): two tc processes per node and repetition cost
     ~0.4 s under software emulation, one netlink dump a few ms. The kernel tier checks both
     agree on a live lab."""
+    return snapshot(netns, [])[1]
+
+
+def snapshot(netns: str, ifnames: Iterable[str]) -> tuple[Counters, QdiscCounters]:
+    """read_counters and read_qdiscs of one namespace through one netlink socket and one link
+    dump (a repetition takes two snapshots of every node)."""
     with _open(netns) as ipr:
-        names = {link["index"]: link.get("ifname") for link in ipr.get_links()}
+        dump = ipr.get_links()
+        names = {link["index"]: link.get("ifname") for link in dump}
         plain = []
         for m in ipr.get_qdiscs():
             stats = m.get_attr("TCA_STATS2")
@@ -110,7 +120,7 @@ def read_qdiscs(netns: str) -> QdiscCounters:
                 continue
             plain.append({"ifindex": m["index"], "kind": m.get_attr("TCA_KIND"), "handle": m["handle"],
                           **(stats.get_attr("TCA_STATS_BASIC") or {}), **(stats.get_attr("TCA_STATS_QUEUE") or {})})
-    return qdisc_rows(plain, names)
+    return _link_counters(dump, list(ifnames), netns), qdisc_rows(plain, names)
 
 
 def qdisc_rows(qdiscs: Iterable[Mapping[str, Any]], names: Mapping[int, str]) -> QdiscCounters:

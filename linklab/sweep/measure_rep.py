@@ -143,11 +143,9 @@ def measure(lab: Lab, plan: PointPlan, measure_what: list[str], omit: float,
     members = {node: bond_members(lab, node) for node in (plan.client, plan.server)}
     want_counters = "bond_counters" in measure_what and any(members.values())
     with clock.phase("counters"):
-        if want_counters:
-            c_before = {node: counters.read_counters(_ns(lab, node), m) for node, m in members.items() if m}
+        c_before, q_before = snapshot(lab, members if want_counters else {})
         if "nstat" in measure_what:
             n_before = {side: nstat.read_counters(ns) for side, ns in (("client", cns), ("server", sns))}
-        q_before = qdisc_stats(lab)
 
     with clock.phase("cc_read"):
         # Always name the congestion control: a long-running iperf3 3.12 server keeps the -C of an
@@ -251,7 +249,7 @@ def measure(lab: Lab, plan: PointPlan, measure_what: list[str], omit: float,
     clock.add("parse", time.monotonic() - parse_t0)
 
     counters_t0 = time.monotonic()
-    q_after = qdisc_stats(lab)
+    c_after, q_after = snapshot(lab, members if want_counters else {})
     drops = disturbance.drops_delta(q_before, q_after)
     raw["qdisc-drops.json"] = json.dumps({"dropped": drops, "after": q_after}, indent=1, sort_keys=True)
     row["qdisc_dropped_pkts"] = disturbance.leaf_drops(drops)
@@ -261,7 +259,6 @@ def measure(lab: Lab, plan: PointPlan, measure_what: list[str], omit: float,
                                       "series": window.series}, default=str)
         row.update(window.row("cpu", labels={cns: "client", sns: "server"}))
     if want_counters:
-        c_after = {node: counters.read_counters(_ns(lab, node), m) for node, m in members.items() if m}
         deltas = {node: counters.delta(c_before[node], c_after[node]) for node in c_after}
         raw["bond_counters.json"] = json.dumps(deltas, indent=1)
         for node, d in deltas.items():
@@ -378,11 +375,18 @@ def _address(lab: Lab, node: str, ip: int) -> str:
     raise LookupError(f"{node} has no IPv{ip} address")
 
 
-def qdisc_stats(lab: Lab) -> dict[str, dict[str, int]]:
-    """Every lab node's qdisc counters, keyed "node/dev kind handle" (over netlink: the point's
-    `qdisc.txt` keeps tc's own text of the same counters)."""
-    return {f"{node.name}/{key}": v for node in lab.nodes
-            for key, v in counters.read_qdiscs(_ns(lab, node.name)).items()}
+def snapshot(lab: Lab, members: dict[str, list[str]]) -> tuple[dict[str, counters.Counters], dict[str, dict[str, int]]]:
+    """Every lab node's qdisc counters, keyed "node/dev kind handle", and the bond members'
+    link counters of the nodes in `members`, one netlink socket per node (the point's
+    `qdisc.txt` keeps tc's own text of the same qdisc counters)."""
+    links: dict[str, counters.Counters] = {}
+    qdiscs: dict[str, dict[str, int]] = {}
+    for node in lab.nodes:
+        c, q = counters.snapshot(_ns(lab, node.name), members.get(node.name) or [])
+        if members.get(node.name):
+            links[node.name] = c
+        qdiscs.update((f"{node.name}/{key}", v) for key, v in q.items())
+    return links, qdiscs
 
 
 def lossy_ifaces(lab: Lab) -> set[str]:
