@@ -112,6 +112,9 @@ def main() -> int:
           f"{b['overhead_per_rep_s']:.2f} s per repetition"
           f" ({manifest.get('placement', {}).get('kind')}, kernel {manifest.get('kernel')}, scale {manifest.get('scale')})\n"
           if outside_engine is not None else f"\nsweep wall {wall:.1f} s, overhead {overhead_ratio:.2f}\n")
+    print(f"paid by every repetition {b['paid_per_rep_s']:.2f} s; by each point once {b['paid_per_point_s']:.2f} s "
+          f"(reconfigure, pre-flight, qdisc dump, servers); by the sweep once {b['paid_per_sweep_s']:.2f} s. "
+          f"With R repetitions per point: {b['paid_per_rep_s']:.2f} + {b['paid_per_point_s']:.2f}/R s per repetition\n")
     if not args.no_report:
         from linklab.report.build import write_report
         print(write_report(run_dir)[1])  # per point, and beside the published figures

@@ -20,6 +20,10 @@ SUFFIX = "_s"
 
 # What the experiment asks for: these phases are waits it requested, not overhead.
 ASKED = ("settle", "window", "pause")
+# Paid once per point (charged to its first repetition), or once per sweep: the rest is paid by
+# every repetition. A sweep of 10 repetitions per point pays the first a tenth as often.
+PER_POINT = ("reconfigure", "settle", "preflight", "qdisc_dump", "server_start")
+PER_SWEEP = ("startup", "restore")
 
 
 class PhaseClock:
@@ -89,7 +93,13 @@ def breakdown(rows: list[dict[str, Any]], *, window_asked_s: float, settle_s: fl
     asked = {"settle": settle_s * points, "window": window_asked_s * n, "pause": pause_s * reps_paused}
     overhead = {name: s - min(asked.get(name, 0.0), s) for name, s in totals.items()}
     total_overhead = sum(overhead.values())
+    every_rep = sum(s for name, s in overhead.items() if name not in PER_POINT + PER_SWEEP)
+    per_point = sum(s for name, s in overhead.items() if name in PER_POINT)
     return {"repetitions": n, "points": points, "seconds": totals, "asked": asked,
             "overhead": overhead, "overhead_s": total_overhead,
             "overhead_per_rep_s": total_overhead / n if n else None,
+            # The split: what every repetition pays, what each point pays once, what the sweep pays once.
+            "paid_per_rep_s": every_rep / n if n else None,
+            "paid_per_point_s": per_point / points if points else None,
+            "paid_per_sweep_s": sum(s for name, s in overhead.items() if name in PER_SWEEP),
             "asked_s": sum(asked.values()), "accounted_s": sum(totals.values())}

@@ -52,6 +52,10 @@ def test_breakdown_counts_only_what_goes_beyond_the_experiments_waits():
     assert b["overhead"]["record"] == pytest.approx(0.4)
     assert b["overhead_s"] == pytest.approx(2.0 + 0.01 + 0.6 + 0.6 + 0.4)
     assert b["overhead_per_rep_s"] == pytest.approx(b["overhead_s"] / 2)
+    # Split: window excess, counters and recording every rep; reconfigure and settle once per point.
+    assert b["paid_per_rep_s"] == pytest.approx((0.6 + 0.6 + 0.4) / 2)
+    assert b["paid_per_point_s"] == pytest.approx(2.0 + 0.01)
+    assert b["paid_per_sweep_s"] == 0
 
 
 def test_a_phase_shorter_than_asked_is_no_negative_overhead():
