@@ -31,6 +31,7 @@ from linklab.measure.ovs import parse_dump_flows
 from linklab.model.resolved import Lab, Link
 
 BRIDGE = kinds.bridge.BRIDGE
+LOOPBACK_IFINDEX = 1  # the kernel gives every namespace's loopback this index
 LEARNED_FLOWS = "cookie=0x1/-1"  # the cookie the bundled controller apps put on what they learn
 RESET_ATTEMPTS = 5
 RESET_SETTLE_S = 0.3  # long enough for a packet-in already at the controller to come back as a flow
@@ -79,6 +80,7 @@ class LinuxBackend(Backend):
         for ns in set(owned.get("namespaces", [])) - set(want_ns.values()):
             self._remove_if_ours(ns, Mark(lab.name, lab_id, current_home()))
         existing = set(netns.listnetns())
+        made = set()
         for node, ns in want_ns.items():
             if ns in existing and netlink.is_placeholder(ns):
                 netlink.remove_placeholder(ns)  # a kill between the file and its mount: claimed above
@@ -86,16 +88,18 @@ class LinuxBackend(Backend):
             if ns not in existing:
                 netlink.create(ns)
                 # Marked at once: an unmarked namespace is only ever one `claim` just vouched for.
+                # Loopback is ifindex 1 in every namespace (LOOPBACK_IFINDEX); brought up here too.
                 with netlink.iproute(ns) as ipr:
-                    ipr.link("set", index=ipr.link_lookup(ifname="lo")[0], ifalias=the_mark)
+                    ipr.link("set", index=LOOPBACK_IFINDEX, ifalias=the_mark, state="up")
+                made.add(ns)
         new = {"id": lab_id, "home": current_home(), "namespaces": list(want_ns.values()), "interfaces": [],
                "qdiscs": {}, "hosts_files": [], "sysctl_originals": {},
                "processes": []}
         with ExitStack() as stack:
             ipr = {node: stack.enter_context(netlink.iproute(ns)) for node, ns in want_ns.items()}
             for node, ns in want_ns.items():
-                lo = ipr[node].link_lookup(ifname="lo")[0]
-                ipr[node].link("set", index=lo, ifalias=the_mark, state="up")
+                if ns not in made:  # a namespace made above is marked and up already
+                    ipr[node].link("set", index=LOOPBACK_IFINDEX, ifalias=the_mark, state="up")
                 # IPv6 duplicate address detection would delay every lab address by ~1-2 s.
                 sysctl.set_in_netns(ns, {"net.ipv6.conf.all.accept_dad": "0",
                                          "net.ipv6.conf.default.accept_dad": "0"})
@@ -323,7 +327,9 @@ class _Build:
                     for node, ifname, i in ((pair.a.node, pair.a.ifname, ia), (pair.b.node, pair.b.ifname, ib)):
                         if i is not None:  # half of a pair from an interrupted build
                             self.ipr[node].link("del", index=i)
-                    self.ipr[pair.a.node].link("add", ifname=pair.a.ifname, kind="veth",
+                    # Made up at once (mtu_and_up then has one request less); a bond member is
+                    # downed before it is enslaved anyway. The peer's flags are not taken at creation.
+                    self.ipr[pair.a.node].link("add", ifname=pair.a.ifname, kind="veth", state="up",
                                                peer={"ifname": pair.b.ifname, "net_ns_fd": self.ns[pair.b.node]})
                 for end in (pair.a, pair.b):
                     self.ipr[end.node].link("set", index=self.idx(end.node, end.ifname), ifalias=self.mark)
@@ -383,9 +389,10 @@ class _Build:
                 kinds.module(kinds.kind_of(node)).configure(self, node)
 
     def mtu_and_up(self) -> None:
-        # Every interface's MTU, one dump per namespace (not one request per interface).
-        self._mtus = {(node, x["index"]): x.get_attr("IFLA_MTU") for node, ipr in self.ipr.items()
-                      for x in ipr.get_links()}
+        # Every interface's MTU and state, one dump per namespace (not one request per interface;
+        # setting an MTU changes no interface's state, so the same dump says which to bring up).
+        dump = {node: ipr.get_links() for node, ipr in self.ipr.items()}
+        self._mtus = {(node, x["index"]): x.get_attr("IFLA_MTU") for node, links in dump.items() for x in links}
         for link in self.lab.links:
             bonded = {(b.node, m) for b in link.bonds for m in b.members}
             for pair in link.veths:
@@ -399,10 +406,10 @@ class _Build:
             if kinds.kind_of(node) == "bridge" and node.mtu:
                 # Fresh: a bridge's MTU follows its ports' until set, so the dump may be stale.
                 self._set_mtu(node.name, BRIDGE, node.port_mtu or node.mtu, fresh=True)
-        for node, ipr in self.ipr.items():
-            for x in ipr.get_links():
+        for node, links in dump.items():
+            for x in links:
                 if x.get("ifname") != "lo" and x.get("state") != "up":
-                    ipr.link("set", index=x["index"], state="up")
+                    self.ipr[node].link("set", index=x["index"], state="up")
 
     def _set_mtu(self, node: str, ifname: str, mtu: int, fresh: bool = False) -> None:
         i = self.idx(node, ifname)
@@ -500,8 +507,7 @@ def _read_mark(ns: str) -> str | None:
     # leaving an unmarked namespace nobody owns.
     try:
         with netlink.iproute(ns) as ipr:
-            lo = ipr.link_lookup(ifname="lo")
-            return ipr.get_links(lo[0])[0].get_attr("IFLA_IFALIAS") if lo else None
+            return ipr.get_links(LOOPBACK_IFINDEX)[0].get_attr("IFLA_IFALIAS")
     except Exception:
         return None
 
