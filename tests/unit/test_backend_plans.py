@@ -95,3 +95,67 @@ def test_commands_without_lab_names_enter_the_namespace_with_nsenter():
         "nsenter", "--net=/var/run/netns/ll-x-h1", "--", "nstat", "-a"]
     assert runner.netns_argv(["true"], None, names=False) == ["true"]
     assert Nstat.needs_names is False and Ping.needs_names is True  # ping resolves h2
+
+
+def test_netlink_batch_builds_the_requests_iproute2_would_send(tmp_path, monkeypatch):
+    # The pipelined build path encodes its own messages: decoded again, each must say what
+    # `ip link add ... type veth peer ...`, `ip link set`, `ip addr add` say (names, not indexes).
+    import socket
+
+    from pyroute2.netlink import NLM_F_ACK, NLM_F_CREATE, NLM_F_EXCL, NLM_F_REQUEST
+    from pyroute2.netlink.rtnl.ifaddrmsg import ifaddrmsg
+    from pyroute2.netlink.rtnl.ifinfmsg import IFF_UP, ifinfmsg
+
+    from linklab.backends.linux import netlink
+
+    monkeypatch.setattr(netlink.netns, "NETNS_RUN_DIR", str(tmp_path))
+    (tmp_path / "ll-x-h2").write_text("")  # stands in for the peer's namespace file
+    b = netlink.Batch("ll-x-h1")
+    b.veth("eth0", "eth1", "ll-x-h2", mtu=9000)
+    b.set("eth0", alias="linklab:x", master=7, up=False)
+    b.addr(3, "fd00::1", 64, nodad=True)
+    b.addr(3, "10.0.0.1", 24)
+    assert len(b) == 4
+    msgs = [data for _, _, data in b._msgs]
+
+    veth = ifinfmsg(msgs[0])
+    veth.decode()
+    assert veth["header"]["flags"] == NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL
+    assert (veth["index"], veth["flags"] & IFF_UP, veth["change"] & IFF_UP) == (0, IFF_UP, IFF_UP)
+    assert veth.get_attr("IFLA_IFNAME") == "eth0" and veth.get_attr("IFLA_MTU") == 9000
+    info = veth.get_attr("IFLA_LINKINFO")
+    assert info.get_attr("IFLA_INFO_KIND") == "veth"
+    peer = info.get_attr("IFLA_INFO_DATA").get_attr("VETH_INFO_PEER")
+    assert peer.get_attr("IFLA_IFNAME") == "eth1" and peer.get_attr("IFLA_MTU") == 9000
+    assert not peer["flags"] & IFF_UP  # a peer made up before the pair is joined: ENOTCONN
+
+    st = ifinfmsg(msgs[1])
+    st.decode()
+    assert st["index"] == 0 and st.get_attr("IFLA_IFNAME") == "eth0"  # the kernel finds it by name
+    assert (st.get_attr("IFLA_IFALIAS"), st.get_attr("IFLA_MASTER")) == ("linklab:x", 7)
+    assert (st["flags"] & IFF_UP, st["change"] & IFF_UP) == (0, IFF_UP)
+
+    v6, v4 = ifaddrmsg(msgs[2]), ifaddrmsg(msgs[3])
+    v6.decode()
+    v4.decode()
+    assert (v6["family"], v6["prefixlen"], v6["index"], v6.get_attr("IFA_ADDRESS")) == (socket.AF_INET6, 64, 3, "fd00::1")
+    assert v6["flags"] & 0x02  # IFA_F_NODAD
+    assert (v4["family"], v4.get_attr("IFA_LOCAL"), v4.get_attr("IFA_ADDRESS"), v4["flags"]) == (socket.AF_INET, "10.0.0.1", "10.0.0.1", 0)
+    # Sequence numbers in order: an error names the request it answers.
+    assert [seq for seq, _, _ in b._msgs] == [1, 2, 3, 4]
+    for fd in b._fds:
+        __import__("os").close(fd)
+
+
+def test_the_loopback_mark_is_read_from_a_raw_link_reply():
+    # `down` reads each namespace's mark from one raw RTM_GETLINK reply (captured: kernel 6.18).
+    from pathlib import Path
+
+    from linklab.backends.linux import netlink
+
+    data = Path(__file__).resolve().parent.parent / "data" / "tools"
+    reply = bytes.fromhex((data / "rtm_newlink_lo_alias.hex").read_text().strip())
+    assert netlink.link_alias(reply) == "ll:demo"
+    assert netlink.link_alias(bytes.fromhex((data / "rtm_getlink_enodev.hex").read_text().strip())) is None
+    assert netlink.link_alias(reply[:40]) is None  # cut short before the alias: none, no error
+    assert netlink.link_alias(b"") is None

@@ -299,41 +299,63 @@ class _Build:
     def __init__(self, lab: Lab, ipr: dict[str, IPRoute], ns: dict[str, str], the_mark: str,
                  owned: dict[str, Any], new: dict[str, Any]):
         self.lab, self.ns, self.mark, self.owned, self.new = lab, ns, the_mark, owned, new
+        self._batches: dict[str, netlink.Batch] = {}
         # Interface indexes, asked for hundreds of times per build (each ask a netlink round
         # trip, slow under emulation); forgotten whenever a link is removed anywhere (removing
         # a veth end removes its peer in another namespace). Adding one changes no index.
         self._indexes: dict[tuple[str, str], int] = {}
-        self.ipr = {node: _IndexKeeping(h, self._indexes) for node, h in ipr.items()}
+        # Nodes whose interfaces were all read with one dump since the last change: a name
+        # missing there does not exist (no request per name asked for).
+        self._dumped: set[str] = set()
+        self.ipr = {node: _IndexKeeping(h, self._indexes, self._dumped) for node, h in ipr.items()}
 
     def idx(self, node: str, ifname: str) -> int | None:
         key = (node, ifname)
-        if key not in self._indexes:
-            found = self.ipr[node].link_lookup(ifname=ifname)
-            if not found:
-                return None
-            self._indexes[key] = found[0]
-        return self._indexes[key]
+        if key not in self._indexes and node not in self._dumped:
+            for x in self.ipr[node].get_links():
+                self._indexes[(node, x.get_attr("IFLA_IFNAME"))] = x["index"]
+            self._dumped.add(node)
+        return self._indexes.get(key)
+
+    def batch(self, node: str) -> netlink.Batch:
+        """Requests for `node`'s namespace sent back to back by `send_batches` (see netlink.Batch)."""
+        if node not in self._batches:
+            self._batches[node] = netlink.Batch(self.ns[node])
+        return self._batches[node]
+
+    def send_batches(self) -> None:
+        """Send every node's batched requests; what they made or changed is read afresh after."""
+        batches, self._batches = self._batches, {}
+        for node, b in batches.items():
+            if len(b):
+                b.send()
+                self._forget(node)
+
+    def _forget(self, node: str) -> None:
+        self._dumped.discard(node)
+        for key in [k for k in self._indexes if k[0] == node]:
+            del self._indexes[key]
 
     def own(self, node: str, ifname: str) -> None:
         self.new["interfaces"].append(f"{node}/{ifname}")
 
     def interfaces(self) -> None:
+        marks: list[tuple[str, str]] = []
         for link in self.lab.links:
             for pair in link.veths:
                 ia, ib = self.idx(pair.a.node, pair.a.ifname), self.idx(pair.b.node, pair.b.ifname)
-                if ia is not None and ib is not None and self._peers(pair, ia):
-                    pass
-                else:
+                if not (ia is not None and ib is not None and self._peers(pair, ia)):
                     for node, ifname, i in ((pair.a.node, pair.a.ifname, ia), (pair.b.node, pair.b.ifname, ib)):
                         if i is not None:  # half of a pair from an interrupted build
                             self.ipr[node].link("del", index=i)
-                    # Made up at once (mtu_and_up then has one request less); a bond member is
-                    # downed before it is enslaved anyway. The peer's flags are not taken at creation.
-                    self.ipr[pair.a.node].link("add", ifname=pair.a.ifname, kind="veth", state="up",
-                                               peer={"ifname": pair.b.ifname, "net_ns_fd": self.ns[pair.b.node]})
-                for end in (pair.a, pair.b):
-                    self.ipr[end.node].link("set", index=self.idx(end.node, end.ifname), ifalias=self.mark)
-                    self.own(end.node, end.ifname)
+                    # The first end made up at once (a bond member is downed before it is enslaved).
+                    self.batch(pair.a.node).veth(pair.a.ifname, pair.b.ifname, self.ns[pair.b.node])
+                marks += [(end.node, end.ifname) for end in (pair.a, pair.b)]
+        self.send_batches()  # every pair exists before its ends are marked
+        for node, ifname in marks:
+            self.batch(node).set(ifname, alias=self.mark)
+            self.own(node, ifname)
+        self.send_batches()
 
     def _peers(self, pair, ia: int) -> bool:
         link = self.ipr[pair.a.node].get_links(ia)[0]
@@ -409,7 +431,8 @@ class _Build:
         for node, links in dump.items():
             for x in links:
                 if x.get("ifname") != "lo" and x.get("state") != "up":
-                    self.ipr[node].link("set", index=x["index"], state="up")
+                    self.batch(node).set(x.get("ifname"), up=True)
+        self.send_batches()
 
     def _set_mtu(self, node: str, ifname: str, mtu: int, fresh: bool = False) -> None:
         i = self.idx(node, ifname)
@@ -464,12 +487,14 @@ class _Build:
 class _IndexKeeping:
     """An IPRoute that empties the build's index cache when it removes a link."""
 
-    def __init__(self, ipr: IPRoute, indexes: dict):
-        self._ipr, self._indexes = ipr, indexes
+    def __init__(self, ipr: IPRoute, indexes: dict, dumped: set):
+        self._ipr, self._indexes, self._dumped = ipr, indexes, dumped
 
     def link(self, command: str, **kwargs):
         if command in ("del", "delete", "remove"):
             self._indexes.clear()
+        if command in ("del", "delete", "remove", "add"):
+            self._dumped.clear()  # a dump no longer lists every interface there is
         return self._ipr.link(command, **kwargs)
 
     def __getattr__(self, name: str):
@@ -502,13 +527,12 @@ def _root_kind_matches(root_qdiscs: list, q) -> bool:
 
 
 def _read_mark(ns: str) -> str | None:
-    # netlink.iproute opens existing namespaces only: pyroute2's own IPRoute(netns=) would
+    # netlink.read_alias opens existing namespaces only: pyroute2's own IPRoute(netns=) would
     # silently create an empty one if it vanished since it was listed (a concurrent `down`),
     # leaving an unmarked namespace nobody owns.
     try:
-        with netlink.iproute(ns) as ipr:
-            return ipr.get_links(LOOPBACK_IFINDEX)[0].get_attr("IFLA_IFALIAS")
-    except Exception:
+        return netlink.read_alias(ns, LOOPBACK_IFINDEX)
+    except OSError:
         return None
 
 

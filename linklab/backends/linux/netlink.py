@@ -9,13 +9,19 @@ namespace, and comes back: a netlink socket stays bound to the namespace it was 
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import socket
+import struct
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 from pyroute2 import IPRoute, netns
-from pyroute2.netlink import NETLINK_ROUTE
+from pyroute2.netlink import NETLINK_ROUTE, NLM_F_ACK, NLM_F_CREATE, NLM_F_EXCL, NLM_F_REQUEST, NLMSG_ERROR
+from pyroute2.netlink.exceptions import NetlinkError
+from pyroute2.netlink.rtnl import RTM_NEWADDR, RTM_NEWLINK, RTM_SETLINK
+from pyroute2.netlink.rtnl.ifaddrmsg import IFA_F_NODAD, ifaddrmsg
+from pyroute2.netlink.rtnl.ifinfmsg import IFF_UP, ifinfmsg
 
 CLONE_NEWNET = 0x40000000
 
@@ -101,3 +107,170 @@ def read_proc_net(name: str, files: list[str]) -> dict[str, str]:
     finally:
         os.close(fd)
     return out
+
+
+class Batch:
+    """Link requests to one namespace, sent back to back on one socket and acknowledged
+    together (`send`). pyroute2's IPRoute costs ~6 ms per request under software emulation
+    (its synchronous API runs an asyncio loop per request); a message built here and pipelined
+    costs a fraction (measured natively: 0.26 ms per `IPRoute.link("set")`, 0.036 ms per
+    pipelined set). Interfaces are named, not looked up: the kernel resolves IFLA_IFNAME when
+    the index is 0, so a fresh build needs no index until it enslaves a port.
+
+    Requests run in order; every failure is collected and `send` raises one NetlinkError
+    naming each failed request (errno and what it was)."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self._msgs: list[tuple[int, str, bytes]] = []
+        self._fds: list[int] = []
+
+    def veth(self, ifname: str, peer: str, peer_ns: str, *, up: bool = True, mtu: int | None = None) -> None:
+        """A veth pair: `ifname` here (up at once when asked), `peer` in namespace `peer_ns`, down:
+        the kernel brings a new peer up before the pair is joined, and a veth without its peer
+        refuses to open (ENOTCONN), so the peer is brought up by a later request."""
+        fd = os.open(_path(peer_ns), os.O_RDONLY)
+        self._fds.append(fd)
+        mtu_attr = [("IFLA_MTU", mtu)] if mtu else []
+        peer_msg = {"attrs": [("IFLA_IFNAME", peer), ("IFLA_NET_NS_FD", fd), *mtu_attr]}
+        self._add(RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL, f"add veth {ifname} (peer {peer} in {peer_ns})",
+                  up=up, attrs=[("IFLA_IFNAME", ifname), *mtu_attr, ("IFLA_LINKINFO", {"attrs": [
+                      ("IFLA_INFO_KIND", "veth"), ("IFLA_INFO_DATA", {"attrs": [("VETH_INFO_PEER", peer_msg)]})]})])
+
+    def bridge(self, ifname: str, *, stp: bool, forward_delay: int = 0) -> None:
+        self._add(RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL, f"add bridge {ifname}",
+                  attrs=[("IFLA_IFNAME", ifname), ("IFLA_LINKINFO", {"attrs": [
+                      ("IFLA_INFO_KIND", "bridge"), ("IFLA_INFO_DATA", {"attrs": [
+                          ("IFLA_BR_STP_STATE", int(stp)), ("IFLA_BR_FORWARD_DELAY", forward_delay)]})]})])
+
+    def set(self, ifname: str, *, up: bool | None = None, mtu: int | None = None, alias: str | None = None,
+            master: int | None = None) -> None:
+        """Change an interface named `ifname` (master: the index of the bridge or bond)."""
+        attrs: list = [("IFLA_IFNAME", ifname)]
+        attrs += [("IFLA_MTU", mtu)] if mtu is not None else []
+        attrs += [("IFLA_IFALIAS", alias)] if alias is not None else []
+        attrs += [("IFLA_MASTER", master)] if master is not None else []
+        what = ", ".join(f"{k}={v}" for k, v in (("up", up), ("mtu", mtu), ("alias", alias), ("master", master))
+                         if v is not None)
+        self._add(RTM_SETLINK, 0, f"set {ifname} {what}", up=up, attrs=attrs)
+
+    def addr(self, index: int, address: str, prefixlen: int, *, nodad: bool = False) -> None:
+        """An address on interface `index` (IPv4: local and address alike, as `ip addr add` does)."""
+        ip = ipaddress.ip_address(address)
+        m = ifaddrmsg()
+        m["family"] = socket.AF_INET if ip.version == 4 else socket.AF_INET6
+        m["prefixlen"], m["index"], m["scope"] = prefixlen, index, 0
+        m["flags"] = IFA_F_NODAD if nodad else 0
+        m["attrs"] = [("IFA_LOCAL", address), ("IFA_ADDRESS", address)] if ip.version == 4 else [("IFA_ADDRESS", address)]
+        self._push(m, RTM_NEWADDR, NLM_F_CREATE | NLM_F_EXCL, f"add address {address}/{prefixlen} on index {index}")
+
+    def __len__(self) -> int:
+        return len(self._msgs)
+
+    def _add(self, kind: int, flags: int, what: str, *, up: bool | None = None, attrs: list) -> None:
+        m = ifinfmsg()
+        m["index"] = 0
+        if up is not None:
+            m["flags"], m["change"] = (IFF_UP if up else 0), IFF_UP
+        m["attrs"] = attrs
+        self._push(m, kind, flags, what)
+
+    def _push(self, m, kind: int, flags: int, what: str) -> None:
+        seq = len(self._msgs) + 1
+        m["header"].update({"type": kind, "flags": NLM_F_REQUEST | NLM_F_ACK | flags, "sequence_number": seq})
+        m.encode()
+        self._msgs.append((seq, what, bytes(m.data)))
+
+    def send(self) -> None:
+        if not self._msgs:
+            return
+        try:
+            fd = os.open(_path(self.name), os.O_RDONLY)
+            try:
+                with _inside(fd):
+                    sock = socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, NETLINK_ROUTE)
+            finally:
+                os.close(fd)
+            with sock:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
+                sock.bind((0, 0))
+                errors = _pipeline(sock, self._msgs)
+        finally:
+            for fd in self._fds:
+                os.close(fd)
+            self._fds, msgs, self._msgs = [], self._msgs, []
+        if errors:
+            whats = dict((seq, what) for seq, what, _ in msgs)
+            first = errors[0][1]
+            raise NetlinkError(first, "; ".join(f"{whats[s]}: {os.strerror(e)}" for s, e in errors)
+                               + f" (namespace {self.name})")
+
+
+def _pipeline(sock: socket.socket, msgs: list[tuple[int, str, bytes]]) -> list[tuple[int, int]]:
+    """Send every message, then read one ack (NLMSG_ERROR, 0 = success) per message; return the
+    failures as (sequence number, errno). Sent in chunks the socket buffers can hold."""
+    errors: list[tuple[int, int]] = []
+    pending = {seq for seq, _, _ in msgs}
+    chunk = 64
+    for start in range(0, len(msgs), chunk):
+        part = msgs[start:start + chunk]
+        sock.sendall(b"".join(data for _, _, data in part))
+        want = {seq for seq, _, _ in part}
+        while want:
+            data = sock.recv(1 << 16)
+            off = 0
+            while off + 16 <= len(data):
+                length, kind, _flags, seq, _pid = struct.unpack_from("IHHII", data, off)
+                if kind == NLMSG_ERROR and seq in want:
+                    code = struct.unpack_from("i", data, off + 16)[0]
+                    if code:
+                        errors.append((seq, -code))
+                    want.discard(seq)
+                    pending.discard(seq)
+                off += max(length, 16)
+    return errors
+
+
+IFLA_IFALIAS = 20  # linux/if_link.h
+_NLMSG_HDR = struct.Struct("IHHII")
+_IFINFOMSG_LEN = 16
+RTM_GETLINK = 18
+
+
+def read_alias(name: str, index: int) -> str | None:
+    """IFLA_IFALIAS of interface `index` in namespace `name` (None: no alias, no such interface
+    or namespace). One raw RTM_GETLINK, its reply's attributes walked here: `down` reads the
+    loopback mark of every namespace it removes, and an IPRoute per namespace cost ~25 ms of
+    that under software emulation."""
+    try:
+        fd = os.open(_path(name), os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        with _inside(fd):
+            sock = socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, NETLINK_ROUTE)
+    finally:
+        os.close(fd)
+    with sock:
+        sock.bind((0, 0))
+        ifi = struct.pack("BxHiII", socket.AF_UNSPEC, 0, index, 0, 0)
+        sock.send(_NLMSG_HDR.pack(16 + len(ifi), RTM_GETLINK, NLM_F_REQUEST, 1, 0) + ifi)
+        return link_alias(sock.recv(1 << 16))
+
+
+def link_alias(reply: bytes) -> str | None:
+    """Pure: the IFLA_IFALIAS of an RTM_NEWLINK reply (None for an error reply or no alias)."""
+    if len(reply) < 16:
+        return None
+    length, kind = _NLMSG_HDR.unpack_from(reply, 0)[:2]
+    if kind != RTM_NEWLINK:
+        return None
+    off = 16 + _IFINFOMSG_LEN
+    while off + 4 <= min(length, len(reply)):
+        alen, atype = struct.unpack_from("HH", reply, off)
+        if alen < 4:
+            break
+        if atype & 0x3FFF == IFLA_IFALIAS:
+            return reply[off + 4:off + alen].split(b"\0", 1)[0].decode(errors="replace")
+        off += (alen + 3) & ~3
+    return None

@@ -158,3 +158,25 @@ def test_counters_read_in_process_are_what_nstat_and_tc_print(make_lab):
         q_tc = disturbance.parse_qdisc_stats(lb.run(node, ["tc", "-s", "qdisc", "show"]).stdout)
         assert q_mine == q_tc
         assert sum(v["sent_pkts"] for v in q_mine.values()) > 100
+
+
+def test_a_pipelined_netlink_batch_reports_each_failed_request(make_lab):
+    # Requests are sent back to back and acknowledged together: every failure must still come
+    # back naming its request, and the requests around it must still be applied.
+    from pyroute2.netlink.exceptions import NetlinkError
+
+    from linklab.backends.linux import netlink
+
+    lb = make_lab("bond2.yaml", "itbatch")
+    b = netlink.Batch(lb.ns("h1"))
+    b.set("lo", alias="before")
+    b.set("no-such-if0", alias="x")
+    b.set("no-such-if1", mtu=1400)
+    b.set("lo", alias="after")
+    with pytest.raises(NetlinkError) as e:
+        b.send()
+    assert "set no-such-if0 alias=x" in str(e.value) and "set no-such-if1 mtu=1400" in str(e.value)
+    assert e.value.code == 19  # ENODEV
+    assert "alias after" in lb.run("h1", ["ip", "link", "show", "lo"]).stdout
+    assert len(b) == 0  # sent: a second send sends nothing
+    b.send()

@@ -13,17 +13,17 @@ def check(lab, node) -> list[str]:
 
 def configure(b, node) -> None:
     ipr = b.ipr[node.name]
+    if b.idx(node.name, BRIDGE) is None:
+        b.batch(node.name).bridge(BRIDGE, stp=node.stp)
+    b.batch(node.name).set(BRIDGE, alias=b.mark)
+    b.send_batches()
     br = b.idx(node.name, BRIDGE)
-    if br is None:
-        ipr.link("add", ifname=BRIDGE, kind="bridge", br_stp_state=int(node.stp), br_forward_delay=0)
-        br = b.idx(node.name, BRIDGE)
-    ipr.link("set", index=br, ifalias=b.mark)
     b.own(node.name, BRIDGE)
     masters = {x["index"]: x.get_attr("IFLA_MASTER") for x in ipr.get_links()}  # one dump, not one ask per port
     for port in ports(b.lab, node.name):
-        pi = b.idx(node.name, port)
-        if masters.get(pi) != br:
-            ipr.link("set", index=pi, master=br)
+        if masters.get(b.idx(node.name, port)) != br:
+            b.batch(node.name).set(port, master=br)
+    b.send_batches()
 
 
 def ports(lab, node: str) -> list[str]:

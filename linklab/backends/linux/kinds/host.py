@@ -6,7 +6,6 @@ from __future__ import annotations
 import ipaddress
 from typing import Any
 
-IFA_F_NODAD = 0x02
 
 
 def check(lab, node) -> list[str]:
@@ -14,23 +13,27 @@ def check(lab, node) -> list[str]:
 
 
 def configure(b, node) -> None:
+    ipr = b.ipr[node.name]
+    have_by_index: dict[int, set] = {}
+    for a in ipr.get_addr():  # one dump for the node, not one per interface
+        if a["scope"] == 0:  # global; link-local fe80:: is the kernel's business
+            have_by_index.setdefault(a["index"], set()).add(
+                ipaddress.ip_interface(f"{a.get_attr('IFA_ADDRESS')}/{a['prefixlen']}"))
     for link in b.lab.links:
         for end in link.ends:
             if end.node != node.name:
                 continue
-            ipr, i = b.ipr[end.node], b.idx(end.node, end.ifname)
+            i = b.idx(end.node, end.ifname)
             want = {ipaddress.ip_interface(a) for a in (end.ipv4, end.ipv6 if link.ipv6 else None) if a}
-            have = set()
-            for a in ipr.get_addr(index=i):
-                if a["scope"] == 0:  # global; link-local fe80:: is the kernel's business
-                    have.add(ipaddress.ip_interface(f"{a.get_attr('IFA_ADDRESS')}/{a['prefixlen']}"))
+            have = have_by_index.get(i, set())
             for a in have - want:
                 ipr.addr("del", index=i, address=str(a.ip), prefixlen=a.network.prefixlen)
             for a in sorted(want - have, key=str):
                 # Below MTU 1280 the kernel drops IPv6 from an interface and does not bring the
-                # addresses back when the MTU rises: reconciling re-adds them here.
-                extra = {"flags": IFA_F_NODAD} if a.version == 6 else {}
-                ipr.addr("add", index=i, address=str(a.ip), prefixlen=a.network.prefixlen, **extra)
+                # addresses back when the MTU rises: reconciling re-adds them here. No duplicate
+                # address detection: it would hold a lab address back for 1-2 s.
+                b.batch(node.name).addr(i, str(a.ip), a.network.prefixlen, nodad=a.version == 6)
+    b.send_batches()
 
 
 def inspect(lab, node, ns: str) -> dict[str, Any]:
