@@ -159,3 +159,23 @@ def test_the_loopback_mark_is_read_from_a_raw_link_reply():
     assert netlink.link_alias(bytes.fromhex((data / "rtm_getlink_enodev.hex").read_text().strip())) is None
     assert netlink.link_alias(reply[:40]) is None  # cut short before the alias: none, no error
     assert netlink.link_alias(b"") is None
+
+
+def test_a_raw_link_dump_gives_names_indexes_mtus_states_and_masters():
+    from pathlib import Path
+
+    from linklab.backends.linux import netlink
+
+    data = Path(__file__).resolve().parent.parent / "data" / "tools" / "rtm_getlink_dump.hex"
+    chunks = [bytes.fromhex(line) for line in data.read_text().split()]
+    got, done = [], False
+    for c in chunks:
+        done, links = netlink.parse_link_dump(c)
+        got += links
+    assert done
+    by = {x["ifname"]: x for x in got}
+    assert sorted(by) == ["brq", "lo", "vq0", "vq1"]
+    assert (by["vq0"]["mtu"], by["vq0"]["up"], by["vq0"]["master"]) == (1400, True, None)
+    assert (by["vq1"]["mtu"], by["vq1"]["up"], by["vq1"]["master"]) == (1500, False, by["brq"]["index"])
+    assert by["lo"]["index"] == 1 and by["lo"]["mtu"] == 65536
+    assert len({x["index"] for x in got}) == 4

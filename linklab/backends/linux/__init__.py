@@ -312,8 +312,8 @@ class _Build:
     def idx(self, node: str, ifname: str) -> int | None:
         key = (node, ifname)
         if key not in self._indexes and node not in self._dumped:
-            for x in self.ipr[node].get_links():
-                self._indexes[(node, x.get_attr("IFLA_IFNAME"))] = x["index"]
+            for x in netlink.links(self.ns[node]):
+                self._indexes[(node, x["ifname"])] = x["index"]
             self._dumped.add(node)
         return self._indexes.get(key)
 
@@ -324,17 +324,19 @@ class _Build:
         return self._batches[node]
 
     def send_batches(self) -> None:
-        """Send every node's batched requests; what they made or changed is read afresh after."""
+        """Send every node's batched requests. The index cache stays true: batches create
+        interfaces only with indexes chosen by `new_index` and learned at once."""
         batches, self._batches = self._batches, {}
-        for node, b in batches.items():
-            if len(b):
-                b.send()
-                self._forget(node)
+        for b in batches.values():
+            b.send()
 
-    def _forget(self, node: str) -> None:
-        self._dumped.discard(node)
-        for key in [k for k in self._indexes if k[0] == node]:
-            del self._indexes[key]
+    def new_index(self, node: str, ifname: str) -> int:
+        """An interface index free in `node`'s namespace for `ifname`, learned now (the kernel
+        creates it with that index or fails): nothing to ask after creating it."""
+        self.idx(node, ifname)  # the namespace's interfaces dumped once, if not yet
+        i = max([1] + [v for (n, _), v in self._indexes.items() if n == node]) + 1
+        self._indexes[(node, ifname)] = i
+        return i
 
     def own(self, node: str, ifname: str) -> None:
         self.new["interfaces"].append(f"{node}/{ifname}")
@@ -349,7 +351,9 @@ class _Build:
                         if i is not None:  # half of a pair from an interrupted build
                             self.ipr[node].link("del", index=i)
                     # The first end made up at once (a bond member is downed before it is enslaved).
-                    self.batch(pair.a.node).veth(pair.a.ifname, pair.b.ifname, self.ns[pair.b.node])
+                    self.batch(pair.a.node).veth(pair.a.ifname, pair.b.ifname, self.ns[pair.b.node],
+                                                 index=self.new_index(pair.a.node, pair.a.ifname),
+                                                 peer_index=self.new_index(pair.b.node, pair.b.ifname))
                 marks += [(end.node, end.ifname) for end in (pair.a, pair.b)]
         self.send_batches()  # every pair exists before its ends are marked
         for node, ifname in marks:
@@ -413,8 +417,8 @@ class _Build:
     def mtu_and_up(self) -> None:
         # Every interface's MTU and state, one dump per namespace (not one request per interface;
         # setting an MTU changes no interface's state, so the same dump says which to bring up).
-        dump = {node: ipr.get_links() for node, ipr in self.ipr.items()}
-        self._mtus = {(node, x["index"]): x.get_attr("IFLA_MTU") for node, links in dump.items() for x in links}
+        dump = {node: netlink.links(self.ns[node]) for node in self.ipr}
+        self._mtus = {(node, x["index"]): x["mtu"] for node, links in dump.items() for x in links}
         for link in self.lab.links:
             bonded = {(b.node, m) for b in link.bonds for m in b.members}
             for pair in link.veths:
@@ -430,8 +434,8 @@ class _Build:
                 self._set_mtu(node.name, BRIDGE, node.port_mtu or node.mtu, fresh=True)
         for node, links in dump.items():
             for x in links:
-                if x.get("ifname") != "lo" and x.get("state") != "up":
-                    self.batch(node).set(x.get("ifname"), up=True)
+                if x["ifname"] != "lo" and not x["up"]:
+                    self.batch(node).set(x["ifname"], up=True)
         self.send_batches()
 
     def _set_mtu(self, node: str, ifname: str, mtu: int, fresh: bool = False) -> None:

@@ -125,20 +125,23 @@ class Batch:
         self._msgs: list[tuple[int, str, bytes]] = []
         self._fds: list[int] = []
 
-    def veth(self, ifname: str, peer: str, peer_ns: str, *, up: bool = True, mtu: int | None = None) -> None:
+    def veth(self, ifname: str, peer: str, peer_ns: str, *, up: bool = True, mtu: int | None = None,
+             index: int = 0, peer_index: int = 0) -> None:
         """A veth pair: `ifname` here (up at once when asked), `peer` in namespace `peer_ns`, down:
         the kernel brings a new peer up before the pair is joined, and a veth without its peer
-        refuses to open (ENOTCONN), so the peer is brought up by a later request."""
+        refuses to open (ENOTCONN), so the peer is brought up by a later request. `index`,
+        `peer_index`: the interface indexes to create them with (0: the kernel picks), so the
+        caller knows them without asking."""
         fd = os.open(_path(peer_ns), os.O_RDONLY)
         self._fds.append(fd)
         mtu_attr = [("IFLA_MTU", mtu)] if mtu else []
-        peer_msg = {"attrs": [("IFLA_IFNAME", peer), ("IFLA_NET_NS_FD", fd), *mtu_attr]}
+        peer_msg = {"attrs": [("IFLA_IFNAME", peer), ("IFLA_NET_NS_FD", fd), *mtu_attr], "index": peer_index}
         self._add(RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL, f"add veth {ifname} (peer {peer} in {peer_ns})",
-                  up=up, attrs=[("IFLA_IFNAME", ifname), *mtu_attr, ("IFLA_LINKINFO", {"attrs": [
+                  up=up, index=index, attrs=[("IFLA_IFNAME", ifname), *mtu_attr, ("IFLA_LINKINFO", {"attrs": [
                       ("IFLA_INFO_KIND", "veth"), ("IFLA_INFO_DATA", {"attrs": [("VETH_INFO_PEER", peer_msg)]})]})])
 
-    def bridge(self, ifname: str, *, stp: bool, forward_delay: int = 0) -> None:
-        self._add(RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL, f"add bridge {ifname}",
+    def bridge(self, ifname: str, *, stp: bool, forward_delay: int = 0, index: int = 0) -> None:
+        self._add(RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL, f"add bridge {ifname}", index=index,
                   attrs=[("IFLA_IFNAME", ifname), ("IFLA_LINKINFO", {"attrs": [
                       ("IFLA_INFO_KIND", "bridge"), ("IFLA_INFO_DATA", {"attrs": [
                           ("IFLA_BR_STP_STATE", int(stp)), ("IFLA_BR_FORWARD_DELAY", forward_delay)]})]})])
@@ -167,9 +170,9 @@ class Batch:
     def __len__(self) -> int:
         return len(self._msgs)
 
-    def _add(self, kind: int, flags: int, what: str, *, up: bool | None = None, attrs: list) -> None:
+    def _add(self, kind: int, flags: int, what: str, *, up: bool | None = None, attrs: list, index: int = 0) -> None:
         m = ifinfmsg()
-        m["index"] = 0
+        m["index"] = index
         if up is not None:
             m["flags"], m["change"] = (IFF_UP if up else 0), IFF_UP
         m["attrs"] = attrs
@@ -274,3 +277,67 @@ def link_alias(reply: bytes) -> str | None:
             return reply[off + 4:off + alen].split(b"\0", 1)[0].decode(errors="replace")
         off += (alen + 3) & ~3
     return None
+
+
+IFLA_IFNAME, IFLA_MTU, IFLA_MASTER = 3, 4, 10
+NLM_F_DUMP = 0x300
+NLMSG_DONE = 3
+
+
+def links(name: str) -> list[dict]:
+    """Every interface of namespace `name`: index, ifname, mtu, up (IFF_UP), master index. One
+    raw RTM_GETLINK dump with only these attributes picked out of each reply: pyroute2 decodes
+    every attribute of every link (statistics included), ~15 ms per namespace under software
+    emulation, and a build reads each namespace's links twice."""
+    fd = os.open(_path(name), os.O_RDONLY)
+    try:
+        with _inside(fd):
+            sock = socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, NETLINK_ROUTE)
+    finally:
+        os.close(fd)
+    out: list[dict] = []
+    with sock:
+        sock.bind((0, 0))
+        ifi = struct.pack("BxHiII", socket.AF_UNSPEC, 0, 0, 0, 0)
+        sock.send(_NLMSG_HDR.pack(16 + len(ifi), RTM_GETLINK, NLM_F_REQUEST | NLM_F_DUMP, 1, 0) + ifi)
+        while True:
+            data = sock.recv(1 << 20)
+            done, got = parse_link_dump(data)
+            out += got
+            if done:
+                return out
+
+
+def parse_link_dump(data: bytes) -> tuple[bool, list[dict]]:
+    """Pure: one recv() of an RTM_GETLINK dump -> (dump finished, the links in it)."""
+    out: list[dict] = []
+    off = 0
+    while off + 16 <= len(data):
+        length, kind = _NLMSG_HDR.unpack_from(data, off)[:2]
+        if length < 16:
+            break
+        if kind == NLMSG_DONE:
+            return True, out
+        if kind == NLMSG_ERROR:
+            code = struct.unpack_from("i", data, off + 16)[0]
+            raise NetlinkError(-code, "link dump failed")
+        if kind == RTM_NEWLINK:
+            index, flags = struct.unpack_from("iI", data, off + 20)
+            link = {"index": index, "up": bool(flags & IFF_UP), "ifname": None, "mtu": None, "master": None}
+            a = off + 16 + _IFINFOMSG_LEN
+            end = off + length
+            while a + 4 <= end:
+                alen, atype = struct.unpack_from("HH", data, a)
+                if alen < 4:
+                    break
+                atype &= 0x3FFF
+                if atype == IFLA_IFNAME:
+                    link["ifname"] = data[a + 4:a + alen].split(b"\0", 1)[0].decode()
+                elif atype == IFLA_MTU:
+                    link["mtu"] = struct.unpack_from("I", data, a + 4)[0]
+                elif atype == IFLA_MASTER:
+                    link["master"] = struct.unpack_from("I", data, a + 4)[0]
+                a += (alen + 3) & ~3
+            out.append(link)
+        off += (length + 3) & ~3
+    return False, out

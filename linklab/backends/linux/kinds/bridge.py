@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from linklab.backends.linux import netlink
+
 BRIDGE = "br0"
 
 
@@ -12,14 +14,15 @@ def check(lab, node) -> list[str]:
 
 
 def configure(b, node) -> None:
-    ipr = b.ipr[node.name]
-    if b.idx(node.name, BRIDGE) is None:
-        b.batch(node.name).bridge(BRIDGE, stp=node.stp)
-    b.batch(node.name).set(BRIDGE, alias=b.mark)
-    b.send_batches()
     br = b.idx(node.name, BRIDGE)
+    fresh = br is None
+    if fresh:
+        br = b.new_index(node.name, BRIDGE)
+        b.batch(node.name).bridge(BRIDGE, stp=node.stp, index=br)
+    b.batch(node.name).set(BRIDGE, alias=b.mark)
     b.own(node.name, BRIDGE)
-    masters = {x["index"]: x.get_attr("IFLA_MASTER") for x in ipr.get_links()}  # one dump, not one ask per port
+    # A new bridge has no ports yet; otherwise one dump says which ports it has, not one ask each.
+    masters = {} if fresh else {x["index"]: x["master"] for x in netlink.links(b.ns[node.name])}
     for port in ports(b.lab, node.name):
         if masters.get(b.idx(node.name, port)) != br:
             b.batch(node.name).set(port, master=br)
