@@ -236,8 +236,11 @@ def main() -> int:
                     host_figs = host_side_vm_figures(MEMORY_N)
         finally:
             if keep:
+                t0 = time.monotonic()
                 subprocess.run([sys.executable, "-m", "linklab", "down", f"bench{MEMORY_N}"], cwd=ROOT,
                                capture_output=True)
+                if host_figs is not None:  # linear,50's down, forwarded from the host (its up was timed inside)
+                    host_figs["down_forwarded_s"] = time.monotonic() - t0
             if not was_running:
                 subprocess.run([sys.executable, "-m", "linklab", "vm", "stop"], cwd=ROOT, capture_output=True)
         if rc:
@@ -273,6 +276,8 @@ def main() -> int:
               f"guest agent {gm.get('agent_rss_kb')} KiB, zygote {gm.get('zygote_rss_kb')} KiB resident")
         print(f"forwarded commands (median of 5): `linklab exec h1 -- true` {fmt(host_figs['exec_true_median_s'])} s, "
               f"`linklab status` {fmt(host_figs['status_median_s'])} s")
+        print(f"linear,{MEMORY_N} down, forwarded from the host (the forwarding included): "
+              f"{fmt(host_figs.get('down_forwarded_s'))} s")
     if vm and not vm.get("mininet") and not args.no_mininet:
         print("mininet: not installed where labs are built (`make bench` or `scripts/setup.sh --bench` installs it)")
     (RESULTS / "lab_up.json").write_text(json.dumps({"vm": vm, "native": native, "host_side": host_figs,
