@@ -236,6 +236,9 @@ def main() -> int:
                     host_figs = host_side_vm_figures(MEMORY_N)
         finally:
             if keep:
+                # Kept: the last lab's `down` would stop the VM too, and time that (the script
+                # stops it below if it started it).
+                placement.keep_vm()
                 t0 = time.monotonic()
                 subprocess.run([sys.executable, "-m", "linklab", "down", f"bench{MEMORY_N}"], cwd=ROOT,
                                capture_output=True)
