@@ -50,16 +50,20 @@ def _path(name: str) -> str:
     return os.path.join(netns.NETNS_RUN_DIR, name)
 
 
-def iproute(name: str) -> IPRoute:
-    """An IPRoute whose socket lives in the existing namespace `name` (FileNotFoundError if it
-    does not exist: a typo must not create one)."""
+def route_socket(name: str) -> socket.socket:
+    """An rtnetlink socket that lives in the existing namespace `name` (FileNotFoundError if it
+    does not exist: a typo must not create one); it stays bound to that namespace."""
     fd = os.open(_path(name), os.O_RDONLY)
     try:
         with _inside(fd):
-            sock = socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, NETLINK_ROUTE)
+            return socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, NETLINK_ROUTE)
     finally:
         os.close(fd)
-    return IPRoute(fileno=sock.detach())
+
+
+def iproute(name: str) -> IPRoute:
+    """An IPRoute whose socket lives in the existing namespace `name` (see route_socket)."""
+    return IPRoute(fileno=route_socket(name).detach())
 
 
 def create(name: str) -> None:
@@ -188,13 +192,7 @@ class Batch:
         if not self._msgs:
             return
         try:
-            fd = os.open(_path(self.name), os.O_RDONLY)
-            try:
-                with _inside(fd):
-                    sock = socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, NETLINK_ROUTE)
-            finally:
-                os.close(fd)
-            with sock:
+            with route_socket(self.name) as sock:
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
                 sock.bind((0, 0))
                 errors = _pipeline(sock, self._msgs)
@@ -213,7 +211,6 @@ def _pipeline(sock: socket.socket, msgs: list[tuple[int, str, bytes]]) -> list[t
     """Send every message, then read one ack (NLMSG_ERROR, 0 = success) per message; return the
     failures as (sequence number, errno). Sent in chunks the socket buffers can hold."""
     errors: list[tuple[int, int]] = []
-    pending = {seq for seq, _, _ in msgs}
     chunk = 64
     for start in range(0, len(msgs), chunk):
         part = msgs[start:start + chunk]
@@ -229,7 +226,6 @@ def _pipeline(sock: socket.socket, msgs: list[tuple[int, str, bytes]]) -> list[t
                     if code:
                         errors.append((seq, -code))
                     want.discard(seq)
-                    pending.discard(seq)
                 off += max(length, 16)
     return errors
 
@@ -246,14 +242,9 @@ def read_alias(name: str, index: int) -> str | None:
     loopback mark of every namespace it removes, and an IPRoute per namespace cost ~25 ms of
     that under software emulation."""
     try:
-        fd = os.open(_path(name), os.O_RDONLY)
+        sock = route_socket(name)
     except OSError:
         return None
-    try:
-        with _inside(fd):
-            sock = socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, NETLINK_ROUTE)
-    finally:
-        os.close(fd)
     with sock:
         sock.bind((0, 0))
         ifi = struct.pack("BxHiII", socket.AF_UNSPEC, 0, index, 0, 0)
@@ -289,14 +280,8 @@ def links(name: str) -> list[dict]:
     raw RTM_GETLINK dump with only these attributes picked out of each reply: pyroute2 decodes
     every attribute of every link (statistics included), ~15 ms per namespace under software
     emulation, and a build reads each namespace's links twice."""
-    fd = os.open(_path(name), os.O_RDONLY)
-    try:
-        with _inside(fd):
-            sock = socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, NETLINK_ROUTE)
-    finally:
-        os.close(fd)
     out: list[dict] = []
-    with sock:
+    with route_socket(name) as sock:
         sock.bind((0, 0))
         ifi = struct.pack("BxHiII", socket.AF_UNSPEC, 0, 0, 0, 0)
         sock.send(_NLMSG_HDR.pack(16 + len(ifi), RTM_GETLINK, NLM_F_REQUEST | NLM_F_DUMP, 1, 0) + ifi)
