@@ -151,32 +151,21 @@ def test_counters_read_in_process_are_what_nstat_and_tc_print(make_lab):
     finally:
         procs.stop_popen([srv])
     for node in ("h1", "h2"):
-        mine, theirs = nstat.read_counters(lb.ns(node)), nstat.Nstat().run(netns=lb.ns(node))
-        assert mine["TcpOutSegs"] > 100, mine["TcpOutSegs"]  # the counters did move
-        assert mine == theirs
-        q_mine = counters.read_qdiscs(lb.ns(node))
+        # The tool's reading is taken between two of ours: a counter that moved by itself in
+        # between (an IPv6 multicast report, a TCP timer) must lie between them; a still one is equal.
+        first, theirs = nstat.read_counters(lb.ns(node)), nstat.Nstat().run(netns=lb.ns(node))
+        last = nstat.read_counters(lb.ns(node))
+        assert first["TcpOutSegs"] > 100, first["TcpOutSegs"]  # the counters did move
+        assert set(first) == set(theirs) == set(last)
+        outside = {k: (first[k], v, last[k]) for k, v in theirs.items() if not first[k] <= v <= last[k]}
+        assert outside == {}
+        moved = [k for k in first if first[k] != last[k]]
+        assert len(moved) <= 10, moved  # a handful at most: the lab is still
+        q_first = counters.read_qdiscs(lb.ns(node))
         q_tc = disturbance.parse_qdisc_stats(lb.run(node, ["tc", "-s", "qdisc", "show"]).stdout)
-        assert q_mine == q_tc
-        assert sum(v["sent_pkts"] for v in q_mine.values()) > 100
-
-
-def test_a_pipelined_netlink_batch_reports_each_failed_request(make_lab):
-    # Requests are sent back to back and acknowledged together: every failure must still come
-    # back naming its request, and the requests around it must still be applied.
-    from pyroute2.netlink.exceptions import NetlinkError
-
-    from linklab.backends.linux import netlink
-
-    lb = make_lab("bond2.yaml", "itbatch")
-    b = netlink.Batch(lb.ns("h1"))
-    b.set("lo", alias="before")
-    b.set("no-such-if0", alias="x")
-    b.set("no-such-if1", mtu=1400)
-    b.set("lo", alias="after")
-    with pytest.raises(NetlinkError) as e:
-        b.send()
-    assert "set no-such-if0 alias=x" in str(e.value) and "set no-such-if1 mtu=1400" in str(e.value)
-    assert e.value.code == 19  # ENODEV
-    assert "alias after" in lb.run("h1", ["ip", "link", "show", "lo"]).stdout
-    assert len(b) == 0  # sent: a second send sends nothing
-    b.send()
+        q_last = counters.read_qdiscs(lb.ns(node))
+        assert set(q_first) == set(q_tc) == set(q_last)
+        for key, v in q_tc.items():
+            for field, n in v.items():
+                assert q_first[key][field] <= n <= q_last[key][field], (key, field, q_first[key], v, q_last[key])
+        assert sum(v["sent_pkts"] for v in q_first.values()) > 100
