@@ -18,9 +18,9 @@ from linklab.backends.base import bond_summary
 from linklab.measure.ping import Ping
 from linklab.model.resolved import Lab
 
-IP_HEADER = {4: 28, 6: 48}
+IP_HEADER = {4: 28, 6: 48}  # IPv4+ICMP, IPv6+ICMPv6 header bytes before the ping payload
 PING_GAP_S = 0.02
-NEXT_WAIT_S = 0.5  # IPv4+ICMP, IPv6+ICMPv6 header bytes before the ping payload
+NEXT_WAIT_S = 0.5
 
 
 @dataclass

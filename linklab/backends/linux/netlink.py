@@ -17,9 +17,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from pyroute2 import IPRoute, netns
-from pyroute2.netlink import NETLINK_ROUTE, NLM_F_ACK, NLM_F_CREATE, NLM_F_EXCL, NLM_F_REQUEST, NLMSG_ERROR
+from pyroute2.netlink import (NETLINK_ROUTE, NLM_F_ACK, NLM_F_CREATE, NLM_F_DUMP, NLM_F_EXCL, NLM_F_REQUEST,
+                              NLMSG_DONE, NLMSG_ERROR)
 from pyroute2.netlink.exceptions import NetlinkError
-from pyroute2.netlink.rtnl import RTM_NEWADDR, RTM_NEWLINK, RTM_SETLINK
+from pyroute2.netlink.rtnl import RTM_GETLINK, RTM_NEWADDR, RTM_NEWLINK, RTM_SETLINK
 from pyroute2.netlink.rtnl.ifaddrmsg import IFA_F_NODAD, ifaddrmsg
 from pyroute2.netlink.rtnl.ifinfmsg import IFF_UP, ifinfmsg
 
@@ -50,15 +51,22 @@ def _path(name: str) -> str:
     return os.path.join(netns.NETNS_RUN_DIR, name)
 
 
-def route_socket(name: str) -> socket.socket:
-    """An rtnetlink socket that lives in the existing namespace `name` (FileNotFoundError if it
-    does not exist: a typo must not create one); it stays bound to that namespace."""
+@contextmanager
+def _inside_named(name: str) -> Iterator[None]:
+    """Run the block in the existing namespace `name` (FileNotFoundError if there is none)."""
     fd = os.open(_path(name), os.O_RDONLY)
     try:
         with _inside(fd):
-            return socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, NETLINK_ROUTE)
+            yield
     finally:
         os.close(fd)
+
+
+def route_socket(name: str) -> socket.socket:
+    """An rtnetlink socket that lives in the existing namespace `name` (FileNotFoundError if it
+    does not exist: a typo must not create one); it stays bound to that namespace."""
+    with _inside_named(name):
+        return socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, NETLINK_ROUTE)
 
 
 def iproute(name: str) -> IPRoute:
@@ -98,19 +106,36 @@ def read_proc_net(name: str, files: list[str]) -> dict[str, str]:
     inside it (/proc/thread-self/net follows the thread's namespace; /proc/self/net the main
     thread's). A file the kernel lacks (no IPv6: no snmp6) reads as "". Costs no process: under
     software emulation `nstat` in a namespace costs ~200 ms, this ~5 ms."""
-    fd = os.open(_path(name), os.O_RDONLY)
     out: dict[str, str] = {}
-    try:
-        with _inside(fd):
-            for f in files:
-                try:
-                    with open(f"/proc/thread-self/net/{f}") as fh:
-                        out[f] = fh.read()
-                except FileNotFoundError:
-                    out[f] = ""
-    finally:
-        os.close(fd)
+    with _inside_named(name):
+        for f in files:
+            try:
+                with open(f"/proc/thread-self/net/{f}") as fh:
+                    out[f] = fh.read()
+            except FileNotFoundError:
+                out[f] = ""
     return out
+
+
+_NLMSG_HDR = struct.Struct("IHHII")  # struct nlmsghdr: length, type, flags, sequence, port
+_IFINFOMSG_LEN = 16
+IFLA_IFNAME, IFLA_MTU, IFLA_MASTER, IFLA_IFALIAS = 3, 4, 10, 20  # linux/if_link.h
+
+
+def _attrs(data: bytes, start: int, end: int) -> Iterator[tuple[int, bytes]]:
+    """The netlink attributes (type, payload) between start and end of a message; a malformed
+    one ends the walk (a reply cut short yields what came before it)."""
+    off = start
+    while off + 4 <= end:
+        alen, atype = struct.unpack_from("HH", data, off)
+        if alen < 4:
+            return
+        yield atype & 0x3FFF, data[off + 4:off + alen]  # the top bits are the nested/byte-order flags
+        off += (alen + 3) & ~3
+
+
+def _string(value: bytes) -> str:
+    return value.split(b"\0", 1)[0].decode(errors="replace")
 
 
 class Batch:
@@ -220,7 +245,7 @@ def _pipeline(sock: socket.socket, msgs: list[tuple[int, str, bytes]]) -> list[t
             data = sock.recv(1 << 16)
             off = 0
             while off + 16 <= len(data):
-                length, kind, _flags, seq, _pid = struct.unpack_from("IHHII", data, off)
+                length, kind, _flags, seq, _pid = _NLMSG_HDR.unpack_from(data, off)
                 if kind == NLMSG_ERROR and seq in want:
                     code = struct.unpack_from("i", data, off + 16)[0]
                     if code:
@@ -230,10 +255,6 @@ def _pipeline(sock: socket.socket, msgs: list[tuple[int, str, bytes]]) -> list[t
     return errors
 
 
-IFLA_IFALIAS = 20  # linux/if_link.h
-_NLMSG_HDR = struct.Struct("IHHII")
-_IFINFOMSG_LEN = 16
-RTM_GETLINK = 18
 
 
 def read_alias(name: str, index: int) -> str | None:
@@ -259,20 +280,12 @@ def link_alias(reply: bytes) -> str | None:
     length, kind = _NLMSG_HDR.unpack_from(reply, 0)[:2]
     if kind != RTM_NEWLINK:
         return None
-    off = 16 + _IFINFOMSG_LEN
-    while off + 4 <= min(length, len(reply)):
-        alen, atype = struct.unpack_from("HH", reply, off)
-        if alen < 4:
-            break
-        if atype & 0x3FFF == IFLA_IFALIAS:
-            return reply[off + 4:off + alen].split(b"\0", 1)[0].decode(errors="replace")
-        off += (alen + 3) & ~3
+    for atype, value in _attrs(reply, 16 + _IFINFOMSG_LEN, min(length, len(reply))):
+        if atype == IFLA_IFALIAS:
+            return _string(value)
     return None
 
 
-IFLA_IFNAME, IFLA_MTU, IFLA_MASTER = 3, 4, 10
-NLM_F_DUMP = 0x300
-NLMSG_DONE = 3
 
 
 def links(name: str) -> list[dict]:
@@ -309,20 +322,11 @@ def parse_link_dump(data: bytes) -> tuple[bool, list[dict]]:
         if kind == RTM_NEWLINK:
             index, flags = struct.unpack_from("iI", data, off + 20)
             link = {"index": index, "up": bool(flags & IFF_UP), "ifname": None, "mtu": None, "master": None}
-            a = off + 16 + _IFINFOMSG_LEN
-            end = off + length
-            while a + 4 <= end:
-                alen, atype = struct.unpack_from("HH", data, a)
-                if alen < 4:
-                    break
-                atype &= 0x3FFF
+            for atype, value in _attrs(data, off + 16 + _IFINFOMSG_LEN, off + length):
                 if atype == IFLA_IFNAME:
-                    link["ifname"] = data[a + 4:a + alen].split(b"\0", 1)[0].decode()
-                elif atype == IFLA_MTU:
-                    link["mtu"] = struct.unpack_from("I", data, a + 4)[0]
-                elif atype == IFLA_MASTER:
-                    link["master"] = struct.unpack_from("I", data, a + 4)[0]
-                a += (alen + 3) & ~3
+                    link["ifname"] = _string(value)
+                elif atype in (IFLA_MTU, IFLA_MASTER):
+                    link["mtu" if atype == IFLA_MTU else "master"] = struct.unpack_from("I", value)[0]
             out.append(link)
         off += (length + 3) & ~3
     return False, out

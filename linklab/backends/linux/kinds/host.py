@@ -7,7 +7,6 @@ import ipaddress
 from typing import Any
 
 
-
 def check(lab, node) -> list[str]:
     return []
 
