@@ -4,6 +4,7 @@ import csv
 import json
 import os
 import signal
+import statistics
 import subprocess
 import sys
 import time
@@ -84,22 +85,28 @@ def test_goodput_at_every_mtu_matches_theory_within_1_percent(results, cleanup_l
     cleanup_labs.append("onelink")
     store = run(DATA / "goodput.yaml", Options(results=results), say=lambda *_: None)
     rows = rows_of(store)
-    assert sorted(int(r["mtu"]) for r in rows) == [450, 1500, 9200]
+    by_mtu: dict[int, list[float]] = {}
     for r in rows:
-        mtu = int(r["mtu"])
+        by_mtu.setdefault(int(r["mtu"]), []).append(float(r["throughput_bps"]))
+    assert sorted(by_mtu) == [450, 1500, 9200] and all(len(v) == 3 for v in by_mtu.values())
+    for mtu, rates in by_mtu.items():
         # TCP payload per frame (IP 20 + TCP 20 + timestamps 12) over the bytes the shaper counts
         # (the frame with its 14-byte Ethernet header): 34.3 / 38.2 / 39.7 Mbit/s at 40 Mbit/s.
         theory = GOODPUT_RATE_BPS * (mtu - 52) / (mtu + 14)
-        got = float(r["throughput_bps"])
-        assert abs(got - theory) / theory < 0.01, f"MTU {mtu}: {got / 1e6:.2f} Mbit/s vs theory {theory / 1e6:.2f}"
+        median = statistics.median(rates)
+        shown = ", ".join(f"{x / 1e6:.2f}" for x in rates)
+        assert abs(median - theory) / theory < 0.01, f"MTU {mtu}: median of {shown} Mbit/s vs theory {theory / 1e6:.2f}"
+        # Every repetition, a stalled one included, stays within 5 %: a wrong shaper or header
+        # count would move all three.
+        assert all(abs(x - theory) / theory < 0.05 for x in rates), f"MTU {mtu}: {shown} Mbit/s vs theory {theory / 1e6:.2f}"
 
 
 def test_rerun_resumes_and_complete_run_is_not_redone(results, cleanup_labs):
     cleanup_labs.append("onelink")
-    first = run(DATA / "goodput.yaml", Options(results=results), say=lambda *_: None)
-    again = run(DATA / "goodput.yaml", Options(results=results), say=lambda *_: None)
+    first = run(DATA / "goodput.yaml", Options(results=results, quick=True), say=lambda *_: None)
+    again = run(DATA / "goodput.yaml", Options(results=results, quick=True), say=lambda *_: None)
     assert again.path == first.path  # complete: nothing re-measured, nothing overwritten
-    forced = run(DATA / "goodput.yaml", Options(results=results, force=True), say=lambda *_: None)
+    forced = run(DATA / "goodput.yaml", Options(results=results, quick=True, force=True), say=lambda *_: None)
     assert forced.path != first.path and len(rows_of(first)) == 3 and len(rows_of(forced)) == 3
 
 
