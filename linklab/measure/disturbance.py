@@ -11,6 +11,10 @@ Each flag comes with its evidence, so a report can mark the point and say why:
   host_disturbed   other work took >= HOST_OTHER_PCT of the host's cores during the window (the
                    host's /proc/stat minus the lab VM's QEMU process, recorded by the host side:
                    linklab/vm/hostcpu.py): the emulator was short of CPU, its neighbours were not
+  emulator_rtt     the idle RTT's median exceeds the round trip the topology asks for on the path
+                   (linklab/model/paths.py) by >= EMULATOR_RTT_MS and at least doubles it: the
+                   emulator's own latency dominates, so RTT, RTT under load and cwnd / rate
+                   measure the emulator (only rows that measured an idle ping can carry it)
 Counters come from every qdisc before and after the repetition (netlink: counters.read_qdiscs; tc's
 text of the same counters, `tc -s qdisc show`, is read by parse_qdisc_stats).
 """
@@ -24,6 +28,9 @@ from typing import Any
 CORE_BUSY_PCT = 85.0  # E1 20-stream points reached 85-93 % in the lab VM
 HOST_OTHER_PCT = 25.0  # % of all host cores: on 2 cores, half a core of other work
 QUEUE_DROP_PCT = 0.1  # % of a queue's packets: 10x slow start's overshoot seen on quiet runs
+# ms the lab may add to the asked round trip unflagged: a native veth/bridge path adds ~0.05 ms,
+# the lab VM under software emulation 0.3-2 ms (E5 receiver A: 0.25 ms asked, 0.5-2 ms measured).
+EMULATOR_RTT_MS = 0.2
 
 _QDISC = re.compile(r"^qdisc (?P<kind>\S+) (?P<handle>\S+:)\S* (?:dev (?P<dev>\S+) )?(?P<where>root|parent \S+)")
 _SENT = re.compile(r"^\s*Sent (?P<bytes>\d+) bytes (?P<pkts>\d+) pkt \(dropped (?P<dropped>\d+), "
@@ -85,11 +92,14 @@ def leaf_drops(drops: Mapping[str, int]) -> int:
 
 def flags(row: Mapping[str, Any], drops: Mapping[str, int] | None = None,
           lossy_ifaces: set[str] | frozenset[str] = frozenset(), core_busy_pct: float = CORE_BUSY_PCT,
-          sent: Mapping[str, int] | None = None, drop_pct: float = QUEUE_DROP_PCT) -> dict[str, str]:
+          sent: Mapping[str, int] | None = None, drop_pct: float = QUEUE_DROP_PCT,
+          asked_rtt_ms: float | None = None) -> dict[str, str]:
     """{"flags": "core_saturated;queue_dropped", "flag_evidence": "..."} from a row's per-core CPU
     (cpu<N>_busy_pct) and the qdisc drop deltas; interfaces whose impairment asks for loss
     (`lossy_ifaces`, "node/ifname" or "ifname") do not count. With `sent` (packets each qdisc
-    sent, sent_delta), a queue counts only when its drops reach `drop_pct` % of what it handled."""
+    sent, sent_delta), a queue counts only when its drops reach `drop_pct` % of what it handled.
+    With `asked_rtt_ms` (the path's delays, linklab/model/paths.py), a row's idle RTT
+    (ping_rtt_p50_ms) is judged against it."""
     names: list[str] = []
     evidence: list[str] = []
     cores = {k: v for k, v in row.items() if re.fullmatch(r"cpu\d+_busy_pct", k) and isinstance(v, (int, float))}
@@ -112,4 +122,11 @@ def flags(row: Mapping[str, Any], drops: Mapping[str, int] | None = None,
         names.append("host_disturbed")
         evidence.append(f"host {row.get('host_busy_pct')}% busy, lab VM {row.get('host_qemu_pct')}%, "
                         f"other work {other}% of {row.get('host_cpus')} cores (>= {HOST_OTHER_PCT:g}%)")
+    idle = row.get("ping_rtt_p50_ms")
+    if asked_rtt_ms is not None and isinstance(idle, (int, float)):
+        extra = idle - asked_rtt_ms
+        if extra >= EMULATOR_RTT_MS and idle >= 2 * asked_rtt_ms:
+            names.append("emulator_rtt")
+            evidence.append(f"idle RTT {idle:.3g} ms, the path asks {asked_rtt_ms:.3g} ms: the emulator adds "
+                            f"{extra:.2g} ms (>= {EMULATOR_RTT_MS:g} ms), so delay figures measure it")
     return {"flags": ";".join(names), "flag_evidence": "; ".join(evidence)}

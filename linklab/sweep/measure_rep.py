@@ -23,6 +23,7 @@ from linklab.measure.cpu import CpuSampler
 from linklab.measure.iperf3 import Iperf3Client, Iperf3Server, aggregate, parse_result
 from linklab.measure.ping import Ping, under_load_row
 from linklab.measure.reorder import ReorderProbe
+from linklab.model import paths
 from linklab.model.resolved import Lab
 from linklab.sweep.experiment import Event
 from linklab.vm import hostcpu
@@ -278,7 +279,10 @@ def measure(lab: Lab, plan: PointPlan, measure_what: list[str], omit: float,
     with clock.phase("host_cpu"):
         # Last: it waits for the host's first CPU sample after the window (once a second).
         row.update(host_cpu_row(wall0, wall1))
-    row.update(disturbance.flags(row, drops, lossy_ifaces(lab), sent=disturbance.sent_delta(q_before, q_after)))
+    asked = paths.asked_rtt_s(lab, plan.client, plan.server)
+    row["path_asked_rtt_ms"] = None if asked is None else round(asked * 1e3, 4)
+    row.update(disturbance.flags(row, drops, lossy_ifaces(lab), sent=disturbance.sent_delta(q_before, q_after),
+                                 asked_rtt_ms=row["path_asked_rtt_ms"]))
     row.update(queue_row(lab, plan.client))
     return raw, row
 

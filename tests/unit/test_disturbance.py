@@ -70,3 +70,17 @@ def test_parse_qdisc_stats_on_captured_tc_output():
 def test_leaf_drops_count_each_packet_once():
     # As the goodput sweep reported it: htb's root counts the drops of its bfifo child too.
     assert d.leaf_drops({"h1/eth1 bfifo 10:": 11, "h1/eth1 htb 1:": 11, "s1/eth2 netem 1:": 2}) == 13
+
+
+def test_emulator_rtt_flags_a_path_whose_idle_rtt_the_emulator_dominates():
+    # E5 receiver A in the lab VM: 0.28 ms asked, 1.1 ms measured.
+    f = d.flags({"ping_rtt_p50_ms": 1.1}, asked_rtt_ms=0.28)
+    assert f["flags"] == "emulator_rtt" and "idle RTT 1.1 ms, the path asks 0.28 ms" in f["flag_evidence"]
+    # Receiver C: 28.2 ms asked, 29.3 measured: the emulator's 1.1 ms is under half of it.
+    assert d.flags({"ping_rtt_p50_ms": 29.3}, asked_rtt_ms=28.2)["flags"] == ""
+    # A native path adds ~0.05 ms: below EMULATOR_RTT_MS, even with nothing asked.
+    assert d.flags({"ping_rtt_p50_ms": 0.05}, asked_rtt_ms=0.0)["flags"] == ""
+    assert d.flags({"ping_rtt_p50_ms": 0.05 + d.EMULATOR_RTT_MS}, asked_rtt_ms=0.0)["flags"] == "emulator_rtt"
+    # No idle ping measured, or no path known: nothing to judge.
+    assert d.flags({}, asked_rtt_ms=0.28)["flags"] == ""
+    assert d.flags({"ping_rtt_p50_ms": 1.1}, asked_rtt_ms=None)["flags"] == ""
