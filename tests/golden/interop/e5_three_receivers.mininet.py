@@ -22,7 +22,7 @@ LAB = {
         'snd': {'main_intf': 'bond0', 'sysctls': {'net.ipv4.tcp_congestion_control': 'cubic'}},
         'rxa': {'main_intf': 'eth1', 'sysctls': {}},
         'rxb': {'main_intf': 'eth1', 'sysctls': {}},
-        'rxc': {'main_intf': 'eth1', 'sysctls': {'net.ipv4.tcp_rmem': '4096 13107 419430'}},
+        'rxc': {'main_intf': 'eth1', 'sysctls': {'net.ipv4.tcp_rmem': '4096 13107 838860'}},
     },
     'switches': {
         'sw': {'stp': False},
