@@ -2,6 +2,10 @@
 beside it, fsync, rename over the target, fsync the directory (so the rename survives a power
 cut). A crash, even `kill -9`, leaves the old file or the new one, plus at worst a
 `.<name>.tmp-<pid>` leftover that readers ignore and `clean_partial`/`linklab clean` remove.
+
+And the one way it reads a file given to it as input (read_text_input): bounded, text only, with
+an error naming the file. Here, not beside the YAML loader: reading a state file must not import
+pydantic (a forwarded command's host side would pay 0.1 s for it).
 """
 
 from __future__ import annotations
@@ -11,6 +15,8 @@ import json
 import os
 from pathlib import Path
 from typing import Any
+
+from linklab.errors import UsageError, ValidationFailed
 
 TMP_MARK = ".tmp-"
 
@@ -73,3 +79,31 @@ def write_atomic(path: Path, content: bytes | str) -> None:
 
 def write_json_atomic(path: Path, data: Any) -> None:
     write_atomic(Path(path), json.dumps(data, indent=1, sort_keys=True, default=str) + "\n")
+
+# Real topologies and experiments are a few KiB: a multi-GiB log passed by mistake is refused
+# with an error instead of exhausting memory (the YAML loader bounds nesting and aliases too).
+MAX_INPUT_BYTES = 1 << 20
+
+
+def read_text_input(path: Path, limit: int = MAX_INPUT_BYTES) -> str:
+    """A file linklab reads as input, as text: missing, unreadable, too big, binary or not
+    UTF-8 are each a clear error naming the file (exit 2), raised before anything changes."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(limit + 1)
+    except FileNotFoundError:
+        raise UsageError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise UsageError(f"{path}: is a directory, not a file") from None
+    except OSError as e:
+        raise UsageError(f"{path}: cannot read: {e.strerror}") from None
+    if len(data) > limit:
+        raise ValidationFailed(str(path), [f"(file): larger than {limit // 1024} KiB: not a linklab input file"])
+    nul = data.find(b"\0")
+    if nul >= 0:
+        raise ValidationFailed(str(path), [f"(file): binary data (a NUL byte at offset {nul}): not a text file"])
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data[:e.start].count(b"\n") + 1
+        raise ValidationFailed(str(path), [f"(file): not UTF-8 text (byte 0x{data[e.start]:02x} on line {line})"]) from None

@@ -59,7 +59,7 @@ def load(lab: str) -> dict[str, Any] | None:
     p = path_for(lab)
     if not p.exists():
         return None
-    from linklab.model.loader import read_text_input
+    from linklab.fsutil import read_text_input
     try:
         data = json.loads(read_text_input(p, limit=16 << 20))
     except (json.JSONDecodeError, LinklabError) as e:

@@ -14,6 +14,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from linklab.errors import UsageError, ValidationFailed
+from linklab.fsutil import read_text_input
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -28,11 +29,10 @@ def format_path(loc: tuple) -> str:
     return out or "(top level)"
 
 
-# Limits on what a YAML input may be. Real topologies and experiments are a few KiB with
-# nesting under 10 and a handful of anchors; these bounds stop a hostile or broken file
-# (a multi-GiB log passed by mistake, `[[[[...` a million deep, a "billion laughs" alias bomb
-# whose expansion would never finish) with an error instead of a hang or an exhausted memory.
-MAX_INPUT_BYTES = 1 << 20
+# Limits on what a YAML input may be, beside its size (linklab/fsutil.py: MAX_INPUT_BYTES). Real
+# topologies and experiments nest under 10 levels with a handful of anchors; these bounds stop
+# a hostile or broken file (`[[[[...` a million deep, a "billion laughs" alias bomb whose
+# expansion would never finish) with an error instead of a hang or an exhausted memory.
 MAX_DEPTH = 64
 MAX_ALIASES = 100
 
@@ -115,30 +115,6 @@ def _compose(text: str):
         return loader.get_single_node()
     finally:
         loader.dispose()
-
-
-def read_text_input(path: Path, limit: int = MAX_INPUT_BYTES) -> str:
-    """A file linklab reads as input, as text: missing, unreadable, too big, binary or not
-    UTF-8 are each a clear error naming the file (exit 2), raised before anything changes."""
-    try:
-        with open(path, "rb") as f:
-            data = f.read(limit + 1)
-    except FileNotFoundError:
-        raise UsageError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise UsageError(f"{path}: is a directory, not a file") from None
-    except OSError as e:
-        raise UsageError(f"{path}: cannot read: {e.strerror}") from None
-    if len(data) > limit:
-        raise ValidationFailed(str(path), [f"(file): larger than {limit // 1024} KiB: not a linklab input file"])
-    nul = data.find(b"\0")
-    if nul >= 0:
-        raise ValidationFailed(str(path), [f"(file): binary data (a NUL byte at offset {nul}): not a text file"])
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        line = data[:e.start].count(b"\n") + 1
-        raise ValidationFailed(str(path), [f"(file): not UTF-8 text (byte 0x{data[e.start]:02x} on line {line})"]) from None
 
 
 class LineMap:

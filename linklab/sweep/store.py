@@ -377,7 +377,7 @@ def _full_row(point: Point, rep: int, row: Mapping[str, Any], tool: Mapping[str,
 
 def _read_json_input(path: Path) -> dict[str, Any]:
     """A results file read back (to resume or report): damaged is a clear error with its path."""
-    from linklab.model.loader import read_text_input
+    from linklab.fsutil import read_text_input
     try:
         data = json.loads(read_text_input(path, limit=64 << 20))
     except json.JSONDecodeError as e:
