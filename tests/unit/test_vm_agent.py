@@ -248,6 +248,26 @@ def test_warm_run_restarts_when_sources_change(warm_served, tmp_path):
     assert out.startswith("warm 2")
 
 
+def test_warm_run_trusts_the_hosts_source_digest(warm_served, tmp_path):
+    # The host sends a digest of the sources (SOURCES_ENV) so the zygote need not stat its
+    # files over 9p before each run: equal to the one it took at start, the run is warm; any
+    # .py file changed under its roots (loaded or not) makes it stale, and the run goes cold.
+    from linklab.vm.zygote import SOURCES_ENV, tree_digest
+
+    ch, pkg = warm_served
+
+    def run_with_digest():
+        out = io.BytesIO()
+        argv = [os.sys.executable, "-m", "zprobe"]
+        ch.run(argv, str(tmp_path), {SOURCES_ENV: tree_digest([tmp_path])}, None, out, io.BytesIO(), warm=True)
+        return out.getvalue().decode()
+
+    assert run_with_digest().startswith("warm 1")
+    time.sleep(0.05)
+    (pkg / "never_loaded.py").write_text("X = 1\n")
+    assert run_with_digest().startswith("cold 1")
+
+
 def test_warm_ctrl_c(warm_served, tmp_path):
     ch, _ = warm_served
     code = warm_run(ch, ["wait"], tmp_path, stdout=CtrlCOnce())[0]
