@@ -33,6 +33,8 @@ IDLE_SLEEP = 0.05  # a port with no host attached reads EOF at once; this keeps 
 # The guest hears of host disconnects/connects asynchronously, and a "disconnected" can arrive after
 # the next client's first bytes. So only a disconnect that lasts this long counts as the client gone.
 HUP_GRACE = 2.0
+POLL_MS = 100  # how often a running command's loop looks at its exit and deadline
+EXIT_POLL_FIRST_MS = 5
 GRACE_AFTER_EXIT = 1.0  # a daemon the command left behind may hold its pipes open; don't wait on it
 KILL_GRACE = 3.0
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -306,11 +308,19 @@ class PortServer:
         deadline = time.monotonic() + timeout if timeout else None
         exited_at = None
         timed_out = False
+        # Once the command has closed its output, only its exit is awaited, and nothing wakes the
+        # poll for it: look again after 5 ms, 10, 20... up to the usual 100 (a short command's
+        # exit used to wait up to 100 ms here).
+        exit_wait_ms = EXIT_POLL_FIRST_MS
         while True:
             while self.pending:  # frames that arrived together with the request
                 if self.control(proc, self.pending.popleft()):
                     return None
-            for fd, ev in poller.poll(100):
+            if streams:
+                wait_ms = POLL_MS
+            else:
+                wait_ms, exit_wait_ms = exit_wait_ms, min(2 * exit_wait_ms, POLL_MS)
+            for fd, ev in poller.poll(wait_ms):
                 if fd == self.port.fd:
                     data = self.port.read_now()
                     if data == b"":
