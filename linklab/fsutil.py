@@ -77,8 +77,20 @@ def write_atomic(path: Path, content: bytes | str) -> None:
     fsync_dir(path.parent)
 
 
+def json_text(data: Any) -> str:
+    """JSON as linklab writes its files: an object one top-level key per line (readable and
+    diffable), each value compact on its line. Why not indent=1: only unindented dumps use json's
+    C encoder; indented, a linear,50 lab's state (350 KB) took 14 ms natively and ~0.35 s under
+    software emulation, twice per `up`; compact, 2 ms."""
+    if not isinstance(data, dict) or not data:
+        return json.dumps(data, sort_keys=True, default=str) + "\n"
+    lines = (f" {json.dumps(str(k))}: {json.dumps(v, sort_keys=True, default=str)}"
+             for k, v in sorted(data.items(), key=lambda kv: str(kv[0])))
+    return "{\n" + ",\n".join(lines) + "\n}\n"
+
+
 def write_json_atomic(path: Path, data: Any) -> None:
-    write_atomic(Path(path), json.dumps(data, indent=1, sort_keys=True, default=str) + "\n")
+    write_atomic(Path(path), json_text(data))
 
 # Real topologies and experiments are a few KiB: a multi-GiB log passed by mistake is refused
 # with an error instead of exhausting memory (the YAML loader bounds nesting and aliases too).

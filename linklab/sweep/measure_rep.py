@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from linklab import kernel, procs, runner, state
+from linklab import fsutil, kernel, procs, runner, state
 from linklab import lab as lab_api
 from linklab.backends import get_backend
 from linklab.measure import counters, disturbance, nstat, switch_evidence, timeline
@@ -252,7 +252,7 @@ def measure(lab: Lab, plan: PointPlan, measure_what: list[str], omit: float,
     counters_t0 = time.monotonic()
     c_after, q_after = snapshot(lab, members if want_counters else {})
     drops = disturbance.drops_delta(q_before, q_after)
-    raw["qdisc-drops.json"] = json.dumps({"dropped": drops, "after": q_after}, indent=1, sort_keys=True)
+    raw["qdisc-drops.json"] = fsutil.json_text({"dropped": drops, "after": q_after})
     row["qdisc_dropped_pkts"] = disturbance.leaf_drops(drops)
 
     if window is not None:
@@ -273,7 +273,7 @@ def measure(lab: Lab, plan: PointPlan, measure_what: list[str], omit: float,
         n_after = {side: nstat.read_counters(ns) for side, ns in (("client", cns), ("server", sns))}
         for side in ("client", "server"):
             d = nstat.delta(n_before[side], n_after[side])
-            raw[f"nstat-{side}.json"] = json.dumps(d, indent=1, sort_keys=True)
+            raw[f"nstat-{side}.json"] = fsutil.json_text(d)
             row.update(nstat.row(d, prefix=f"{side}_nstat_"))
     clock.add("counters", time.monotonic() - counters_t0)
     with clock.phase("host_cpu"):

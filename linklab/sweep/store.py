@@ -235,7 +235,7 @@ class ResultsStore:
         try:
             for name, content in raw.items():
                 _write_synced(tmp / name, content)
-            row_text = json.dumps(full, indent=1, sort_keys=True, default=str) + "\n"
+            row_text = fsutil.json_text(full)
             _write_synced(tmp / ROW, row_text)
             _fsync_dir(tmp)
             try:

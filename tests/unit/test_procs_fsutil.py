@@ -3,6 +3,7 @@
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from linklab import fsutil, procs
 
@@ -92,3 +93,17 @@ def test_a_temp_file_of_a_lab_whose_lock_is_held_is_left_alone(tmp_path, monkeyp
         assert stale.exists()
     assert state.remove_stale_locks() == [str(stale), str(state.lock_path("killlab"))]
     assert list(state.labs_dir().iterdir()) == []  # neither temp nor the lock file it needed
+
+
+def test_json_text_round_trips_with_one_top_level_key_per_line():
+    import json
+
+    from linklab.fsutil import json_text
+
+    data = {"b": {"z": [1, 2.5, None], "a": "é"}, "a": True, 3: "int key", "path": Path("/x")}
+    text = json_text(data)
+    assert json.loads(text) == {"a": True, "b": {"a": "é", "z": [1, 2.5, None]}, "3": "int key", "path": "/x"}
+    lines = text.splitlines()
+    assert lines[0] == "{" and lines[-1] == "}" and len(lines) == 2 + len(data)
+    assert [json.loads("{" + line.rstrip(",") + "}").popitem()[0] for line in lines[1:-1]] == ["3", "a", "b", "path"]
+    assert json_text([1, {"b": 1, "a": 2}]) == '[1, {"a": 2, "b": 1}]\n' and json_text({}) == "{}\n"
