@@ -89,8 +89,9 @@ class LinuxBackend(Backend):
                 netlink.create(ns)
                 # Marked at once: an unmarked namespace is only ever one `claim` just vouched for.
                 # Loopback is ifindex 1 in every namespace (LOOPBACK_IFINDEX); brought up here too.
-                with netlink.iproute(ns) as ipr:
-                    ipr.link("set", index=LOOPBACK_IFINDEX, ifalias=the_mark, state="up")
+                mark_lo = netlink.Batch(ns)
+                mark_lo.set("lo", alias=the_mark, up=True)
+                mark_lo.send()
                 made.add(ns)
         new = {"id": lab_id, "home": current_home(), "namespaces": list(want_ns.values()), "interfaces": [],
                "qdiscs": {}, "hosts_files": [], "sysctl_originals": {},
@@ -308,6 +309,9 @@ class _Build:
         # missing there does not exist (no request per name asked for).
         self._dumped: set[str] = set()
         self.ipr = {node: _IndexKeeping(h, self._indexes, self._dumped) for node, h in ipr.items()}
+        # (node, ifname) of interfaces this build creates: they have no address and the kernel's
+        # default qdisc, so nothing needs to be read back to reconcile them.
+        self.created: set[tuple[str, str]] = set()
 
     def idx(self, node: str, ifname: str) -> int | None:
         key = (node, ifname)
@@ -336,6 +340,7 @@ class _Build:
         self.idx(node, ifname)  # the namespace's interfaces dumped once, if not yet
         i = max([1] + [v for (n, _), v in self._indexes.items() if n == node]) + 1
         self._indexes[(node, ifname)] = i
+        self.created.add((node, ifname))
         return i
 
     def own(self, node: str, ifname: str) -> None:
@@ -430,17 +435,18 @@ class _Build:
                 self._set_mtu(b.node, b.ifname, link.mtu)  # a bond's MTU is pushed to its members
         for node in self.lab.nodes:
             if kinds.kind_of(node) == "bridge" and node.mtu:
-                # Fresh: a bridge's MTU follows its ports' until set, so the dump may be stale.
-                self._set_mtu(node.name, BRIDGE, node.port_mtu or node.mtu, fresh=True)
+                # Set, not compared: a bridge's MTU follows its ports' until set, so the dump may
+                # be stale, and setting the MTU it has changes nothing.
+                self.batch(node.name).set(BRIDGE, mtu=node.port_mtu or node.mtu)
         for node, links in dump.items():
             for x in links:
                 if x["ifname"] != "lo" and not x["up"]:
                     self.batch(node).set(x["ifname"], up=True)
         self.send_batches()
 
-    def _set_mtu(self, node: str, ifname: str, mtu: int, fresh: bool = False) -> None:
+    def _set_mtu(self, node: str, ifname: str, mtu: int) -> None:
         i = self.idx(node, ifname)
-        have = self.ipr[node].get_links(i)[0].get_attr("IFLA_MTU") if fresh else self._mtus.get((node, i))
+        have = self._mtus.get((node, i))
         if have != mtu:
             try:
                 self.ipr[node].link("set", index=i, mtu=mtu)
@@ -460,11 +466,14 @@ class _Build:
                 for end, q in ((pair.a, pair.egress_a), (pair.b, pair.egress_b)):
                     key = f"{end.node}/{end.ifname}"
                     sig = json.dumps([q.model_dump() if q else None, link.mtu], sort_keys=True)
-                    i = self.idx(end.node, end.ifname)
-                    if end.node not in roots:
-                        roots[end.node] = _root_qdiscs(self.ipr[end.node])
-                    mine = roots[end.node].get(i, [])
-                    if self.owned.get("qdiscs", {}).get(key) != sig or not _root_kind_matches(mine, q):
+                    created = (end.node, end.ifname) in self.created
+                    if created:
+                        mine = []  # the kernel's default: nothing to dump
+                    else:
+                        if end.node not in roots:
+                            roots[end.node] = _root_qdiscs(self.ipr[end.node])
+                        mine = roots[end.node].get(self.idx(end.node, end.ifname), [])
+                    if created or self.owned.get("qdiscs", {}).get(key) != sig or not _root_kind_matches(mine, q):
                         has_root = any(x["handle"] != 0 for x in mine)  # the kernel's default has handle 0
                         if q is not None or has_root:  # None on the kernel's default: nothing to do
                             changes.setdefault(end.node, []).append((end.ifname, q, link.mtu, has_root))
