@@ -9,9 +9,11 @@ change an MTU, a bond mode or an impairment without rebuilding the lab.
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 import uuid
+from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -88,19 +90,19 @@ class LinuxBackend(Backend):
             if ns not in existing:
                 netlink.create(ns)
                 # Marked at once: an unmarked namespace is only ever one `claim` just vouched for.
-                # Loopback is ifindex 1 in every namespace (LOOPBACK_IFINDEX); brought up here too.
-                mark_lo = netlink.Batch(ns)
-                mark_lo.set("lo", alias=the_mark, up=True)
-                mark_lo.send()
+                _mark_loopback(ns, the_mark)
                 made.add(ns)
         new = {"id": lab_id, "home": current_home(), "namespaces": list(want_ns.values()), "interfaces": [],
                "qdiscs": {}, "hosts_files": [], "sysctl_originals": {},
                "processes": []}
         with ExitStack() as stack:
-            ipr = {node: stack.enter_context(netlink.iproute(ns)) for node, ns in want_ns.items()}
+            # A node's pyroute2 handle is opened when a step first needs it (~6 ms each under
+            # emulation; a fresh lab without bonds or impairments needs none).
+            ipr = {node: functools.partial(lambda ns: stack.enter_context(netlink.iproute(ns)), ns)
+                   for node, ns in want_ns.items()}
             for node, ns in want_ns.items():
                 if ns not in made:  # a namespace made above is marked and up already
-                    ipr[node].link("set", index=LOOPBACK_IFINDEX, ifalias=the_mark, state="up")
+                    _mark_loopback(ns, the_mark)
                 # IPv6 duplicate address detection would delay every lab address by ~1-2 s.
                 sysctl.set_in_netns(ns, {"net.ipv6.conf.all.accept_dad": "0",
                                          "net.ipv6.conf.default.accept_dad": "0"})
@@ -297,7 +299,7 @@ def is_ours(found: Mark | None, me: Mark) -> bool:
 class _Build:
     """One reconcile pass over all nodes' netlink handles."""
 
-    def __init__(self, lab: Lab, ipr: dict[str, IPRoute], ns: dict[str, str], the_mark: str,
+    def __init__(self, lab: Lab, ipr: dict[str, Callable[[], IPRoute]], ns: dict[str, str], the_mark: str,
                  owned: dict[str, Any], new: dict[str, Any]):
         self.lab, self.ns, self.mark, self.owned, self.new = lab, ns, the_mark, owned, new
         self._batches: dict[str, netlink.Batch] = {}
@@ -497,11 +499,26 @@ class _Build:
                         runner.run(["ethtool", "-K", ifname, *args], netns=self.ns[end.node], timeout=10)
 
 
-class _IndexKeeping:
-    """An IPRoute that empties the build's index cache when it removes a link."""
+def _mark_loopback(ns: str, the_mark: str) -> None:
+    """The lab's mark on the namespace's loopback (ifindex 1 in every namespace:
+    LOOPBACK_IFINDEX), which is brought up too."""
+    batch = netlink.Batch(ns)
+    batch.set("lo", alias=the_mark, up=True)
+    batch.send()
 
-    def __init__(self, ipr: IPRoute, indexes: dict, dumped: set):
-        self._ipr, self._indexes, self._dumped = ipr, indexes, dumped
+
+class _IndexKeeping:
+    """A node's IPRoute, opened on first use, that empties the build's index cache when it
+    removes a link."""
+
+    def __init__(self, open_ipr: Callable[[], IPRoute], indexes: dict, dumped: set):
+        self._open, self._handle, self._indexes, self._dumped = open_ipr, None, indexes, dumped
+
+    @property
+    def _ipr(self) -> IPRoute:
+        if self._handle is None:
+            self._handle = self._open()
+        return self._handle
 
     def link(self, command: str, **kwargs):
         if command in ("del", "delete", "remove"):
