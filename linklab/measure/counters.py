@@ -1,15 +1,15 @@
 """Per-interface byte/packet counters read over netlink in a named namespace, and how a
 bond's traffic spread over its members.
 
-Counters are the kernel's 64-bit link stats (IFLA_STATS64), read with pyroute2 — no subprocess.
+Counters are the kernel's 64-bit link stats (IFLA_STATS64) and qdiscs' TCA_STATS2, from raw
+netlink dumps (linklab/backends/linux/netlink.py: links, qdiscs) — no subprocess, and none of
+pyroute2's full decoding (a repetition takes two snapshots of every node).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
-
-from pyroute2 import IPRoute
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar
 
 from linklab.backends.linux import netlink
 from linklab.errors import StateError
@@ -17,36 +17,29 @@ from linklab.errors import StateError
 FIELDS = ("rx_bytes", "tx_bytes", "rx_packets", "tx_packets", "rx_dropped", "tx_dropped")
 
 Counters = dict[str, dict[str, int]]
+T = TypeVar("T")
 
 
-def _open(netns: str | None) -> IPRoute:
-    if netns is None:
-        return IPRoute()
-    # netlink.iproute opens existing namespaces only (pyroute2's own IPRoute(netns=) would
-    # create a missing one, and a typo would read an empty new netns), in this thread.
+def _read(netns: str | None, dump: Callable[[str | None], T]) -> T:
+    # Existing namespaces only (a typo must not read an empty new one).
     try:
-        return netlink.iproute(netns)
+        return dump(netns)
     except FileNotFoundError:
         raise StateError(f"network namespace {netns!r} does not exist") from None
 
 
 def read_counters(netns: str | None, ifnames: Iterable[str]) -> Counters:
     """{ifname: {rx_bytes, tx_bytes, rx_packets, tx_packets, rx_dropped, tx_dropped}}."""
-    with _open(netns) as ipr:
-        return _link_counters(ipr.get_links(), list(ifnames), netns)
+    return _link_counters(_read(netns, netlink.links), list(ifnames), netns)
 
 
-def _link_counters(dump: Iterable[Any], wanted: list[str], netns: str | None) -> Counters:
-    links = {link.get("ifname"): link for link in dump}
+def _link_counters(dump: Iterable[Mapping[str, Any]], wanted: list[str], netns: str | None) -> Counters:
+    links = {link["ifname"]: link for link in dump}
     where = f" in namespace {netns}" if netns else ""
     missing = [n for n in wanted if n not in links]
     if missing:
         raise StateError(f"no interface {', '.join(missing)}{where}", hint=f"present: {', '.join(sorted(links))}")
-    out: Counters = {}
-    for name in wanted:
-        stats = links[name].get("stats64") or links[name].get("stats")
-        out[name] = {f: int(stats[f]) for f in FIELDS}
-    return out
+    return {name: {f: int(links[name]["stats64"][f]) for f in FIELDS} for name in wanted}
 
 
 def delta(before: Mapping[str, Mapping[str, int]], after: Mapping[str, Mapping[str, int]]) -> Counters:
@@ -108,18 +101,11 @@ def read_qdiscs(netns: str) -> QdiscCounters:
 
 
 def snapshot(netns: str, ifnames: Iterable[str]) -> tuple[Counters, QdiscCounters]:
-    """read_counters and read_qdiscs of one namespace through one netlink socket and one link
-    dump (a repetition takes two snapshots of every node)."""
-    with _open(netns) as ipr:
-        dump = ipr.get_links()
-        names = {link["index"]: link.get("ifname") for link in dump}
-        plain = []
-        for m in ipr.get_qdiscs():
-            stats = m.get_attr("TCA_STATS2")
-            if stats is None:
-                continue
-            plain.append({"ifindex": m["index"], "kind": m.get_attr("TCA_KIND"), "handle": m["handle"],
-                          **(stats.get_attr("TCA_STATS_BASIC") or {}), **(stats.get_attr("TCA_STATS_QUEUE") or {})})
+    """read_counters and read_qdiscs of one namespace: one link dump and one qdisc dump."""
+    dump = _read(netns, netlink.links)
+    names = {link["index"]: link["ifname"] for link in dump}
+    plain = [{"ifindex": q["ifindex"], "kind": q["kind"], "handle": q["handle"], **q["stats"]}
+             for q in _read(netns, netlink.qdiscs) if q["stats"] is not None]
     return _link_counters(dump, list(ifnames), netns), qdisc_rows(plain, names)
 
 

@@ -20,7 +20,7 @@ from pyroute2 import IPRoute, netns
 from pyroute2.netlink import (NETLINK_ROUTE, NLM_F_ACK, NLM_F_CREATE, NLM_F_DUMP, NLM_F_EXCL, NLM_F_REQUEST,
                               NLMSG_DONE, NLMSG_ERROR)
 from pyroute2.netlink.exceptions import NetlinkError
-from pyroute2.netlink.rtnl import RTM_GETLINK, RTM_NEWADDR, RTM_NEWLINK, RTM_SETLINK
+from pyroute2.netlink.rtnl import RTM_GETLINK, RTM_GETQDISC, RTM_NEWADDR, RTM_NEWLINK, RTM_NEWQDISC, RTM_SETLINK
 from pyroute2.netlink.rtnl.ifaddrmsg import IFA_F_NODAD
 from pyroute2.netlink.rtnl.ifinfmsg import IFF_UP
 
@@ -62,9 +62,12 @@ def _inside_named(name: str) -> Iterator[None]:
         os.close(fd)
 
 
-def route_socket(name: str) -> socket.socket:
+def route_socket(name: str | None) -> socket.socket:
     """An rtnetlink socket that lives in the existing namespace `name` (FileNotFoundError if it
-    does not exist: a typo must not create one); it stays bound to that namespace."""
+    does not exist: a typo must not create one); it stays bound to that namespace. None: this
+    thread's own namespace."""
+    if name is None:
+        return socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, NETLINK_ROUTE)
     with _inside_named(name):
         return socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, NETLINK_ROUTE)
 
@@ -129,6 +132,16 @@ IFLA_INFO_KIND, IFLA_INFO_DATA = 1, 2
 VETH_INFO_PEER = 1
 IFLA_BR_FORWARD_DELAY, IFLA_BR_STP_STATE = 1, 5
 IFA_ADDRESS, IFA_LOCAL = 1, 2
+IFLA_STATS64 = 23
+# struct rtnl_link_stats64's first eight counters (linux/if_link.h)
+STATS64_FIELDS = ("rx_packets", "tx_packets", "rx_bytes", "tx_bytes", "rx_errors", "tx_errors", "rx_dropped", "tx_dropped")
+_STATS64 = struct.Struct("8Q")
+# linux/rtnetlink.h, linux/pkt_sched.h, linux/gen_stats.h
+_TCMSG = struct.Struct("BxxxiIII")  # struct tcmsg: family, ifindex, handle, parent, info
+TCA_KIND, TCA_STATS2 = 1, 7
+TCA_STATS_BASIC, TCA_STATS_QUEUE = 1, 3
+_GNET_BASIC = struct.Struct("QI")  # struct gnet_stats_basic: bytes, packets
+_GNET_QUEUE = struct.Struct("5I")  # struct gnet_stats_queue: qlen, backlog, drops, requeues, overlimits
 
 
 def _nla(kind: int, payload: bytes) -> bytes:
@@ -310,45 +323,95 @@ def link_alias(reply: bytes) -> str | None:
 
 
 
-def links(name: str) -> list[dict]:
-    """Every interface of namespace `name`: index, ifname, mtu, up (IFF_UP), master index. One
-    raw RTM_GETLINK dump with only these attributes picked out of each reply: pyroute2 decodes
-    every attribute of every link (statistics included), ~15 ms per namespace under software
-    emulation, and a build reads each namespace's links twice."""
+def _dump(name: str | None, kind: int, body: bytes, parse) -> list[dict]:
+    """One raw dump request in namespace `name`; `parse` (pure) turns each recv() into
+    (finished, items)."""
     out: list[dict] = []
     with route_socket(name) as sock:
         sock.bind((0, 0))
-        ifi = _ifinfo()
-        sock.send(_NLMSG_HDR.pack(_NLMSG_HDR.size + len(ifi), RTM_GETLINK, NLM_F_REQUEST | NLM_F_DUMP, 1, 0) + ifi)
+        sock.send(_NLMSG_HDR.pack(_NLMSG_HDR.size + len(body), kind, NLM_F_REQUEST | NLM_F_DUMP, 1, 0) + body)
         while True:
-            data = sock.recv(1 << 20)
-            done, got = parse_link_dump(data)
+            done, got = parse(sock.recv(1 << 20))
             out += got
             if done:
                 return out
 
 
-def parse_link_dump(data: bytes) -> tuple[bool, list[dict]]:
-    """Pure: one recv() of an RTM_GETLINK dump -> (dump finished, the links in it)."""
-    out: list[dict] = []
+def _replies(data: bytes, kind: int, what: str) -> Iterator[tuple[int, int]]:
+    """(offset, length) of each `kind` message in one recv() of a dump; ends at NLMSG_DONE
+    (after which the generator's caller learns `done` from StopIteration's value)."""
     off = 0
     while off + 16 <= len(data):
-        length, kind = _NLMSG_HDR.unpack_from(data, off)[:2]
+        length, mtype = _NLMSG_HDR.unpack_from(data, off)[:2]
         if length < 16:
             break
-        if kind == NLMSG_DONE:
-            return True, out
-        if kind == NLMSG_ERROR:
+        if mtype == NLMSG_DONE:
+            return True
+        if mtype == NLMSG_ERROR:
             code = struct.unpack_from("i", data, off + 16)[0]
-            raise NetlinkError(-code, "link dump failed")
-        if kind == RTM_NEWLINK:
-            index, flags = struct.unpack_from("iI", data, off + 20)
-            link = {"index": index, "up": bool(flags & IFF_UP), "ifname": None, "mtu": None, "master": None}
-            for atype, value in _attrs(data, off + 16 + _IFINFOMSG_LEN, off + length):
-                if atype == IFLA_IFNAME:
-                    link["ifname"] = _string(value)
-                elif atype in (IFLA_MTU, IFLA_MASTER):
-                    link["mtu" if atype == IFLA_MTU else "master"] = struct.unpack_from("I", value)[0]
-            out.append(link)
+            raise NetlinkError(-code, f"{what} dump failed")
+        if mtype == kind:
+            yield off, length
         off += (length + 3) & ~3
-    return False, out
+    return False
+
+
+def _collect(gen: Iterator[tuple[int, int]], item) -> tuple[bool, list[dict]]:
+    out = []
+    while True:
+        try:
+            off, length = next(gen)
+        except StopIteration as stop:
+            return bool(stop.value), out
+        out.append(item(off, length))
+
+
+def links(name: str | None) -> list[dict]:
+    """Every interface of namespace `name`: index, ifname, mtu, up (IFF_UP), master index and
+    the 64-bit counters (stats64: STATS64_FIELDS). One raw RTM_GETLINK dump with only these
+    attributes picked out of each reply: pyroute2 decodes every attribute of every link, ~15 ms
+    per namespace under software emulation, and a build reads each namespace's links twice."""
+    return _dump(name, RTM_GETLINK, _ifinfo(), parse_link_dump)
+
+
+def parse_link_dump(data: bytes) -> tuple[bool, list[dict]]:
+    """Pure: one recv() of an RTM_GETLINK dump -> (dump finished, the links in it)."""
+    def link(off: int, length: int) -> dict:
+        index, flags = struct.unpack_from("iI", data, off + 20)
+        out = {"index": index, "up": bool(flags & IFF_UP), "ifname": None, "mtu": None, "master": None, "stats64": None}
+        for atype, value in _attrs(data, off + 16 + _IFINFOMSG_LEN, off + length):
+            if atype == IFLA_IFNAME:
+                out["ifname"] = _string(value)
+            elif atype in (IFLA_MTU, IFLA_MASTER):
+                out["mtu" if atype == IFLA_MTU else "master"] = struct.unpack_from("I", value)[0]
+            elif atype == IFLA_STATS64 and len(value) >= _STATS64.size:
+                out["stats64"] = dict(zip(STATS64_FIELDS, _STATS64.unpack_from(value)))
+        return out
+    return _collect(_replies(data, RTM_NEWLINK, "link"), link)
+
+
+def qdiscs(name: str | None) -> list[dict]:
+    """Every qdisc of namespace `name` with its counters: ifindex, handle, parent, kind, and
+    TCA_STATS2's bytes, packets, drops, overlimits, requeues (None when it has no stats). One raw
+    RTM_GETQDISC dump: pyroute2 decodes each qdisc's options too."""
+    return _dump(name, RTM_GETQDISC, _TCMSG.pack(socket.AF_UNSPEC, 0, 0, 0, 0), parse_qdisc_dump)
+
+
+def parse_qdisc_dump(data: bytes) -> tuple[bool, list[dict]]:
+    """Pure: one recv() of an RTM_GETQDISC dump -> (dump finished, the qdiscs in it)."""
+    def qdisc(off: int, length: int) -> dict:
+        _family, ifindex, handle, parent, _info = _TCMSG.unpack_from(data, off + 16)
+        out: dict = {"ifindex": ifindex, "handle": handle, "parent": parent, "kind": None, "stats": None}
+        for atype, value in _attrs(data, off + 16 + _TCMSG.size, off + length):
+            if atype == TCA_KIND:
+                out["kind"] = _string(value)
+            elif atype == TCA_STATS2:
+                stats = {}
+                for stype, sval in _attrs(value, 0, len(value)):
+                    if stype == TCA_STATS_BASIC and len(sval) >= _GNET_BASIC.size:
+                        stats.update(zip(("bytes", "packets"), _GNET_BASIC.unpack_from(sval)))
+                    elif stype == TCA_STATS_QUEUE and len(sval) >= _GNET_QUEUE.size:
+                        stats.update(zip(("qlen", "backlog", "drops", "requeues", "overlimits"), _GNET_QUEUE.unpack_from(sval)))
+                out["stats"] = stats
+        return out
+    return _collect(_replies(data, RTM_NEWQDISC, "qdisc"), qdisc)
