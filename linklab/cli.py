@@ -320,6 +320,12 @@ def cmd_vm(args, argv) -> int:
     from linklab import kernel, placement
     vm = placement.lab_vm()
     if args.action == "stop":
+        labs = placement.vm_labs() if vm.running() else []
+        if labs:
+            # Said, not refused: stopping is how a stuck VM is recovered. The state files stay.
+            many = len(labs) > 1
+            say(f"linklab: lab{'s' if many else ''} {', '.join(labs)} lived in the lab VM and "
+                f"{'go' if many else 'goes'} with it (`linklab up` builds one again, `linklab down` forgets it)")
         vm.stop(say=say)
         return 0
     if args.action == "start":
