@@ -122,10 +122,10 @@ def read_proc_net(name: str, files: list[str]) -> dict[str, str]:
 
 _NLMSG_HDR = struct.Struct("IHHII")  # struct nlmsghdr: length, type, flags, sequence, port
 _IFINFOMSG = struct.Struct("BxHiII")  # struct ifinfomsg: family, type, index, flags, change
-_IFINFOMSG_LEN = _IFINFOMSG.size
 _IFADDRMSG = struct.Struct("BBBBI")  # struct ifaddrmsg: family, prefixlen, flags, scope, index
 _NLA = struct.Struct("HH")  # struct nlattr: length (header and payload, unpadded), type
 _U32 = struct.Struct("I")
+_ERRNO = struct.Struct("i")  # an NLMSG_ERROR's first field: 0 (an ack) or -errno
 # linux/if_link.h, linux/veth.h, linux/if_addr.h
 IFLA_IFNAME, IFLA_MTU, IFLA_MASTER, IFLA_LINKINFO, IFLA_IFALIAS, IFLA_NET_NS_FD = 3, 4, 10, 18, 20, 28
 IFLA_INFO_KIND, IFLA_INFO_DATA = 1, 2
@@ -142,6 +142,16 @@ TCA_KIND, TCA_STATS2 = 1, 7
 TCA_STATS_BASIC, TCA_STATS_QUEUE = 1, 3
 _GNET_BASIC = struct.Struct("QI")  # struct gnet_stats_basic: bytes, packets
 _GNET_QUEUE = struct.Struct("5I")  # struct gnet_stats_queue: qlen, backlog, drops, requeues, overlimits
+
+
+def _message(kind: int, flags: int, seq: int, body: bytes) -> bytes:
+    """A request: nlmsghdr (NLM_F_REQUEST added) + body."""
+    return _NLMSG_HDR.pack(_NLMSG_HDR.size + len(body), kind, NLM_F_REQUEST | flags, seq, 0) + body
+
+
+def _errno(data: bytes, off: int) -> int:
+    """The errno an NLMSG_ERROR message at `off` carries (0: an ack)."""
+    return -_ERRNO.unpack_from(data, off + _NLMSG_HDR.size)[0]
 
 
 def _nla(kind: int, payload: bytes) -> bytes:
@@ -168,7 +178,7 @@ def _attrs(data: bytes, start: int, end: int) -> Iterator[tuple[int, bytes]]:
     one ends the walk (a reply cut short yields what came before it)."""
     off = start
     while off + 4 <= end:
-        alen, atype = struct.unpack_from("HH", data, off)
+        alen, atype = _NLA.unpack_from(data, off)
         if alen < 4:
             return
         yield atype & 0x3FFF, data[off + 4:off + alen]  # the top bits are the nested/byte-order flags
@@ -245,8 +255,7 @@ class Batch:
         took 40-90 us to encode one, ~2 ms under software emulation, and a linear,50 lab sends
         ~800 of them."""
         seq = len(self._msgs) + 1
-        header = _NLMSG_HDR.pack(_NLMSG_HDR.size + len(body), kind, NLM_F_REQUEST | NLM_F_ACK | flags, seq, 0)
-        self._msgs.append((seq, what, header + body))
+        self._msgs.append((seq, what, _message(kind, NLM_F_ACK | flags, seq, body)))
 
     def send(self) -> None:
         if not self._msgs:
@@ -279,17 +288,14 @@ def _pipeline(sock: socket.socket, msgs: list[tuple[int, str, bytes]]) -> list[t
         while want:
             data = sock.recv(1 << 16)
             off = 0
-            while off + 16 <= len(data):
+            while off + _NLMSG_HDR.size <= len(data):
                 length, kind, _flags, seq, _pid = _NLMSG_HDR.unpack_from(data, off)
                 if kind == NLMSG_ERROR and seq in want:
-                    code = struct.unpack_from("i", data, off + 16)[0]
-                    if code:
-                        errors.append((seq, -code))
+                    if code := _errno(data, off):
+                        errors.append((seq, code))
                     want.discard(seq)
-                off += max(length, 16)
+                off += max(length, _NLMSG_HDR.size)
     return errors
-
-
 
 
 def read_alias(name: str, index: int) -> str | None:
@@ -303,24 +309,21 @@ def read_alias(name: str, index: int) -> str | None:
         return None
     with sock:
         sock.bind((0, 0))
-        ifi = _ifinfo(index)
-        sock.send(_NLMSG_HDR.pack(_NLMSG_HDR.size + len(ifi), RTM_GETLINK, NLM_F_REQUEST, 1, 0) + ifi)
+        sock.send(_message(RTM_GETLINK, 0, 1, _ifinfo(index)))
         return link_alias(sock.recv(1 << 16))
 
 
 def link_alias(reply: bytes) -> str | None:
     """Pure: the IFLA_IFALIAS of an RTM_NEWLINK reply (None for an error reply or no alias)."""
-    if len(reply) < 16:
+    if len(reply) < _NLMSG_HDR.size:
         return None
     length, kind = _NLMSG_HDR.unpack_from(reply, 0)[:2]
     if kind != RTM_NEWLINK:
         return None
-    for atype, value in _attrs(reply, 16 + _IFINFOMSG_LEN, min(length, len(reply))):
+    for atype, value in _attrs(reply, _NLMSG_HDR.size + _IFINFOMSG.size, min(length, len(reply))):
         if atype == IFLA_IFALIAS:
             return _string(value)
     return None
-
-
 
 
 def _dump(name: str | None, kind: int, body: bytes, parse) -> list[dict]:
@@ -329,7 +332,7 @@ def _dump(name: str | None, kind: int, body: bytes, parse) -> list[dict]:
     out: list[dict] = []
     with route_socket(name) as sock:
         sock.bind((0, 0))
-        sock.send(_NLMSG_HDR.pack(_NLMSG_HDR.size + len(body), kind, NLM_F_REQUEST | NLM_F_DUMP, 1, 0) + body)
+        sock.send(_message(kind, NLM_F_DUMP, 1, body))
         while True:
             done, got = parse(sock.recv(1 << 20))
             out += got
@@ -337,33 +340,22 @@ def _dump(name: str | None, kind: int, body: bytes, parse) -> list[dict]:
                 return out
 
 
-def _replies(data: bytes, kind: int, what: str) -> Iterator[tuple[int, int]]:
-    """(offset, length) of each `kind` message in one recv() of a dump; ends at NLMSG_DONE
-    (after which the generator's caller learns `done` from StopIteration's value)."""
+def _replies(data: bytes, kind: int, what: str) -> tuple[bool, list[tuple[int, int]]]:
+    """One recv() of a dump -> (it ended with NLMSG_DONE, (offset, length) of each `kind` message)."""
+    found: list[tuple[int, int]] = []
     off = 0
-    while off + 16 <= len(data):
+    while off + _NLMSG_HDR.size <= len(data):
         length, mtype = _NLMSG_HDR.unpack_from(data, off)[:2]
-        if length < 16:
+        if length < _NLMSG_HDR.size:
             break
         if mtype == NLMSG_DONE:
-            return True
+            return True, found
         if mtype == NLMSG_ERROR:
-            code = struct.unpack_from("i", data, off + 16)[0]
-            raise NetlinkError(-code, f"{what} dump failed")
+            raise NetlinkError(_errno(data, off), f"{what} dump failed")
         if mtype == kind:
-            yield off, length
+            found.append((off, length))
         off += (length + 3) & ~3
-    return False
-
-
-def _collect(gen: Iterator[tuple[int, int]], item) -> tuple[bool, list[dict]]:
-    out = []
-    while True:
-        try:
-            off, length = next(gen)
-        except StopIteration as stop:
-            return bool(stop.value), out
-        out.append(item(off, length))
+    return False, found
 
 
 def links(name: str | None) -> list[dict]:
@@ -377,17 +369,18 @@ def links(name: str | None) -> list[dict]:
 def parse_link_dump(data: bytes) -> tuple[bool, list[dict]]:
     """Pure: one recv() of an RTM_GETLINK dump -> (dump finished, the links in it)."""
     def link(off: int, length: int) -> dict:
-        index, flags = struct.unpack_from("iI", data, off + 20)
+        _family, _type, index, flags, _change = _IFINFOMSG.unpack_from(data, off + _NLMSG_HDR.size)
         out = {"index": index, "up": bool(flags & IFF_UP), "ifname": None, "mtu": None, "master": None, "stats64": None}
-        for atype, value in _attrs(data, off + 16 + _IFINFOMSG_LEN, off + length):
+        for atype, value in _attrs(data, off + _NLMSG_HDR.size + _IFINFOMSG.size, off + length):
             if atype == IFLA_IFNAME:
                 out["ifname"] = _string(value)
             elif atype in (IFLA_MTU, IFLA_MASTER):
-                out["mtu" if atype == IFLA_MTU else "master"] = struct.unpack_from("I", value)[0]
+                out["mtu" if atype == IFLA_MTU else "master"] = _U32.unpack_from(value)[0]
             elif atype == IFLA_STATS64 and len(value) >= _STATS64.size:
                 out["stats64"] = dict(zip(STATS64_FIELDS, _STATS64.unpack_from(value)))
         return out
-    return _collect(_replies(data, RTM_NEWLINK, "link"), link)
+    done, found = _replies(data, RTM_NEWLINK, "link")
+    return done, [link(off, length) for off, length in found]
 
 
 def qdiscs(name: str | None) -> list[dict]:
@@ -400,9 +393,9 @@ def qdiscs(name: str | None) -> list[dict]:
 def parse_qdisc_dump(data: bytes) -> tuple[bool, list[dict]]:
     """Pure: one recv() of an RTM_GETQDISC dump -> (dump finished, the qdiscs in it)."""
     def qdisc(off: int, length: int) -> dict:
-        _family, ifindex, handle, parent, _info = _TCMSG.unpack_from(data, off + 16)
+        _family, ifindex, handle, parent, _info = _TCMSG.unpack_from(data, off + _NLMSG_HDR.size)
         out: dict = {"ifindex": ifindex, "handle": handle, "parent": parent, "kind": None, "stats": None}
-        for atype, value in _attrs(data, off + 16 + _TCMSG.size, off + length):
+        for atype, value in _attrs(data, off + _NLMSG_HDR.size + _TCMSG.size, off + length):
             if atype == TCA_KIND:
                 out["kind"] = _string(value)
             elif atype == TCA_STATS2:
@@ -414,4 +407,5 @@ def parse_qdisc_dump(data: bytes) -> tuple[bool, list[dict]]:
                         stats.update(zip(("qlen", "backlog", "drops", "requeues", "overlimits"), _GNET_QUEUE.unpack_from(sval)))
                 out["stats"] = stats
         return out
-    return _collect(_replies(data, RTM_NEWQDISC, "qdisc"), qdisc)
+    done, found = _replies(data, RTM_NEWQDISC, "qdisc")
+    return done, [qdisc(off, length) for off, length in found]
