@@ -46,12 +46,12 @@ log = logging.getLogger("linklab.vm.zygote")
 # "module:function" imports the module and calls the function once: linklab.cli:warm builds the
 # command-line parser, 0.25 s of every forked run under TCG.
 PRELOAD = ("linklab.cli", "yaml", "pydantic", "pyroute2", "linklab.lab", "linklab.backends.linux", "linklab.cli:warm")
-# The host puts a digest of linklab's sources in a warm run's environment (tree_digest: ~1 ms on
-# the host). The zygote compares it with the digest it took before importing, instead of stat'ing
+# The host puts a digest of linklab's sources in a warm run's environment (tree_digest: ~10 ms
+# on the host). The zygote compares it with the digest it took before importing, instead of stat'ing
 # its loaded files over 9p before every run (0.17 s under TCG).
 SOURCES_ENV = "LINKLAB_SOURCES"
 REAP_TICK_S = 1.0  # a missed wakeup (none known) costs at most this
-STAT_THREADS = 16  # a stat over the VM's shared directory is a round trip to the host: overlap them
+STAT_THREADS = 16
 MAX_MSG = 1 << 20
 
 
@@ -92,20 +92,25 @@ def preload(modules: list[str]) -> list[str]:
     return failed
 
 
+def _stats(files: list) -> list[os.stat_result | None]:
+    """os.stat of each file (None: gone), side by side: a stat over the VM's shared directory is
+    a round trip to the host, ~6 ms under TCG."""
+    def stat(f) -> os.stat_result | None:
+        try:
+            return os.stat(f)
+        except OSError:
+            return None
+
+    with ThreadPoolExecutor(STAT_THREADS) as pool:
+        return list(pool.map(stat, files))
+
+
 def tree_digest(roots: list[Path]) -> str:
     """Names, sizes and mtimes of every .py file under roots, hashed: the same on the host and in
     the guest (one filesystem, shared), and different once any source is edited."""
     files = sorted(f for r in roots for f in Path(r).rglob("*.py"))
-
-    def entry(f: Path) -> str:
-        try:
-            st = os.stat(f)
-        except OSError:
-            return f"{f} -"
-        return f"{f} {st.st_size} {st.st_mtime_ns}"
-
-    with ThreadPoolExecutor(STAT_THREADS) as pool:
-        return hashlib.sha256("\n".join(pool.map(entry, files)).encode()).hexdigest()
+    entries = (f"{f} {st.st_size} {st.st_mtime_ns}" if st else f"{f} -" for f, st in zip(files, _stats(files)))
+    return hashlib.sha256("\n".join(entries).encode()).hexdigest()
 
 
 def package_root() -> Path:
@@ -117,17 +122,7 @@ def source_snapshot(roots: list[Path]) -> dict[str, int]:
     """mtimes of loaded module files under roots: what a warm run would otherwise run stale."""
     files = [f for mod in list(sys.modules.values()) if (f := getattr(mod, "__file__", None))
              and any(Path(f).is_relative_to(r) for r in roots)]
-
-    def mtime(f: str) -> int:
-        try:
-            return os.stat(f).st_mtime_ns
-        except OSError:
-            return -1
-
-    # Checked before every warm run: ~6 ms per stat over 9p under TCG, one after another 0.4 s
-    # for the ~70 files a lab command has loaded; side by side a fraction of that.
-    with ThreadPoolExecutor(STAT_THREADS) as pool:
-        return dict(zip(files, pool.map(mtime, files)))
+    return {f: st.st_mtime_ns if st else -1 for f, st in zip(files, _stats(files))}
 
 
 def exit_code(status: int) -> int:
@@ -139,17 +134,16 @@ def serve(sock: socket.socket, modules: list[str], roots: list[Path]) -> None:
     signal.signal(signal.SIGCHLD, lambda *_: reap(sock))
     tree = tree_digest(roots)  # before importing: a file edited meanwhile then shows as stale
     failed = preload(modules)
-    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    snapshot = source_snapshot(roots)
-    send_msg(sock, {"t": "ready", "failed": failed, "pid": os.getpid()})
-    # A child's exit wakes the loop at once (its exit report used to wait for the next 0.2 s tick,
-    # the largest part of a short forwarded command): SIGCHLD gets a handler, so Python writes to
-    # the wakeup pipe for it.
+    # From here the loop reaps. A child's exit wakes it at once (its exit report used to wait for
+    # the next 0.2 s tick, the largest part of a short forwarded command): SIGCHLD gets a handler
+    # that does nothing, so Python writes to the wakeup pipe for it.
     wake_r, wake_w = os.pipe()
     for fd in (wake_r, wake_w):
         os.set_blocking(fd, False)
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda *_: None)
+    snapshot = source_snapshot(roots)
+    send_msg(sock, {"t": "ready", "failed": failed, "pid": os.getpid()})
     while True:
         reap(sock)
         ready = select.select([sock, wake_r], [], [], REAP_TICK_S)[0]
