@@ -92,6 +92,7 @@ def json_text(data: Any) -> str:
 def write_json_atomic(path: Path, data: Any) -> None:
     write_atomic(Path(path), json_text(data))
 
+
 # Real topologies and experiments are a few KiB: a multi-GiB log passed by mistake is refused
 # with an error instead of exhausting memory (the YAML loader bounds nesting and aliases too).
 MAX_INPUT_BYTES = 1 << 20

@@ -25,17 +25,13 @@ def _hop_s(q: Qdisc | None) -> float:
     return q.delay_s + q.jitter_s + serialize
 
 
-def _one_way_s(lab: Lab, src: str, dst: str) -> float | None:
+def _one_way_s(lab: Lab, src: str, dst: str) -> float:
     """The most delay (delay + jitter + sending a ping at the shaped rate) any single link from
     `src` to `dst` asks for on the way out of `src`: bond members may differ, and a probe can
     take the slowest one."""
-    best = None
-    for link in lab.links:
-        for pair in link.veths:
-            for here, there, q in ((pair.a, pair.b, pair.egress_a), (pair.b, pair.a, pair.egress_b)):
-                if here.node == src and there.node == dst:
-                    best = _hop_s(q) if best is None else max(best, _hop_s(q))
-    return best
+    return max((_hop_s(q) for link in lab.links for pair in link.veths
+                for here, there, q in ((pair.a, pair.b, pair.egress_a), (pair.b, pair.a, pair.egress_b))
+                if here.node == src and there.node == dst), default=0.0)
 
 
 def asked_rtt_s(lab: Lab, a: str, b: str) -> float | None:
@@ -61,6 +57,6 @@ def asked_rtt_s(lab: Lab, a: str, b: str) -> float | None:
     total, node = 0.0, b
     while node != a:
         prev = came_from[node]
-        total += (_one_way_s(lab, prev, node) or 0.0) + (_one_way_s(lab, node, prev) or 0.0)
+        total += _one_way_s(lab, prev, node) + _one_way_s(lab, node, prev)
         node = prev
     return total

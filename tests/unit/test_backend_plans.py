@@ -261,11 +261,27 @@ def _dump_messages(path, parse):
     return done, got, chunks
 
 
+def _decoded_by_pyroute2(chunks, kind, msg_class):
+    """Each `kind` message of the captured chunks, decoded by pyroute2 (the oracle)."""
+    import struct
+
+    for c in chunks:
+        off = 0
+        while off + 16 <= len(c):
+            length, mtype = struct.unpack_from("IH", c, off)
+            if mtype == kind:
+                m = msg_class(c[off:off + length])
+                m.decode()
+                yield m
+            off += (length + 3) & ~3
+
+
 def test_a_raw_link_dump_gives_the_counters_pyroute2_decodes():
     # Captured in the lab VM (6.1) from the default lab's h1 after a ping, in three recv()s;
     # pyroute2's decoder of the same bytes is the oracle.
     from pathlib import Path
 
+    from pyroute2.netlink.rtnl import RTM_NEWLINK
     from pyroute2.netlink.rtnl.ifinfmsg import ifinfmsg
 
     from linklab.backends.linux import netlink
@@ -274,16 +290,8 @@ def test_a_raw_link_dump_gives_the_counters_pyroute2_decodes():
     done, got, chunks = _dump_messages(data, netlink.parse_link_dump)
     assert len(chunks) == 3
     assert done
-    oracle = {}
-    for c in chunks:
-        off = 0
-        while off + 16 <= len(c):
-            length, kind = __import__("struct").unpack_from("IH", c, off)
-            if kind == 16:  # RTM_NEWLINK
-                m = ifinfmsg(c[off:off + length])
-                m.decode()
-                oracle[m.get_attr("IFLA_IFNAME")] = m.get_attr("IFLA_STATS64")
-            off += (length + 3) & ~3
+    oracle = {m.get_attr("IFLA_IFNAME"): m.get_attr("IFLA_STATS64")
+              for m in _decoded_by_pyroute2(chunks, RTM_NEWLINK, ifinfmsg)}
     assert sorted(oracle) == sorted(x["ifname"] for x in got)
     for x in got:
         assert x["stats64"] == {f: oracle[x["ifname"]][f] for f in netlink.STATS64_FIELDS}, x["ifname"]
@@ -295,9 +303,9 @@ def test_a_raw_qdisc_dump_gives_the_counters_pyroute2_and_tc_show():
     # Captured in the lab VM (6.1) from the default lab's h1 after a ping: htb + bfifo on each
     # bond member, noqueue elsewhere. `tc -s qdisc show` a moment later said htb 1: on
     # bond0-m0 sent 1312 bytes 14 pkt.
-    import struct
     from pathlib import Path
 
+    from pyroute2.netlink.rtnl import RTM_NEWQDISC
     from pyroute2.netlink.rtnl.tcmsg import tcmsg
 
     from linklab.backends.linux import netlink
@@ -306,20 +314,13 @@ def test_a_raw_qdisc_dump_gives_the_counters_pyroute2_and_tc_show():
     done, got, chunks = _dump_messages(data, netlink.parse_qdisc_dump)
     assert done
     oracle = []
-    for c in chunks:
-        off = 0
-        while off + 16 <= len(c):
-            length, kind = struct.unpack_from("IH", c, off)
-            if kind == 36:  # RTM_NEWQDISC
-                m = tcmsg(c[off:off + length])
-                m.decode()
-                st = m.get_attr("TCA_STATS2")
-                basic, queue = st.get_attr("TCA_STATS_BASIC"), st.get_attr("TCA_STATS_QUEUE")
-                oracle.append({"ifindex": m["index"], "handle": m["handle"], "parent": m["parent"],
-                               "kind": m.get_attr("TCA_KIND"),
-                               "stats": {"bytes": basic["bytes"], "packets": basic["packets"],
-                                         **{k: queue[k] for k in ("qlen", "backlog", "drops", "requeues", "overlimits")}}})
-            off += (length + 3) & ~3
+    for m in _decoded_by_pyroute2(chunks, RTM_NEWQDISC, tcmsg):
+        st = m.get_attr("TCA_STATS2")
+        basic, queue = st.get_attr("TCA_STATS_BASIC"), st.get_attr("TCA_STATS_QUEUE")
+        oracle.append({"ifindex": m["index"], "handle": m["handle"], "parent": m["parent"],
+                       "kind": m.get_attr("TCA_KIND"),
+                       "stats": {"bytes": basic["bytes"], "packets": basic["packets"],
+                                 **{k: queue[k] for k in ("qlen", "backlog", "drops", "requeues", "overlimits")}}})
     assert got == oracle
     kinds = sorted(q["kind"] for q in got)
     assert kinds.count("htb") == 2 and kinds.count("bfifo") == 2 and "noqueue" in kinds
