@@ -71,7 +71,8 @@ def render(data: dict[str, Any]) -> str:
                 text += f", active {it['bond']['active_slave']}"
             if s["mode"] == "802.3ad":
                 text += (f", aggregator {s['aggregator']}, partner {s['partner_mac']} — "
-                         + ("LACP aggregated" if s["lacp_aggregated"] else "NOT aggregated"))
+                         + ("LACP aggregated" if s["lacp_aggregated"]
+                            else f"NOT aggregated ({s['members_distributing']}/{s['members']} members distributing)"))
             lines.append(text)
     lines += _switch_lines(live)
     return "\n".join(lines)

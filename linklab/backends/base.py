@@ -101,7 +101,15 @@ class Backend(ABC):
 
 def bond_summary(iface: dict[str, Any], members: list[dict[str, Any]]) -> dict[str, Any]:
     """For pre-flight and status: members up, LACP aggregated (all members in one aggregator,
-    partner MAC set). Pure, on `Backend.inspect` output (the format every backend returns)."""
+    partner MAC set, and every member distributing). Pure, on `Backend.inspect` output (the
+    format every backend returns).
+
+    Distributing is a member's bonding state "active": the kernel enables a port for transmit
+    only once its mux reaches COLLECTING_DISTRIBUTING, ~2 s after it joined the aggregator
+    (AD_AGGREGATE_WAIT_TIME). Measured in the lab VM after a balance-rr -> 802.3ad change: one
+    aggregator with its partner at 0.3-0.5 s, both members "backup" at 2.3 s, both "active" at
+    2.5-2.7 s. A flow started in between runs on one member, or none, then moves when the
+    second member starts distributing (a CI run: 5 % of one stream's bytes on the other member)."""
     b = iface.get("bond") or {}
     up = [m["ifname"] for m in members if (m.get("bond_member") or {}).get("mii") == "up"]
     out = {"mode": b.get("mode"), "members": len(members), "members_up": len(up)}
@@ -111,6 +119,8 @@ def bond_summary(iface: dict[str, Any], members: list[dict[str, Any]]) -> dict[s
         partner = ad.get("partner_mac")
         out["aggregator"] = ad.get("aggregator")
         out["partner_mac"] = partner
+        out["members_distributing"] = sum(1 for m in members if (m.get("bond_member") or {}).get("state") == "active")
         out["lacp_aggregated"] = (len(aggs) == 1 and ad.get("aggregator") in aggs and ad.get("num_ports") == len(members)
-                                  and partner not in (None, "00:00:00:00:00:00"))
+                                  and partner not in (None, "00:00:00:00:00:00")
+                                  and out["members_distributing"] == len(members))
     return out

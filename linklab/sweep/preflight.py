@@ -3,7 +3,7 @@ as such, never measured silently.
 
 Checks (read back live from the kernel):
   bonds   mode as planned, every member's link up, 802.3ad: all members in one aggregator with
-          a partner (waits for LACP to converge, up to a deadline)
+          a partner and distributing (waits for LACP to converge, up to a deadline)
   path    a don't-fragment ping of the largest size the path MTU allows passes, one byte more does not
 """
 
@@ -65,7 +65,8 @@ def bond_problems(lab: Lab, nodes: set[str] | None = None) -> tuple[list[str], l
                 problems.append(f"{b.node}:{b.ifname} has {s['members_up']}/{len(b.members)} members up")
             if b.mode == "802.3ad" and not s.get("lacp_aggregated"):
                 problems.append(f"{b.node}:{b.ifname} LACP not aggregated (aggregator {s.get('aggregator')}, "
-                                f"partner {s.get('partner_mac')})")
+                                f"partner {s.get('partner_mac')}, {s.get('members_distributing')}/{len(b.members)} "
+                                "members distributing)")
     return problems, summaries
 
 

@@ -58,11 +58,17 @@ def test_differs_reports_mode_first_and_changed_options():
     assert b.differs(actual, "802.3ad", {"miimon": 50}, {}) == ["mode", "miimon"]
 
 
-def test_lacp_summary_requires_one_aggregator_and_partner():
+def test_lacp_summary_requires_one_aggregator_partner_and_every_member_distributing():
     bond = {"bond": {"mode": "802.3ad", "ad_info": {"aggregator": 1, "num_ports": 2, "partner_mac": "02:00:00:00:00:01"}}}
-    members = [{"ifname": "m0", "bond_member": {"mii": "up", "aggregator": 1}},
-               {"ifname": "m1", "bond_member": {"mii": "up", "aggregator": 1}}]
+    members = [{"ifname": "m0", "bond_member": {"mii": "up", "aggregator": 1, "state": "active"}},
+               {"ifname": "m1", "bond_member": {"mii": "up", "aggregator": 1, "state": "active"}}]
     assert bond_summary(bond, members)["lacp_aggregated"] is True
+    # One aggregator and a partner, but m1 still waits to distribute (its mux not yet at
+    # COLLECTING_DISTRIBUTING): a flow started now would move when it starts.
+    members[1]["bond_member"]["state"] = "backup"
+    s = bond_summary(bond, members)
+    assert s["lacp_aggregated"] is False and s["members_distributing"] == 1
+    members[1]["bond_member"]["state"] = "active"
     members[1]["bond_member"]["aggregator"] = 2
     assert bond_summary(bond, members)["lacp_aggregated"] is False
     bond["bond"]["ad_info"]["partner_mac"] = "00:00:00:00:00:00"

@@ -8,8 +8,9 @@ def iface(name, kind, **kw):
             "bond_member": None, "bond": None, "qdiscs": [], **kw}
 
 
-def node(mode, aggregated=True):
-    members = [iface(f"bond0-m{i}", "veth", master="bond0", bond_member={"mii": "up", "aggregator": 1})
+def node(mode, aggregated=True, distributing=2):
+    members = [iface(f"bond0-m{i}", "veth", master="bond0",
+                     bond_member={"mii": "up", "aggregator": 1, "state": "active" if i < distributing else "backup"})
                for i in range(2)]
     ad = {"aggregator": 1, "num_ports": 2, "partner_mac": "02:00:00:00:00:02" if aggregated else "00:00:00:00:00:00"}
     bond = iface("bond0", "bond", addresses=["10.77.0.1/24"], bond={"mode": mode, "ad_info": ad})
@@ -24,9 +25,12 @@ def data(nodes):
 
 
 def test_bond_lines_name_their_node_and_lacp_state():
-    text = render(data({"h1": node("802.3ad"), "h2": node("802.3ad", aggregated=False)}))
+    text = render(data({"h1": node("802.3ad"), "h2": node("802.3ad", aggregated=False),
+                        "h3": node("802.3ad", distributing=1)}))
     assert "  h1:bond0 802.3ad, members 2/2 up, aggregator 1, partner 02:00:00:00:00:02 — LACP aggregated" in text
     assert "  h2:bond0 802.3ad, members 2/2 up" in text and "NOT aggregated" in text
+    assert "  h3:bond0 802.3ad, members 2/2 up, aggregator 1, partner 02:00:00:00:00:02 — NOT aggregated " \
+           "(1/2 members distributing)" in text
     assert "?:" not in text
 
 

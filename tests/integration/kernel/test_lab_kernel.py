@@ -54,6 +54,35 @@ def test_802_3ad_negotiates_one_aggregator_with_partner(make_lab):
     assert s1["partner_mac"] == b2["mac"] and s2["partner_mac"] == b1["mac"]
 
 
+def test_after_preflight_an_802_3ad_bond_spreads_flows_from_their_first_second(make_lab):
+    # Right after balance-rr -> 802.3ad, both members join one aggregator with a partner within
+    # ~0.5 s, but the second only starts distributing ~2 s later: flows started then all run on
+    # the first member and half of them move over when the second starts. Pre-flight waits for
+    # every member to distribute, so four flows (client ports 40000-40003: the layer3+4 hash puts
+    # two on each member; the kernel's default layer2 hash would put all four on one) split the bytes evenly from the start. Had they started on one member
+    # for 2 of the 3 s, that member would carry ~0.75 of the bytes; 0.40-0.60 is the band.
+    from linklab.measure import counters
+    from linklab.sweep import preflight
+    lb = make_lab("bond2.yaml", "itlacpwait", [("links[bond].bond.options.xmit_hash_policy", "layer3+4")])
+    lb.set(("links[bond].bond.mode", "802.3ad"))
+    _, resolved = lab.load_lab(lb.name)
+    deadline = time.monotonic() + 20
+    while (problems := preflight.bond_problems(resolved)[0]) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not problems, problems
+    members = ["bond0-m0", "bond0-m1"]
+    srv = runner.start(["iperf3", "-s", "-1", "-p", "5302"], netns=lb.ns("h2"))
+    try:
+        time.sleep(0.3)
+        before = counters.read_counters(lb.ns("h1"), members)
+        lb.run("h1", ["iperf3", "-c", "h2", "-p", "5302", "-P", "4", "--cport", "40000", "-t", "3"], timeout=60)
+        after = counters.read_counters(lb.ns("h1"), members)
+    finally:
+        srv.kill()
+    share = counters.spread(counters.delta(before, after))["tx"]
+    assert all(0.40 <= v <= 0.60 for v in share.values()), share
+
+
 @pytest.mark.parametrize("mtu", [450, 1500, 9200])
 def test_mtu_applied_on_the_whole_path_and_df_pings_bound_it(make_lab, mtu):
     lb = make_lab("bond2.yaml", f"itmtu{mtu}", [("links[*].mtu", mtu)])
