@@ -153,7 +153,10 @@ def host_side_vm_figures(n: int) -> dict:
     """With linear,N up in the VM: QEMU's resident memory, and forwarded commands' latency."""
     from linklab import placement
     out: dict = {"qemu_rss_kb": placement.lab_vm().host_rss_kb()}
+    # The anchor: a bare round trip into the VM (`vm run -- true`: the agent starts `true`), the
+    # floor any forwarded command stands on.
     for name, argv in (("exec_true", ["exec", "--lab", f"bench{n}", "h1", "--", "true"]),
+                       ("vm_run_true", ["vm", "run", "--", "true"]),
                        ("status", ["status", f"bench{n}"])):
         times, codes = [], []
         for _ in range(5):
@@ -277,7 +280,8 @@ def main() -> int:
         gm = (vm or {}).get("guest_memory", {})
         print(f"with linear,{MEMORY_N} up: QEMU resident {fmt((host_figs['qemu_rss_kb'] or 0) / 1024, 0)} MiB on the host; "
               f"guest agent {gm.get('agent_rss_kb')} KiB, zygote {gm.get('zygote_rss_kb')} KiB resident")
-        print(f"forwarded commands (median of 5): `linklab exec h1 -- true` {fmt(host_figs['exec_true_median_s'])} s, "
+        print(f"forwarded commands (median of 5): `linklab exec h1 -- true` {fmt(host_figs['exec_true_median_s'])} s "
+              f"(a bare round trip, `linklab vm run -- true`: {fmt(host_figs['vm_run_true_median_s'])} s), "
               f"`linklab status` {fmt(host_figs['status_median_s'])} s")
         print(f"linear,{MEMORY_N} down, forwarded from the host (the forwarding included): "
               f"{fmt(host_figs.get('down_forwarded_s'))} s")

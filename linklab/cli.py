@@ -154,16 +154,20 @@ def say(msg: str) -> None:
 
 # ---- commands -----------------------------------------------------------------------------
 
-def _forwarded(lab_name: str | None, argv: list[str]) -> int | None:
-    """If the lab lives in the VM and we are on the host, run the command there."""
-    from linklab import kernel, placement
+def _forwarded(lab_name: str | None, argv: list[str], exec_in: tuple[str, list[str]] | None = None) -> int | None:
+    """If the lab lives in the VM and we are on the host, run the command there. exec_in
+    (node, command): the guest's agent runs the command in the node's namespace directly, with
+    no linklab in between (~0.15 s instead of ~0.4 s under software emulation)."""
+    from linklab import kernel, placement, state
     if kernel.in_lab_vm():
         return None
     if lab_name is None:
-        from linklab import state
         labs = state.all_labs()
         lab_name = labs[0] if len(labs) == 1 else None
     if lab_name and placement.lab_is_in_vm(lab_name):
+        netns = state.node_netns(lab_name, exec_in[0]) if exec_in else None
+        if netns is not None:
+            return placement.forward(exec_in[1], say=say, boot=False, netns=netns)
         return placement.forward(argv, say=say, boot=False)
     return None
 
@@ -227,7 +231,7 @@ def cmd_exec(args, argv) -> int:
     if not cmd:
         raise UsageError("no command given", hint="linklab exec h1 -- ping -c3 h2")
     name = args.lab or state.default_lab()
-    fwd = _forwarded(name, argv)
+    fwd = _forwarded(name, argv, exec_in=(args.node, cmd))
     if fwd is not None:
         return fwd
     from linklab import lab  # only where the lab is: a forwarded command never needs it

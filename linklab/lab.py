@@ -18,7 +18,7 @@ from typing import Any
 
 from linklab import __version__, state
 from linklab.backends import get_backend
-from linklab.errors import LinklabError, StateError, UsageError
+from linklab.errors import LinklabError, StateError
 from linklab.model import Context, load_topology, resolve, topology_sha256
 from linklab.model.overrides import split_assignment
 from linklab.model.resolved import Lab
@@ -113,6 +113,8 @@ def _apply(lab: Lab, topo_path, overrides, scale, old, backend_name: str, say) -
                      "overrides": [list(o) for o in overrides], "scale_override": scale},
         "placement": placement(), "kernel": platform.release(), "linklab": __version__,
         "resolved": lab.model_dump(mode="json"), "owned": planned,
+        # Where each node's commands run, for `linklab exec` forwarded from the host (state.node_netns).
+        "netns": {n.name: backend.node_netns(lab, n.name) for n in lab.nodes},
     }
     if old and "sweep_base_overrides" in old:
         record["sweep_base_overrides"] = old["sweep_base_overrides"]  # a sweep is changing this lab
@@ -263,7 +265,7 @@ def exec_argv(lab_name: str, node: str, argv: list[str]) -> list[str]:
     try:
         return get_backend(st.get("backend", "linux")).exec_argv(lab, node, argv)
     except KeyError:
-        raise UsageError(f"unknown node {node!r} in lab {lab_name} (valid: {', '.join(n.name for n in lab.nodes)})") from None
+        raise state.unknown_node(lab_name, node, [n.name for n in lab.nodes]) from None
 
 
 def switch_tool_argv(lab_name: str, node: str, argv: list[str]) -> list[str]:
@@ -271,7 +273,7 @@ def switch_tool_argv(lab_name: str, node: str, argv: list[str]) -> list[str]:
     try:
         return get_backend(st.get("backend", "linux")).switch_tool_argv(lab, node, argv)
     except KeyError:
-        raise UsageError(f"unknown node {node!r} in lab {lab_name} (valid: {', '.join(n.name for n in lab.nodes)})") from None
+        raise state.unknown_node(lab_name, node, [n.name for n in lab.nodes]) from None
 
 
 default_lab = state.default_lab  # kept here too: callers name it as part of the lab lifecycle

@@ -66,9 +66,10 @@ def lab_is_in_vm(lab_name: str) -> bool:
     return bool(st) and st.get("placement", {}).get("kind") == "vm"
 
 
-def forward(argv: list[str], say=print, boot: bool = True, raw: bool = False) -> int:
-    """Run `linklab <argv>` (or, with raw, any command) inside the lab VM, booting it if `boot`,
-    streaming its output; returns its exit code."""
+def forward(argv: list[str], say=print, boot: bool = True, raw: bool = False, netns: str | None = None) -> int:
+    """Run `linklab <argv>` (or, with raw, any command; with netns, any command inside that
+    namespace of the guest) inside the lab VM, booting it if `boot`, streaming its output;
+    returns its exit code."""
     vm = lab_vm()
     if boot:
         info = vm.ensure_running(say=say)
@@ -88,8 +89,8 @@ def forward(argv: list[str], say=print, boot: bool = True, raw: bool = False) ->
     for passthrough in ("LINKLAB_DEBUG", "COLUMNS"):
         if passthrough in os.environ:
             env[passthrough] = os.environ[passthrough]
-    if raw:
-        return vm.run(list(argv), cwd=str(Path.cwd()), env=env)
+    if raw or netns:
+        return vm.run(list(argv), cwd=str(Path.cwd()), env=env, netns=netns)
     # warm: forked from the guest's pre-imported interpreter; a cold import costs 12 s or more under TCG
     return vm.run_linklab(list(argv), cwd=str(Path.cwd()), env=env)
 

@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 from linklab.kernel import LAB_MODULES, load_modules
+from linklab.vm import nsenter
 from linklab.vm import protocol as P
 from linklab.vm.zygote import PRELOAD, Zygote
 
@@ -38,6 +39,10 @@ EXIT_POLL_FIRST_MS = 5
 GRACE_AFTER_EXIT = 1.0  # a daemon the command left behind may hold its pipes open; don't wait on it
 KILL_GRACE = 3.0
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+class NamespaceGone(Exception):
+    """A command was asked to run in a network namespace that does not exist."""
 
 
 class HostGone(Exception):
@@ -157,6 +162,31 @@ def _default_interrupts() -> None:
     signal.signal(signal.SIGQUIT, signal.SIG_DFL)
 
 
+def _spawn(argv: list[str], cwd: str, env: dict[str, str], netns: str | None) -> subprocess.Popen:
+    """Start a command in its own session (signals go to the whole command, a sweep and its
+    iperf3s, like a terminal's Ctrl-C), inside `netns` when given: the forked child enters it
+    (nsenter.enter: system calls only, safe after fork in this threaded agent) and execs the
+    command itself, one process image fewer than `ip netns exec`."""
+    try:
+        entry = nsenter.prepare(netns) if netns else None
+    except FileNotFoundError:
+        raise NamespaceGone(f"no network namespace {netns} (was its lab taken down?)") from None
+    ignored = _interrupts_ignored()
+
+    def before_exec() -> None:
+        if ignored:
+            _default_interrupts()
+        if entry is not None:
+            nsenter.enter(entry)
+    try:
+        return subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, start_new_session=True,
+                                preexec_fn=before_exec if ignored or entry is not None else None)
+    finally:
+        if entry is not None:
+            nsenter.close(entry)
+
+
 def kill_group(proc: subprocess.Popen, sig: int) -> None:
     try:
         os.killpg(proc.pid, sig)
@@ -216,8 +246,14 @@ class PortServer:
                     self.handle(frame)
             except HostGone:
                 self.detached()
-            except Exception:  # one bad request must not take the port down
+            except Exception as e:  # one bad request must not take the port down
                 log.exception("%s: unexpected error", self.name)
+                if self.session is not None:  # a waiting host hears of it instead of waiting forever
+                    try:
+                        self.port.send(P.error(f"agent failed: {type(e).__name__}: {e}"))
+                        self.port.send(P.exit_(P.EXIT_CANNOT_RUN))
+                    except Exception:
+                        pass
                 self.detached()
                 time.sleep(IDLE_SLEEP)
 
@@ -265,28 +301,29 @@ class PortServer:
 
     def run_command(self, frame: dict) -> None:
         try:
-            argv, cwd, env, timeout, warm = P.parse_request(frame)
+            req = P.parse_request(frame)
         except P.ProtocolError as e:
             self.port.send(P.error(str(e)))
             self.port.send(P.exit_(P.EXIT_CANNOT_RUN))
             return
-        child_env = {"PATH": DEFAULT_PATH, **os.environ, **env, "LINKLAB_IN_VM": "1"}
-        proc = self.agent.zygote.spawn(argv[2], argv[3:], cwd, child_env) if warm and self.agent.zygote else None
-        log.info("%s: run%s %s (cwd %s)", self.name, " warm" if proc else "", argv, cwd)
+        argv, cwd = req.argv, req.cwd
+        child_env = {"PATH": DEFAULT_PATH, **os.environ, **req.env, "LINKLAB_IN_VM": "1"}
+        proc = self.agent.zygote.spawn(argv[2], argv[3:], cwd, child_env) if req.warm and self.agent.zygote else None
+        log.info("%s: run%s %s (cwd %s%s)", self.name, " warm" if proc else "", argv, cwd,
+                 f", netns {req.netns}" if req.netns else "")
         if proc is None:
             try:
-                # Own session: signals go to the whole command (a sweep and its iperf3s), like a terminal's Ctrl-C.
-                proc = subprocess.Popen(argv, cwd=cwd, env=child_env, stdin=subprocess.DEVNULL,
-                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
-                                        preexec_fn=_default_interrupts if _interrupts_ignored() else None)
-            except OSError as e:
+                proc = _spawn(argv, cwd, child_env, req.netns)
+            except (OSError, subprocess.SubprocessError, NamespaceGone) as e:
                 code = P.EXIT_NOT_FOUND if isinstance(e, FileNotFoundError) else P.EXIT_CANNOT_RUN
+                if isinstance(e, subprocess.SubprocessError):  # raised in the child, before exec
+                    e = f"entering network namespace {req.netns} failed"
                 self.port.send(P.output("err", f"linklab agent: cannot run {argv[0]}: {e}\n".encode()))
                 self.port.send(P.exit_(code))
                 return
         self.agent.track(proc, True)
         try:
-            code = self.stream(proc, timeout)
+            code = self.stream(proc, req.timeout)
         except HostGone:
             log.info("%s: host detached while %s ran; stopping it", self.name, argv[0])
             terminate(proc)

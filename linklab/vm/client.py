@@ -147,12 +147,13 @@ class Channel:
     # -- one command ------------------------------------------------------------------------
 
     def run(self, argv: list[str], cwd: str, env: dict[str, str], timeout: float | None,
-            stdout: BinaryIO, stderr: BinaryIO, alive: Callable[[], bool] = lambda: True, warm: bool = False) -> int:
+            stdout: BinaryIO, stderr: BinaryIO, alive: Callable[[], bool] = lambda: True, warm: bool = False,
+            netns: str | None = None) -> int:
         """Send one request and relay its output until its exit frame; returns the guest exit code.
         Ctrl-C (KeyboardInterrupt) is forwarded as INT, then TERM, then KILL, and the output keeps
         flowing until the command actually ends, so the caller gets the command's own exit code.
         A fourth Ctrl-C stops waiting and raises KeyboardInterrupt."""
-        self.send(P.request(argv, cwd, env, timeout, warm))
+        self.send(P.request(argv, cwd, env, timeout, warm, netns))
         interrupts = 0
         while True:
             try:

@@ -354,12 +354,13 @@ class LabVM:
 
     def run(self, argv: list[str], *, cwd: str | Path, env: dict[str, str] | None = None,
             timeout: float | None = None, stdout: BinaryIO | None = None, stderr: BinaryIO | None = None,
-            port_wait: float = 600.0, warm: bool = False) -> int:
+            port_wait: float = 600.0, warm: bool = False, netns: str | None = None) -> int:
         """Run argv inside the VM, streaming its output live; returns its exit code.
         env: variables layered over the guest's environment (default: forwarded_env()).
         timeout: the guest kills the command after this many seconds (exit code 124).
         warm: argv is `python -m <module> ...`; run it in the guest's pre-imported interpreter
         (see linklab.vm.zygote for what differs from a cold start).
+        netns: run argv inside that named network namespace of the guest (linklab.vm.nsenter).
         Ctrl-C is forwarded to the guest command; the command's own exit code comes back."""
         stdout = stdout if stdout is not None else sys.stdout.buffer
         stderr = stderr if stderr is not None else sys.stderr.buffer
@@ -372,9 +373,13 @@ class LabVM:
                 with contextlib.suppress(Exception):
                     s.flush()
             ch, _ = open_channel(sock, time.monotonic() + 60, alive)
-            with ch, hostcpu.Recorder(self.dir / "host-cpu.json", info["pid"]):
+            # Host CPU is sampled for sweeps (disturbance.host_disturbed). A user's command in a node
+            # (`linklab exec`) has no measurement window, and a sample costs two fsyncs at its start.
+            recorder = (hostcpu.Recorder(self.dir / "host-cpu.json", info["pid"]) if netns is None
+                        else contextlib.nullcontext())
+            with ch, recorder:
                 return ch.run([str(a) for a in argv], str(cwd), forwarded_env() if env is None else env,
-                              timeout, stdout, stderr, alive, warm)
+                              timeout, stdout, stderr, alive, warm, netns)
         except AgentGone as e:
             raise EnvironmentProblem(f"{e}\n--- {self.console_log} (tail) ---\n{_tail(self.console_log, 10)}",
                                      hint="`linklab down` then `linklab up` restarts the lab VM") from None

@@ -4,7 +4,8 @@ Newline-delimited JSON, one frame per line; output bytes travel base64-encoded s
 survives. Every frame is a dict with a type field "t":
 
   host -> guest   hello {nonce}              start of a conversation; stale bytes before it are dropped
-                  req {argv, cwd, env, timeout, warm}  warm: `python -m ...` may fork from the zygote
+                  req {argv, cwd, env, timeout, warm[, netns]}  warm: `python -m ...` may fork from
+                                             the zygote; netns: run argv in that named namespace
                   sig {sig: "INT"|"TERM"|"KILL"}  forward a signal to the running command
                   shutdown                   stop the agent, which powers the VM off
   guest -> host   ready {nonce, info}        answer to hello, with the guest's facts
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import base64
 import json
+from dataclasses import dataclass
 from typing import Any
 
 # A frame is one JSON line; bounding it keeps a corrupt stream from eating memory.
@@ -133,19 +135,36 @@ def ready(nonce: str, info: dict) -> dict:
 
 
 def request(argv: list[str], cwd: str, env: dict[str, str] | None = None, timeout: float | None = None,
-            warm: bool = False) -> dict:
-    """warm: argv is `python -m <module> ...` and may run in the guest's pre-imported interpreter."""
+            warm: bool = False, netns: str | None = None) -> dict:
+    """warm: argv is `python -m <module> ...` and may run in the guest's pre-imported interpreter.
+    netns: run argv inside that named network namespace, entered as `ip netns exec` does."""
     argv = [str(a) for a in argv]
     if not argv:
         raise ProtocolError("empty argv")
     if warm and (len(argv) < 3 or argv[1] != "-m"):
         raise ProtocolError("a warm request must be `python -m <module> ...`")
-    return {"t": "req", "argv": argv, "cwd": str(cwd), "env": dict(env or {}), "timeout": timeout, "warm": warm}
+    if warm and netns:
+        raise ProtocolError("a warm request runs linklab itself, outside any lab namespace")
+    frame = {"t": "req", "argv": argv, "cwd": str(cwd), "env": dict(env or {}), "timeout": timeout, "warm": warm}
+    if netns:
+        frame["netns"] = netns
+    return frame
 
 
-def parse_request(frame: dict) -> tuple[list[str], str, dict[str, str], float | None, bool]:
+@dataclass(frozen=True)
+class Request:
+    argv: list[str]
+    cwd: str
+    env: dict[str, str]
+    timeout: float | None
+    warm: bool
+    netns: str | None
+
+
+def parse_request(frame: dict) -> Request:
     argv, cwd, env, timeout = frame.get("argv"), frame.get("cwd"), frame.get("env") or {}, frame.get("timeout")
-    warm = bool(frame.get("warm")) and isinstance(argv, list) and len(argv) >= 3 and argv[1] == "-m"
+    netns = frame.get("netns")
+    warm = bool(frame.get("warm")) and isinstance(argv, list) and len(argv) >= 3 and argv[1] == "-m" and not netns
     if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
         raise ProtocolError("request argv must be a non-empty list of strings")
     if not isinstance(cwd, str) or not cwd:
@@ -154,7 +173,9 @@ def parse_request(frame: dict) -> tuple[list[str], str, dict[str, str], float | 
         raise ProtocolError("request env must map strings to strings")
     if timeout is not None and (not isinstance(timeout, (int, float)) or timeout <= 0):
         raise ProtocolError("request timeout must be a positive number or null")
-    return argv, cwd, env, timeout, warm
+    if netns is not None and (not isinstance(netns, str) or not netns or "/" in netns or netns in (".", "..")):
+        raise ProtocolError("request netns must be a namespace name")
+    return Request(argv, cwd, env, timeout, warm, netns)
 
 
 def output(stream: str, data: bytes) -> dict:

@@ -156,6 +156,22 @@ def test_exec_on_a_lab_that_does_not_exist_never_boots_the_vm(world, monkeypatch
     assert "no lab named 'bond2'" in capsys.readouterr().err
 
 
+def test_exec_into_a_vm_lab_goes_straight_to_the_nodes_namespace(world, monkeypatch, capsys):
+    lab_state("vmlab", "00000001", kind="vm")
+    rec = state.load("vmlab")
+    forwarded = []
+    monkeypatch.setattr(placement, "forward", lambda argv, **k: forwarded.append((argv, k.get("netns"))) or 0)
+    # A state file written before namespaces were recorded: linklab in the guest works it out.
+    assert cli.main(["exec", "--lab", "vmlab", "h1", "--", "ping", "-c1", "h2"]) == 0
+    assert forwarded[-1] == (["exec", "--lab", "vmlab", "h1", "--", "ping", "-c1", "h2"], None)
+    state.save({**rec, "netns": {"h1": netns_name("vmlab", "h1"), "h2": netns_name("vmlab", "h2")}})
+    assert cli.main(["exec", "--lab", "vmlab", "h2", "--", "ping", "-c1", "h1"]) == 0
+    assert forwarded[-1] == (["ping", "-c1", "h1"], netns_name("vmlab", "h2"))
+    assert cli.main(["exec", "--lab", "vmlab", "h9", "--", "true"]) == 2
+    assert "unknown node 'h9' in lab vmlab (valid: h1, h2)" in capsys.readouterr().err
+    assert len(forwarded) == 2
+
+
 def test_vm_run_help_is_help_not_a_command_for_the_vm(monkeypatch, capsys):
     monkeypatch.setattr(placement, "forward", lambda *a, **k: (_ for _ in ()).throw(AssertionError("forwarded")))
     with pytest.raises(SystemExit) as e:

@@ -82,6 +82,26 @@ def test_missing_program_and_bad_cwd(served):
     assert run(ch, ["true"], cwd="/no/such/dir")[0] == P.EXIT_NOT_FOUND
 
 
+def test_a_namespace_that_does_not_exist_is_named(served):
+    ch, _ = served
+    ch.handshake(deadline())
+    out, err = io.BytesIO(), io.BytesIO()
+    code = ch.run(["true"], "/", {}, None, out, err, netns="ll-nosuchlab-h1")
+    assert code == P.EXIT_CANNOT_RUN
+    assert b"no network namespace ll-nosuchlab-h1 (was its lab taken down?)" in err.getvalue()
+
+
+def test_an_agent_failure_ends_the_hosts_wait(served, monkeypatch):
+    ch, _ = served
+    ch.handshake(deadline())
+
+    def broken(*_):
+        raise RuntimeError("boom")
+    monkeypatch.setattr(PortServer, "stream", broken)
+    code, _, err = run(ch, ["true"])
+    assert code == P.EXIT_CANNOT_RUN and b"agent failed: RuntimeError: boom" in err
+
+
 def test_timeout(served):
     ch, _ = served
     ch.handshake(deadline())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 
 import pytest
 
@@ -18,7 +19,15 @@ def test_request_roundtrip():
     req = P.request(["linklab", "sweep", "--x", "ü"], "/work/main", {"LINKLAB_X": "1"}, 12.5)
     [back] = roundtrip(req)
     assert back == req
-    assert P.parse_request(back) == (["linklab", "sweep", "--x", "ü"], "/work/main", {"LINKLAB_X": "1"}, 12.5, False)
+    assert P.parse_request(back) == P.Request(["linklab", "sweep", "--x", "ü"], "/work/main", {"LINKLAB_X": "1"}, 12.5,
+                                              warm=False, netns=None)
+
+
+def test_request_in_a_namespace_roundtrips_and_is_never_warm():
+    [back] = roundtrip(P.request(["ping", "-c1", "h2"], "/", netns="ll-bond2-h1"))
+    assert P.parse_request(back).netns == "ll-bond2-h1"
+    with pytest.raises(P.ProtocolError):
+        P.request([sys.executable, "-m", "linklab", "status"], "/", warm=True, netns="ll-bond2-h1")
 
 
 def test_request_stringifies_argv_and_rejects_empty():
@@ -35,6 +44,8 @@ def test_request_stringifies_argv_and_rejects_empty():
     {"t": "req", "argv": ["ls"], "cwd": "/", "env": {"A": 1}},
     {"t": "req", "argv": ["ls"], "cwd": "/", "timeout": -1},
     {"t": "req", "argv": ["ls"], "cwd": "/", "timeout": "5"},
+    {"t": "req", "argv": ["ls"], "cwd": "/", "netns": "../../proc/1/ns/net"},
+    {"t": "req", "argv": ["ls"], "cwd": "/", "netns": ""},
 ])
 def test_parse_request_rejects(bad):
     with pytest.raises(P.ProtocolError):

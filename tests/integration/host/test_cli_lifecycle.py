@@ -71,6 +71,26 @@ def test_exec_exit_code_comes_back(lab_up):
     assert res.returncode == 7
 
 
+def test_exec_sees_the_nodes_own_network_and_sysfs_and_leaves_the_machines_alone(lab_up):
+    # What `ip netns exec` gives a command, whichever way linklab enters the node: its own
+    # interfaces, a /sys that describes them, the lab's hosts file; the machine's own /sys
+    # (the lab VM's, or this host's) untouched afterwards.
+    res = linklab("exec", "--lab", LAB, "h1", "--", "sh", "-c", "ls /sys/class/net; echo --; cat /etc/hosts")
+    assert res.returncode == 0, res.stdout + res.stderr
+    sysfs, hosts = res.stdout.split("--\n")
+    assert set(sysfs.split()) - {"bonding_masters"} == {"lo", "bond0", "bond0-m0", "bond0-m1"}, sysfs
+    assert "10.77.0.2" in hosts and "h2" in hosts, hosts
+    outside = ["vm", "run", "--", "ls", "/sys/class/net"] if kernel.missing_features() else None
+    mine = linklab(*outside).stdout if outside else "\n".join(os.listdir("/sys/class/net"))
+    assert "bond0" not in mine.split(), mine
+
+
+def test_exec_names_the_valid_nodes_of_an_unknown_one(lab_up):
+    res = linklab("exec", "--lab", LAB, "h9", "--", "true")
+    assert res.returncode == 2
+    assert f"unknown node 'h9' in lab {LAB} (valid: h1, h2)" in res.stderr
+
+
 @pytest.mark.skipif(not kernel.missing_features(), reason="the lab runs natively: every directory persists")
 def test_sweep_refuses_results_the_vm_would_lose(lab_up, tmp_path):
     # /tmp in the lab VM is a throwaway overlay: results there would vanish with the VM.
