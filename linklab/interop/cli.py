@@ -55,7 +55,7 @@ def add_commands(sub) -> None:
         description="An interactive prompt over a running lab: pingall (loss matrix), ping A B, iperf A B, nodes, "
                     "links, dump, `NODE command…`, help, exit. Line editing and history (readline); Ctrl-C stops "
                     "the running command, not the prompt; Ctrl-D or exit leaves. A lab in the VM works the same "
-                    "(each command is forwarded, ~1 s).",
+                    "(each command is forwarded, ~0.2 s).",
         epilog="examples:\n  linklab cli\n  linklab cli --lab bond2\n  echo pingall | linklab cli   # scripted",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     c.add_argument("--lab", help="lab name (default: the only lab up)")

@@ -41,22 +41,29 @@ class NodeExec:
     def argv(self, node: str, command: list[str]) -> list[str]:
         return labmod.exec_argv(self.lab_name, node, command)
 
+    def _in_vm(self, node: str, command: list[str]) -> tuple[list[str], str | None]:
+        """(argv, namespace) for the VM's agent: the node's recorded namespace, which the agent
+        enters itself (as `linklab exec` does), else `ip netns exec` for an older state file."""
+        netns = state.node_netns(self.lab_name, node)
+        return (command, netns) if netns is not None else (self.argv(node, command), None)
+
     def capture(self, node: str, command: list[str], timeout: float = 60) -> tuple[int, str]:
-        argv = self.argv(node, command)
         if self.in_vm:
+            argv, netns = self._in_vm(node, command)
             out = io.BytesIO()
-            rc = placement.lab_vm().run(argv, cwd=str(Path.cwd()), stdout=out, stderr=out, timeout=timeout)
+            rc = placement.lab_vm().run(argv, cwd=str(Path.cwd()), stdout=out, stderr=out, timeout=timeout,
+                                        netns=netns)
             return rc, out.getvalue().decode(errors="replace")
-        res = runner.run(argv, check=False, timeout=timeout)
+        res = runner.run(self.argv(node, command), check=False, timeout=timeout)
         return res.returncode, res.stdout + res.stderr
 
     def stream(self, node: str, command: list[str]) -> int:
         """Output straight to the terminal; Ctrl-C interrupts the command (then the prompt returns)."""
-        argv = self.argv(node, command)
         if self.in_vm:
-            return placement.lab_vm().run(argv, cwd=str(Path.cwd()))  # forwards Ctrl-C itself
+            argv, netns = self._in_vm(node, command)
+            return placement.lab_vm().run(argv, cwd=str(Path.cwd()), netns=netns)  # forwards Ctrl-C itself
         sys.stdout.flush()
-        proc = runner.start(argv, stdout=None, stderr=None)  # own session: Ctrl-C reaches us, we pass it on
+        proc = runner.start(self.argv(node, command), stdout=None, stderr=None)  # own session: Ctrl-C reaches us, we pass it on
         try:
             return proc.wait()
         except KeyboardInterrupt:

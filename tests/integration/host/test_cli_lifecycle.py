@@ -2,6 +2,7 @@
 kernel lacks bonding/netem), status, exec with name resolution, bad input, down."""
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -83,6 +84,14 @@ def test_exec_sees_the_nodes_own_network_and_sysfs_and_leaves_the_machines_alone
     outside = ["vm", "run", "--", "ls", "/sys/class/net"] if kernel.missing_features() else None
     mine = linklab(*outside).stdout if outside else "\n".join(os.listdir("/sys/class/net"))
     assert "bond0" not in mine.split(), mine
+
+
+def test_the_prompt_runs_node_commands_and_pingall_from_this_host(lab_up):
+    res = subprocess.run([sys.executable, "-m", "linklab", "cli", "--lab", LAB], cwd=ROOT, capture_output=True,
+                         text=True, timeout=300, input="pingall\nh2 ip -br link show bond0\nh1 sh -c 'exit 4'\nexit\n")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "*** Results: 0% dropped (2/2 received)" in res.stdout, res.stdout
+    assert re.search(r"bond0\s+UP\s", res.stdout), res.stdout
 
 
 def test_exec_names_the_valid_nodes_of_an_unknown_one(lab_up):
