@@ -316,9 +316,9 @@ class PortServer:
                 proc = _spawn(argv, cwd, child_env, req.netns)
             except (OSError, subprocess.SubprocessError, NamespaceGone) as e:
                 code = P.EXIT_NOT_FOUND if isinstance(e, FileNotFoundError) else P.EXIT_CANNOT_RUN
-                if isinstance(e, subprocess.SubprocessError):  # raised in the child, before exec
-                    e = f"entering network namespace {req.netns} failed"
-                self.port.send(P.output("err", f"linklab agent: cannot run {argv[0]}: {e}\n".encode()))
+                # SubprocessError: raised in the child before exec, where only entering the namespace runs.
+                why = f"entering network namespace {req.netns} failed" if isinstance(e, subprocess.SubprocessError) else e
+                self.port.send(P.output("err", f"linklab agent: cannot run {argv[0]}: {why}\n".encode()))
                 self.port.send(P.exit_(code))
                 return
         self.agent.track(proc, True)
