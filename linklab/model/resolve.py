@@ -216,12 +216,14 @@ def qdisc_for(fields: dict, scale: float, mtu: int = 1500, port: str = "host") -
     if not (q.shaper or q.needs_netem):
         return None
     if rate:
-        qs = queues.size(fields.get("queue"), written_rate, scale, mtu, port)
+        # The bucket is recorded (state, `linklab show`): it decides a switch port's least queue.
+        bucket = queues.bucket_bytes(q.shaper if q.shaper in ("htb", "tbf") else "htb", rate, mtu, q.burst)
+        qs = queues.size(fields.get("queue"), written_rate, scale, mtu, port, bucket)
         limit = q.limit
         if q.queue_holder == "netem" and limit is None:
             limit = queues.packets(qs, mtu, rate, q.delay_s + q.jitter_s)
         q = q.model_copy(update={"queue_bytes": qs.bytes, "queue_s": qs.seconds, "queue_source": qs.source,
-                                 "limit": limit})
+                                 "limit": limit, "burst": bucket if q.shaper in ("htb", "tbf") else q.burst})
     elif fields.get("queue") and fields["queue"][0] == "packets" and q.limit is None:
         q = q.model_copy(update={"limit": int(fields["queue"][1])})  # no rate: netem's delay line only
     return q

@@ -21,6 +21,7 @@ from typing import Any
 from pyroute2.netlink.rtnl.tcmsg.common import tick_in_usec
 
 from linklab import runner
+from linklab.model import queues
 from linklab.model.resolved import Qdisc
 
 U32_MAX = 2**32 - 1
@@ -68,13 +69,9 @@ def netem_args(q: Qdisc, with_rate: bool) -> list[str]:
 
 
 def burst_bytes(q: Qdisc, mtu: int) -> int:
-    # tbf needs at least one packet per bucket; measured: 20 kB tracks goodput within 4-10 %
-    # at 100 Mbit/s, htb's default burst was 15-35 % short (15k-256k: within 0.5 % of theory),
-    # so give both a floor; htb's is the 64 kB measured with the byte FIFO (room for a GSO packet).
-    if q.burst:
-        return q.burst
-    floor = 64000 if q.shaper == "htb" else 20000
-    return max(4 * (mtu + 14) if q.shaper == "htb" else 2 * (mtu + 14), int((q.rate_bps or 0) / 8 * 0.0016), floor)
+    """The shaper's bucket: resolved into the model (linklab/model/queues.py); computed here for
+    labs recorded before it was."""
+    return q.burst or queues.bucket_bytes(q.shaper, q.rate_bps or 0.0, mtu)
 
 
 def plan(q: Qdisc | None, mtu: int, dev: str) -> list[list[str]]:
