@@ -11,6 +11,12 @@ Each flag comes with its evidence, so a report can mark the point and say why:
   host_disturbed   other work took >= HOST_OTHER_PCT of the host's cores during the window (the
                    host's /proc/stat minus the lab VM's QEMU process, recorded by the host side:
                    linklab/vm/hostcpu.py): the emulator was short of CPU, its neighbours were not
+  emulator_burst   a port beyond the path's bottleneck (linklab/model/paths.py: reached only after
+                   a port no faster than itself) dropped >= QUEUE_DROP_PCT of its packets: traffic
+                   that left the bottleneck at its rate needs no queue there on a real network, so
+                   the emulator delivered it in bursts (timer slack, batched forwarding) and the
+                   row's throughput and retransmits carry the emulator's cost, not the link's.
+                   Those ports then count here, not under queue_dropped.
   emulator_rtt     the idle RTT's median exceeds the round trip the topology asks for on the path
                    (linklab/model/paths.py) by >= EMULATOR_RTT_MS and at least doubles it: the
                    emulator's own latency dominates, so RTT, RTT under load and cwnd / rate
@@ -93,13 +99,14 @@ def leaf_drops(drops: Mapping[str, int]) -> int:
 def flags(row: Mapping[str, Any], drops: Mapping[str, int] | None = None,
           lossy_ifaces: set[str] | frozenset[str] = frozenset(), core_busy_pct: float = CORE_BUSY_PCT,
           sent: Mapping[str, int] | None = None, drop_pct: float = QUEUE_DROP_PCT,
-          asked_rtt_ms: float | None = None) -> dict[str, str]:
+          asked_rtt_ms: float | None = None, beyond: Mapping[str, str] | None = None) -> dict[str, str]:
     """{"flags": "core_saturated;queue_dropped", "flag_evidence": "..."} from a row's per-core CPU
     (cpu<N>_busy_pct) and the qdisc drop deltas; interfaces whose impairment asks for loss
     (`lossy_ifaces`, "node/ifname" or "ifname") do not count. With `sent` (packets each qdisc
     sent, sent_delta), a queue counts only when its drops reach `drop_pct` % of what it handled.
     With `asked_rtt_ms` (the path's delays, linklab/model/paths.py), a row's idle RTT
-    (ping_rtt_p50_ms) is judged against it."""
+    (ping_rtt_p50_ms) is judged against it. With `beyond` ("node/ifname" -> the bottleneck port
+    before it, paths.beyond_bottleneck), drops at those ports are the emulator's."""
     names: list[str] = []
     evidence: list[str] = []
     cores = {k: v for k, v in row.items() if re.fullmatch(r"cpu\d+_busy_pct", k) and isinstance(v, (int, float))}
@@ -113,10 +120,18 @@ def flags(row: Mapping[str, Any], drops: Mapping[str, int] | None = None,
     share = {k: 100.0 * v / (v + sent.get(k, 0)) for k, v in unasked.items()} if sent is not None else {}
     if sent is not None:
         unasked = {k: v for k, v in unasked.items() if share[k] >= drop_pct}
-    if unasked:
+    def said(keys):
+        return ", ".join(f"{k}: {unasked[k]}" + (f" ({share[k]:.2g}%)" if k in share else "") for k in sorted(keys))
+    bursts = [k for k in unasked if k.split(" ")[0] in (beyond or {})]
+    plain = [k for k in unasked if k not in bursts]
+    if plain:
         names.append("queue_dropped")
-        evidence.append("dropped " + ", ".join(f"{k}: {v}" + (f" ({share[k]:.2g}%)" if k in share else "")
-                                               for k, v in sorted(unasked.items())))
+        evidence.append("dropped " + said(plain))
+    if bursts:
+        names.append("emulator_burst")
+        bottlenecks = sorted({beyond[k.split(" ")[0]] for k in bursts})
+        evidence.append(f"dropped {said(bursts)} beyond the path's bottleneck ({', '.join(bottlenecks)}): traffic "
+                        f"that left it at its rate needs no queue there, the emulator delivered it in bursts")
     other = row.get("host_other_pct")
     if isinstance(other, (int, float)) and other >= HOST_OTHER_PCT:
         names.append("host_disturbed")

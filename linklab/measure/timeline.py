@@ -1,7 +1,20 @@
-"""Faults on a timeline: iperf3's short intervals (-i 0.1) as a time series, and per fault the
-outage it caused. Pure functions on iperf3's JSON.
+"""Events on a timeline: iperf3's short intervals (-i 0.1) as a time series, and per event its
+effect on the flow. Pure functions on iperf3's JSON.
 
-Definitions (stated in every row, so a reader can judge them):
+Two kinds of event, judged differently:
+  a failure (a member's cable pulled or replugged, the active member moved) is an *outage*:
+    how long the flow stayed below half its rate, and how long until it was back;
+  a change (an impairment set in place: rate, delay, loss, ...) is not a failure: the flow is
+    meant to run at a new level afterwards, so it is judged by how long it took to *settle*
+    there. Reporting a rate cut to a fifth as an "outage" (below half the old rate for good)
+    said the link failed when it was doing what it was asked.
+
+The series is the receiver's when iperf3 carries it (--get-server-output, the server reporting
+at the same interval): a sender's 0.1 s intervals count bytes handed to its socket, which
+stalls in bursts against the queue (measured: 0-byte sender intervals in a steady 20 Mbit/s
+phase) although the link delivered all along. Otherwise the client's own intervals.
+
+Definitions for failures (stated in every row, so a reader can judge them):
   pre-fault rate   mean rate of the intervals in the PRE_S seconds before the fault
   outage_s         time the rate stayed below OUTAGE_FRACTION of the pre-fault rate, from the
                    first such interval at or after the fault (within SEARCH_S: iperf3 starts its
@@ -11,11 +24,16 @@ Definitions (stated in every row, so a reader can judge them):
                    RECOVERED_FRACTION of the pre-fault rate or more
   retransmits      TCP retransmits in the intervals from the fault to recovery
   lost_packets     UDP datagrams lost in those intervals (iperf3's receiver count)
+and for changes:
+  post_bps         the median rate of the intervals in the POST_S seconds before the next event
+                   (or the window's end): the level the flow settled at
+  settle_s         from the change to the first of RECOVERED_RUN consecutive intervals within
+                   SETTLE_BAND of post_bps (None: never steady there)
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 OUTAGE_FRACTION = 0.5
@@ -23,6 +41,8 @@ RECOVERED_FRACTION = 0.9
 RECOVERED_RUN = 3
 PRE_S = 1.0
 SEARCH_S = 1.0
+POST_S = 1.0
+SETTLE_BAND = 0.1  # +-10 % of the settled level: the sawtooth of a shaped TCP flow stays inside
 
 
 @dataclass(frozen=True)
@@ -35,7 +55,20 @@ class Interval:
 
 
 def series(doc: dict) -> list[Interval]:
-    """iperf3 JSON -> the non-omitted intervals' sums, on iperf3's clock (seconds from its start)."""
+    """iperf3 JSON -> the non-omitted intervals' sums, on iperf3's clock (seconds from its start):
+    the receiver's (the server's output, for a client sending) when it is there at the client's
+    granularity, else the client's own."""
+    own = _intervals(doc)
+    server = doc.get("server_output_json")
+    sending = not doc.get("start", {}).get("test_start", {}).get("reverse")
+    if sending and isinstance(server, dict):
+        theirs = _intervals(server)
+        if theirs and own and len(theirs) >= 0.8 * len(own):
+            return [replace(iv, retransmits=mine.retransmits) for iv, mine in zip(theirs, own)] + theirs[len(own):]
+    return own
+
+
+def _intervals(doc: dict) -> list[Interval]:
     out = []
     for iv in doc.get("intervals", []):
         s = iv.get("sum", {})
@@ -89,3 +122,47 @@ def outage(ivs: list[Interval], at_s: float, frac: float = OUTAGE_FRACTION) -> O
     return Outage(at_s=at_s, pre_bps=pre_bps, min_bps=min(iv.bps for iv in after[:max(len(span), 1)]),
                   outage_s=round(out_s, 3), recover_s=None if recover_s is None else round(recover_s, 3),
                   retransmits=sum(iv.retransmits for iv in span), lost_packets=sum(iv.lost_packets for iv in span))
+
+
+@dataclass(frozen=True)
+class Settle:
+    at_s: float
+    pre_bps: float | None
+    post_bps: float | None
+    settle_s: float | None  # None: never steady at post_bps within the series
+    retransmits: int
+    lost_packets: int
+
+    def row(self, prefix: str) -> dict[str, Any]:
+        return {f"{prefix}at_s": self.at_s, f"{prefix}pre_bps": self.pre_bps, f"{prefix}post_bps": self.post_bps,
+                f"{prefix}settle_s": self.settle_s, f"{prefix}retransmits": self.retransmits,
+                f"{prefix}lost_packets": self.lost_packets}
+
+
+def settle(ivs: list[Interval], at_s: float, until_s: float | None = None) -> Settle:
+    """How the flow took a change at `at_s` (iperf3's clock): the level it settled at before
+    `until_s` (the next event; None: the series' end) and how long it took to get there."""
+    pre = [iv for iv in ivs if at_s - PRE_S <= iv.start and iv.end <= at_s + 1e-9]
+    pre_bps = sum(iv.bps for iv in pre) / len(pre) if pre else None
+    after = [iv for iv in ivs if iv.end > at_s and (until_s is None or iv.start < until_s)]
+    if not after:
+        return Settle(at_s, pre_bps, None, None, 0, 0)
+    end = after[-1].end
+    tail = sorted(iv.bps for iv in after if iv.start >= end - POST_S)
+    post = tail[len(tail) // 2] if tail else None
+    settled = None
+    if post is not None:
+        band = SETTLE_BAND * max(post, 1.0)
+        for k in range(len(after) - RECOVERED_RUN + 1):
+            if all(abs(iv.bps - post) <= band for iv in after[k:k + RECOVERED_RUN]):
+                settled = k
+                break
+    span = after[:settled] if settled is not None else after
+    settle_s = None if settled is None else round(max(after[settled].start - at_s, 0.0), 3)
+    return Settle(at_s=at_s, pre_bps=pre_bps, post_bps=post, settle_s=settle_s,
+                  retransmits=sum(iv.retransmits for iv in span), lost_packets=sum(iv.lost_packets for iv in span))
+
+
+def effect(ivs: list[Interval], at_s: float, failure: bool, until_s: float | None = None) -> Outage | Settle:
+    """A failure's outage, or a change's settling (see the module's text)."""
+    return outage(ivs, at_s) if failure else settle(ivs, at_s, until_s)

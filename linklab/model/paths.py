@@ -1,4 +1,5 @@
-"""The round trip a topology asks for between two nodes: what its links' delays add up to.
+"""What a topology asks of the path between two nodes: the round trip its links' delays add up
+to, and which of its ports lie beyond the path's bottleneck.
 
 Why: an emulator has a round trip of its own (veth, bridges, and under software emulation a
 scheduler that wakes a vCPU late). Where that is as large as the delays the topology asks for,
@@ -34,11 +35,8 @@ def _one_way_s(lab: Lab, src: str, dst: str) -> float:
                 if here.node == src and there.node == dst), default=0.0)
 
 
-def asked_rtt_s(lab: Lab, a: str, b: str) -> float | None:
-    """Seconds of delay the topology puts on the fewest-hop path a -> b -> a (both directions,
-    each link's worst member), or None when no path joins them."""
-    if a == b:
-        return 0.0
+def _route(lab: Lab, a: str, b: str) -> list[str] | None:
+    """The fewest-hop path a -> ... -> b as its nodes (ties broken by name), None when none."""
     neighbours: dict[str, set[str]] = {}
     for link in lab.links:
         for pair in link.veths:
@@ -54,9 +52,54 @@ def asked_rtt_s(lab: Lab, a: str, b: str) -> float | None:
                 todo.append(there)
     if b not in came_from:
         return None
-    total, node = 0.0, b
-    while node != a:
-        prev = came_from[node]
-        total += _one_way_s(lab, prev, node) + _one_way_s(lab, node, prev)
-        node = prev
-    return total
+    path = [b]
+    while path[-1] != a:
+        path.append(came_from[path[-1]])
+    return path[::-1]
+
+
+def asked_rtt_s(lab: Lab, a: str, b: str) -> float | None:
+    """Seconds of delay the topology puts on the fewest-hop path a -> b -> a (both directions,
+    each link's worst member), or None when no path joins them."""
+    if a == b:
+        return 0.0
+    path = _route(lab, a, b)
+    if path is None:
+        return None
+    return sum(_one_way_s(lab, here, there) + _one_way_s(lab, there, here) for here, there in zip(path, path[1:]))
+
+
+def _egress(lab: Lab, here: str, there: str) -> list[tuple[str, float]]:
+    """The ports `here` sends to `there` through ("node/ifname"), each with its shaped rate
+    (inf: not shaped). Bond members are one port each."""
+    return [(f"{end.node}/{end.ifname}", q.rate_bps if q is not None and q.rate_bps else float("inf"))
+            for link in lab.links for pair in link.veths
+            for end, peer, q in ((pair.a, pair.b, pair.egress_a), (pair.b, pair.a, pair.egress_b))
+            if end.node == here and peer.node == there]
+
+
+def beyond_bottleneck(lab: Lab, src: str, dst: str) -> dict[str, str]:
+    """Ports on the path src -> dst that a single path's traffic reaches only after a port no
+    faster than themselves: {"node/ifname": the earlier port that bounds them}.
+
+    Why: traffic that left a port at rate R arrives at most at R, so a later port of rate >= R
+    never needs to queue it (no other traffic crosses a lab's measured path). When one drops
+    packets anyway, the emulator delivered them in bursts (timer slack, batched forwarding):
+    the drop, and whatever throughput it cost, is the emulator's, not the link's.
+    A hop's capacity is what its ports carry together (a bond spreads flows over its members),
+    a later hop is judged by its slowest port (a hash may put every flow on one member), so
+    hashing a bond's flows onto fewer members never counts as the emulator's doing."""
+    path = _route(lab, src, dst) if src != dst else None
+    out: dict[str, str] = {}
+    bound: tuple[float, str] | None = None  # the slowest hop so far: (capacity, its first port)
+    for here, there in zip(path or [], (path or [])[1:]):
+        ports = _egress(lab, here, there)
+        if not ports:
+            continue
+        slowest = min(rate for _, rate in ports)
+        if bound is not None and bound[0] <= slowest:
+            out.update((name, bound[1]) for name, _ in ports)
+        capacity = sum(rate for _, rate in ports)
+        if bound is None or capacity < bound[0]:
+            bound = (capacity, ports[0][0])
+    return out

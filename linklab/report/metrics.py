@@ -133,6 +133,9 @@ METRICS: tuple[Metric, ...] = (
     Metric("outage_s", "outage (first fault)", "s", col("fault1_outage_s"), ".2f", "lower", rel_floor=1.0, abs_floor=0.5),
     Metric("recover_s", "time to recover (first fault)", "s", col("fault1_recover_s"), ".2f", "lower", rel_floor=1.0,
            abs_floor=0.5),
+    # A change on the timeline (an impairment set in place): how long the flow took to settle.
+    Metric("settle_s", "time to settle (first change)", "s", col("fault1_settle_s"), ".2f", "lower", rel_floor=1.0,
+           abs_floor=0.5),
     Metric("packets_per_s", "packets", "pkt/s", packets_per_s, ".0f", None, True, table=False),
 )
 BY_KEY = {m.key: m for m in METRICS}
@@ -144,7 +147,7 @@ NOT_MEASURED = {"point_index", "rep", "scale", "repetitions", "duration_s", "omi
 _COVERED = {"throughput_bps", "retransmits", "cwnd_mean", "rtt_mean_us", "cpu_client_iperf3_pct",
             "cpu_server_iperf3_pct", "client_member_tx_max_share", "jitter_ms", "lost_percent", "ping_rtt_mean_ms",
             "ping_rtt_p95_ms", "ping_loss_pct", "reorder_ratio", "reorder_extent_max", "load_ping_added_p50_ms",
-            "fault1_outage_s", "fault1_recover_s"}
+            "fault1_outage_s", "fault1_recover_s", "fault1_settle_s"}
 
 
 def get(metric: str | Metric, row: Row) -> float | None:

@@ -95,6 +95,13 @@ class Event(Model):
             return "member_state"
         return "active_member" if ACTIVE_RE.match(self.set) else "impair"
 
+    @property
+    def is_failure(self) -> bool:
+        """A cable pulled or replugged, the active member moved: judged by the outage it causes.
+        An impairment set in place (rate, delay, loss...) is a change, judged by how long the flow
+        takes to settle at its new level (linklab/measure/timeline.py)."""
+        return self.kind != "impair"
+
     def action(self) -> tuple[str, int, bool]:
         """member_state: (link, member index, up?)."""
         m = EVENT_RE.match(self.set)

@@ -244,7 +244,8 @@ def measure(lab: Lab, plan: PointPlan, measure_what: list[str], omit: float,
         for i, (ev, done) in enumerate(zip(fault_thread.events, fault_thread.log), start=1):
             row[f"fault{i}_action"] = ev.set
             row[f"fault{i}_applied_s"] = done.get("applied_s")
-            row.update(timeline.outage(ivs, ev.at).row(f"fault{i}_"))
+            until = min((e.at for e in fault_thread.events if e.at > ev.at), default=None)
+            row.update(timeline.effect(ivs, ev.at, ev.is_failure, until).row(f"fault{i}_"))
         row["fault_outage_fraction"] = timeline.OUTAGE_FRACTION
     row["streams_as"] = tool.parallel  # threads of one iperf3, or separate processes: CPU results differ
     clock.add("parse", time.monotonic() - parse_t0)
@@ -282,7 +283,8 @@ def measure(lab: Lab, plan: PointPlan, measure_what: list[str], omit: float,
     asked = paths.asked_rtt_s(lab, plan.client, plan.server)
     row["path_asked_rtt_ms"] = None if asked is None else round(asked * 1e3, 4)
     row.update(disturbance.flags(row, drops, lossy_ifaces(lab), sent=disturbance.sent_delta(q_before, q_after),
-                                 asked_rtt_ms=row["path_asked_rtt_ms"]))
+                                 asked_rtt_ms=row["path_asked_rtt_ms"],
+                                 beyond=paths.beyond_bottleneck(lab, plan.client, plan.server)))
     row.update(queue_row(lab, plan.client))
     return raw, row
 

@@ -84,3 +84,20 @@ def test_emulator_rtt_flags_a_path_whose_idle_rtt_the_emulator_dominates():
     # No idle ping measured, or no path known: nothing to judge.
     assert d.flags({}, asked_rtt_ms=0.28)["flags"] == ""
     assert d.flags({"ping_rtt_p50_ms": 1.1}, asked_rtt_ms=None)["flags"] == ""
+
+
+def test_drops_beyond_the_paths_bottleneck_are_the_emulators_burst():
+    # Three bridges at MTU 9000 (measured in the lab VM before the switch-port floor): the first
+    # switch port after h1's equal-rate port dropped 152 of ~5 900 packets; h1's own queue 2.
+    drops = {"s1/eth2 bfifo 10:": 152, "s1/eth2 htb 1:": 152, "h1/eth1 bfifo 10:": 9}
+    sent = {"s1/eth2 bfifo 10:": 5_900, "s1/eth2 htb 1:": 5_900, "h1/eth1 bfifo 10:": 6_000}
+    beyond = {"s1/eth2": "h1/eth1", "s2/eth2": "h1/eth1"}
+    f = d.flags({}, drops, sent=sent, beyond=beyond)
+    assert f["flags"] == "queue_dropped;emulator_burst", f
+    burst = f["flag_evidence"].split("; ")[1]
+    assert "s1/eth2 bfifo 10:: 152 (2.5%)" in burst and "beyond the path's bottleneck (h1/eth1)" in burst
+    assert "h1/eth1 bfifo 10:: 9" in f["flag_evidence"].split("; ")[0]
+    # the same drops without the path's knowledge are only a queue that dropped
+    assert d.flags({}, drops, sent=sent)["flags"] == "queue_dropped"
+    # a port beyond the bottleneck that dropped a handful (below QUEUE_DROP_PCT) is not flagged
+    assert d.flags({}, {"s1/eth2 bfifo 10:": 2}, sent={"s1/eth2 bfifo 10:": 5_900}, beyond=beyond)["flags"] == ""

@@ -264,3 +264,28 @@ def test_outage_from_short_intervals():
     assert o.recover_s == 0.8 and o.retransmits == 2  # back at 90 % from 3.8 on
     never = outage([Interval(t / 10, t / 10 + 0.1, 100e6 if t < 30 else 0.0) for t in range(60)], 3.0)
     assert never.recover_s is None and never.outage_s == 3.0
+
+
+def test_a_rate_change_is_judged_by_how_long_the_flow_takes_to_settle_not_as_an_outage():
+    # 100 Mbit/s, then the rate cut to a fifth at 3.0 s: the flow overshoots for 0.5 s (the queue
+    # drains), then holds 20 Mbit/s with the sawtooth of a shaped flow (+-5 %). As a failure this
+    # was "an outage" for the rest of the window (below half the old rate for good).
+    from linklab.measure.timeline import Interval, effect, outage, settle
+    def rate(t):
+        if t < 30:
+            return 100e6
+        if t < 35:
+            return 40e6 - 4e6 * (t - 30)
+        return 20e6 * (1.05 if t % 2 else 0.95)
+    ivs = [Interval(t / 10, t / 10 + 0.1, rate(t), retransmits=3 if t == 31 else 0) for t in range(80)]
+    assert outage(ivs, 3.0).outage_s == 5.0  # what the old report said
+    s = settle(ivs, 3.0)
+    assert s.pre_bps == 100e6 and s.post_bps == pytest.approx(20e6 * 1.05)
+    assert s.settle_s == 0.5 and s.retransmits == 3
+    assert effect(ivs, 3.0, failure=False) == s and effect(ivs, 3.0, failure=True) == outage(ivs, 3.0)
+    # A second change at 6 s ends the first one's series: its level is read before it.
+    ivs2 = ivs[:60] + [Interval(t / 10, t / 10 + 0.1, 100e6) for t in range(60, 80)]
+    assert settle(ivs2, 3.0, until_s=6.0).post_bps == pytest.approx(20e6 * 1.05)
+    # A flow that never holds a level is never settled.
+    wild = [Interval(t / 10, t / 10 + 0.1, 100e6 if t < 30 else (5e6 if t % 2 else 60e6)) for t in range(60)]
+    assert settle(wild, 3.0).settle_s is None

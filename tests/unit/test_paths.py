@@ -50,3 +50,58 @@ def test_unjoined_nodes_have_no_path(tmp_path):
     lab = lab_from(tmp_path, "name: q\nhosts: {a: {}, b: {}, c: {}, d: {}}\n"
                              "links: [{endpoints: [a, b]}, {endpoints: [c, d]}]\n")
     assert asked_rtt_s(lab, "a", "d") is None
+
+
+CHAIN = """
+name: chain
+hosts: {h1: {}, h2: {}}
+switches: {s1: {kind: bridge}, s2: {kind: bridge}}
+links:
+  - {name: a, endpoints: [h1, s1], impair: {rate: 1gbit}}
+  - {name: b, endpoints: [s1, s2], impair: {rate: RATE_B}}
+  - {name: c, endpoints: [s2, h2], impair: {rate: 1gbit}}
+"""
+
+
+def test_ports_after_an_equal_rate_bottleneck_are_beyond_it(tmp_path):
+    # Same rate all the way: the first port (h1's) bounds the flow; both switch ports that carry
+    # it towards h2 can never need a queue on a real network. The way back is a different path.
+    from linklab.model.paths import beyond_bottleneck
+    lab = lab_from(tmp_path, CHAIN.replace("RATE_B", "1gbit"), Context(auto_scale=0.1))
+    assert beyond_bottleneck(lab, "h1", "h2") == {"s1/eth2": "h1/eth1", "s2/eth2": "h1/eth1"}
+    assert beyond_bottleneck(lab, "h2", "h1") == {"s2/eth1": "h2/eth1", "s1/eth1": "h2/eth1"}
+
+
+def test_a_slower_hop_is_the_bottleneck_and_a_faster_one_before_it_bounds_nothing(tmp_path):
+    from linklab.model.paths import beyond_bottleneck
+    lab = lab_from(tmp_path, CHAIN.replace("RATE_B", "100mbit"), Context(auto_scale=1.0))
+    # s1's port to s2 (100 Mbit/s) is a real bottleneck behind h1's 1 Gbit/s port: a queue there
+    # is the link's doing. The last port is beyond it (1 Gbit/s after 100 Mbit/s).
+    assert beyond_bottleneck(lab, "h1", "h2") == {"s2/eth2": "s1/eth2"}
+
+
+def test_hashing_onto_one_bond_member_is_never_counted_as_the_emulators(tmp_path):
+    from linklab.model.paths import beyond_bottleneck
+    lab = lab_from(tmp_path, """
+name: lag
+hosts: {h1: {}, h2: {}}
+switches: {s1: {kind: bridge}}
+links:
+  - {name: up, endpoints: [h1, s1], bond: {members: 2, mode: 802.3ad}, impair: {rate: 1gbit}}
+  - {name: down, endpoints: [s1, h2], bond: {members: 2, mode: 802.3ad}, impair: {rate: 1gbit}}
+  - {name: single, endpoints: [h1, h2], impair: {rate: 1gbit}}
+""", Context(auto_scale=1.0))
+    # Two members carry 2 Gbit/s together into s1; one member out of s1 may get every flow.
+    assert beyond_bottleneck(lab, "h1", "h2") == {}
+    assert beyond_bottleneck(lab, "h1", "h1") == {}
+
+
+def test_unshaped_ports_bound_nothing(tmp_path):
+    # An unshaped port passes whatever comes (veth speed): the shaped port after it is a real
+    # bottleneck; the unshaped port after a shaped one is beyond it.
+    from linklab.model.paths import beyond_bottleneck
+    lab = lab_from(tmp_path, CHAIN.replace("{name: a, endpoints: [h1, s1], impair: {rate: 1gbit}}",
+                                           "{name: a, endpoints: [h1, s1]}")
+                   .replace("{name: c, endpoints: [s2, h2], impair: {rate: 1gbit}}", "{name: c, endpoints: [s2, h2]}")
+                   .replace("RATE_B", "100mbit"), Context(auto_scale=1.0))
+    assert beyond_bottleneck(lab, "h1", "h2") == {"s2/eth2": "s1/eth2"}
