@@ -13,6 +13,10 @@ from typing import Any
 
 from linklab.report.runs import Run, row_ok
 
+# A repetition measured while other work held the host's CPU (linklab/measure/disturbance.py):
+# its figures say how busy the machine was, not how the link behaved.
+DISTURBED = "host_disturbed"
+
 
 @dataclass
 class Point:
@@ -25,6 +29,11 @@ class Point:
     @property
     def ok(self) -> list[dict[str, Any]]:
         return [r for r in self.rows if row_ok(r)]
+
+    @property
+    def clean(self) -> list[dict[str, Any]]:
+        """Measured repetitions not flagged host_disturbed."""
+        return [r for r in self.ok if DISTURBED not in row_flags(r)]
 
     @property
     def failed(self) -> int:
