@@ -14,10 +14,12 @@ baseline is judged by these rules; any one failing fails the gate (exit 1):
               where the baseline's failed
   disturbed   a repetition was measured while other work held the host's CPU (host_disturbed),
               even after the sweep measured it once more
-  members     a bond's traffic on one member where the baseline spread it over several, or the
-              other way round (per side and direction: {client,server}_member_{tx,rx}_active)
+  members     a bond's traffic on one member where the baseline (and the quiet reruns) spread it
+              over several, or the other way round (per side and direction:
+              {client,server}_member_{tx,rx}_active)
   path_mtu    the path MTU pre-flight found is not the baseline's
   flag        a flag the baseline's point never carried (emulator_rtt, queue_dropped, ...)
+              nor did the quiet reruns its noise floor was measured on (noise.py)
   baseline    the baseline's point has no repetition to judge against (all failed or disturbed)
 
 --allow-missing turns missing, failed, disturbed and baseline into "not judged" (listed, never
@@ -36,7 +38,7 @@ from typing import Any
 
 from linklab.errors import UsageError
 from linklab.report import bands, metrics
-from linklab.report.noise import NoiseFloor
+from linklab.report.noise import NoiseFloor, point_key
 from linklab.report.points import DISTURBED, Point, group, row_flags
 from linklab.report.runs import Run, row_ok
 
@@ -157,7 +159,7 @@ def compare(base: Run, new: Run, allow: set[str] = frozenset(), tolerance: float
                                     base_text=f"all {len(p.ok)} measured repetitions flagged {DISTURBED}",
                                     new_text="cannot be judged against it: re-record the baseline on a quiet host"))
             continue
-        res.checks += _structure_checks(p, q)
+        res.checks += _structure_checks(p, q, noise.seen(point_key(p)) if noise else {})
         if q.clean:
             res.checks += _metric_checks(p, q, scale_ratio, tolerance, noise)
     if noise is None:
@@ -194,6 +196,9 @@ def _state_checks(p: Point, q: Point, lenient: str) -> list[Check]:
     if not p.ok and b_failed and not b_pf and q.ok:
         out.append(Check(q.label, "baseline", "point", lenient, base_text=f"every repetition failed: {_error(b_failed[0])}",
                          new_text="cannot be judged against it"))
+    if b_pf and n_pf and not p.ok and not q.ok:
+        out.append(Check(q.label, "preflight", "pre-flight", WITHIN, base_text=f"failed: {_error(b_pf[0])}",
+                         new_text=f"failed: {_error(n_pf[0])}"))
     disturbed = [r for r in q.ok if DISTURBED in row_flags(r)]
     if disturbed:
         out.append(Check(q.label, "disturbed", "repetitions", lenient, base_text="",
@@ -211,13 +216,14 @@ def _error(row: dict[str, Any]) -> str:
     return text if len(text) <= 120 else text[:117] + "..."
 
 
-def _structure_checks(p: Point, q: Point) -> list[Check]:
+def _structure_checks(p: Point, q: Point, seen: dict[str, Any]) -> list[Check]:
+    """Bond members, path MTU and flags; `seen`: what the quiet reruns showed at this point."""
     out: list[Check] = []
     for col, side in MEMBER_COLUMNS.items():
-        b, n = _member_classes(p.ok, col), _member_classes(q.ok, col)
+        b, n = member_classes(p.ok, col), member_classes(q.ok, col)
         if not b or not n:
             continue
-        new_kinds = set(n) - set(b)
+        new_kinds = set(n) - set(b) - set((seen.get("members") or {}).get(col, []))
         out.append(Check(q.label, "members", f"bond members ({side})", FAIL if new_kinds else WITHIN,
                          base_text=_classes_text(b), new_text=_classes_text(n)))
     b_mtu = {int(v) for r in p.ok if (v := metrics.num(r.get("path_mtu"))) is not None}
@@ -225,17 +231,18 @@ def _structure_checks(p: Point, q: Point) -> list[Check]:
     if b_mtu and n_mtu:
         out.append(Check(q.label, "path_mtu", "path MTU", FAIL if n_mtu - b_mtu else WITHIN,
                          base_text=", ".join(map(str, sorted(b_mtu))), new_text=", ".join(map(str, sorted(n_mtu)))))
-    b_flags = {f for r in p.ok for f in row_flags(r)} - {DISTURBED}
+    b_flags = ({f for r in p.ok for f in row_flags(r)} | set(seen.get("flags") or [])) - {DISTURBED}
     n_flags = {f for r in q.ok for f in row_flags(r)} - {DISTURBED}
     for f in sorted(n_flags - b_flags):
         carriers = [r for r in q.ok if f in row_flags(r)]
         evidence = next((row_flags(r)[f] for r in carriers if row_flags(r)[f]), "")
-        out.append(Check(q.label, "flag", f, FAIL, base_text=f"never in {len(p.ok)} repetitions",
+        out.append(Check(q.label, "flag", f, FAIL, base_text=f"never in {len(p.ok)} repetitions"
+                         + (" nor in the quiet reruns" if seen else ""),
                          new_text=f"in {len(carriers)} of {len(q.ok)}" + (f": {evidence}" if evidence else "")))
     return out
 
 
-def _member_classes(rows: list[dict[str, Any]], col: str) -> dict[str, int]:
+def member_classes(rows: list[dict[str, Any]], col: str) -> dict[str, int]:
     """"one member" / "spread" -> how many repetitions carried their traffic that way."""
     out: dict[str, int] = {}
     for r in rows:

@@ -12,6 +12,10 @@ difference for "abs". Per metric the floor is the wider of
     FAMILY_ALPHA of the runs, however many pairs it judges.
 Scores come only from repetitions measured on a quiet host (no host_disturbed flag) that did not
 fail. A metric with fewer than MIN_SCORES scores gets no measured floor (its declared one stays).
+
+Structure seen in the quiet reruns is kept too, per point: the flags they carried and how a bond
+spread their traffic (one member or several). A flag such as core_saturated that comes and goes
+between quiet runs of a point is then not "new" when a later run carries it (compare.py).
 The floor belongs to the baseline it was measured against: re-record one, re-measure the other.
 """
 
@@ -51,6 +55,10 @@ class NoiseFloor:
         if not f or f.get("scale") != metric.scale:  # measured on a scale metrics.py no longer uses
             return None
         return Floor(float(f["floor"]), "measured")
+
+    def seen(self, key: str) -> dict[str, Any]:
+        """Structure the quiet reruns showed at a point (point_key()): {"flags": [...], "members": {col: [...]}}."""
+        return (self.meta.get("structure_seen") or {}).get(key) or {}
 
     def describe(self) -> str:
         reruns = len(self.meta.get("reruns") or [])
@@ -141,12 +149,36 @@ def measure(base: Run, reruns: list[Run], family_alpha: float = FAMILY_ALPHA) ->
         floors[m.key] = {"scale": m.scale, "floor": max(got[-1], z * rms), "n": len(got), "max": got[-1],
                          "rms": rms, "median": got[len(got) // 2]}
     disturbed = sum(1 for r in reruns for row in r.ok_rows() if "host_disturbed" in str(row.get("flags") or ""))
+    seen = structure_seen(reruns)
     meta = {"baseline": str(base.path), "baseline_run": base.name, **identity(base),
             "reruns": [r.name for r in reruns], "rerun_paths": [str(r.path) for r in reruns],
             "rows_left_out_disturbed": disturbed, "family_alpha": family_alpha, "pairs": pairs, "z": z,
             "measured_at": datetime.now().astimezone().isoformat(timespec="seconds"),
-            "too_few_scores": too_few}
+            "too_few_scores": too_few, "structure_seen": seen}
     return NoiseFloor(None, floors, meta)
+
+
+def structure_seen(reruns: list[Run]) -> dict[str, dict[str, Any]]:
+    """Per point (point_key()): the flags quiet repetitions carried and the bond member classes
+    ("one member" / "spread") they showed."""
+    from linklab.report.compare import MEMBER_COLUMNS, member_classes  # compare imports this module
+    from linklab.report.points import row_flags
+
+    out: dict[str, dict[str, Any]] = {}
+    for run in reruns:
+        for p in group(run):
+            entry = out.setdefault(point_key(p), {"flags": [], "members": {}})
+            entry["flags"] = sorted(set(entry["flags"]) | {f for r in p.clean for f in row_flags(r)})
+            for col in MEMBER_COLUMNS:
+                kinds = set(member_classes(p.clean, col))
+                if kinds:
+                    entry["members"][col] = sorted(set(entry["members"].get(col, [])) | kinds)
+    return out
+
+
+def point_key(p: Point) -> str:
+    """A point's identity (its parameters) as text: the key noise.json keeps structure under."""
+    return json.dumps(p.key())
 
 
 def load_reruns(targets: list[str]) -> list[Run]:

@@ -108,3 +108,27 @@ def test_baseline_refuses_a_run_with_fewer_than_5_repetitions(tmp_path, capsys):
     assert not (tmp_path / "b").exists()
     assert main(["baseline", str(E1), str(tmp_path / "b"), "--min-repetitions", "1"]) == 0
     assert json.loads((tmp_path / "b" / "rows.json").read_text()) == json.loads((E1 / "rows.json").read_text())
+
+
+def test_flags_and_member_classes_seen_in_quiet_reruns_are_not_new(e1):
+    # core_saturated comes and goes at E1's 20-stream points: a quiet rerun carrying it at point 1
+    # makes it known there (not at point 3); a rerun spreading point 0 over both members makes
+    # that known at point 0.
+    from linklab.report.compare import compare
+
+    def with_(idx, **kw):
+        run = rerun(e1, {})
+        for r in run.rows:
+            if r["point_index"] == idx:
+                r.update(kw)
+        return run
+
+    reruns = [with_(1, flags="queue_dropped;core_saturated"), with_(0, client_member_tx_active=2), rerun(e1, {})]
+    nf = measure(e1, reruns)
+    new = with_(1, flags="queue_dropped;core_saturated")
+    assert compare(e1, new).failures and compare(e1, new, noise=nf).ok
+    elsewhere = with_(3, flags="queue_dropped;core_saturated")
+    assert [c.rule for c in compare(e1, elsewhere, noise=nf).failures] == ["flag"]
+    spread = with_(0, client_member_tx_active=2)
+    assert [c.rule for c in compare(e1, spread).failures] == ["members"]
+    assert compare(e1, spread, noise=nf).ok
