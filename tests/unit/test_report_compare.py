@@ -269,3 +269,50 @@ def test_measured_noise_floor_sets_the_bands(tmp_path, e1):
     # Measured on another scale than metrics.py now uses: not applied.
     assert NoiseFloor(None, {"throughput_mbps": {"scale": "log", "floor": 1}}).floor(THR) is None
     assert all(c.verdict == WITHIN for c in compare(e1, e1, noise=nf).checks)
+
+
+# -- a real baseline with 5 repetitions per point (tests/data/runs/e1-quick-5rep) --------------
+
+@pytest.fixture(scope="module")
+def e1x5() -> Run:
+    return Run.load(DATA / "e1-quick-5rep")
+
+
+def floor_of(**floors) -> NoiseFloor:
+    return NoiseFloor(None, {k: {"scale": metrics.BY_KEY[k].scale, "floor": v} for k, v in floors.items()},
+                      {"experiment": "e1", "reruns": []})
+
+
+def one_rep(run: Run, rep: int) -> Run:
+    return changed(run, rows=[r for r in run.rows if r["rep"] == rep])
+
+
+def test_prediction_interval_from_five_quiet_repetitions(e1x5):
+    # 802.3ad, MTU 1500, one stream: 95.3-95.6 Mbit/s in 5 quiet repetitions. With a 0.1 % floor
+    # the band is the prediction interval for one new repetition, t(0.995, 4) = 4.6 sd wide each
+    # way; the baseline's own repetitions lie inside it, 2 % less does not.
+    nf = floor_of(throughput_mbps=0.001)
+    point = "802.3ad mtu=1500 streams=1"
+    for rep in range(1, 6):
+        res = compare(e1x5, one_rep(e1x5, rep), noise=nf)
+        c = next(c for c in res.checks if c.point == point and c.what == THR.title)
+        assert c.band.source == "prediction" and c.base.n == 5 and c.verdict == WITHIN, (rep, c.new.mean)
+    half = t_quantile(0.995, 4) * c.base.sd_y * math.sqrt(1 / 5 + 1)
+    assert c.band.half == pytest.approx(half) and 0.3 < half < 1.5
+    slower = changed(one_rep(e1x5, 3), lambda r: r.update(throughput_bps=r["throughput_bps"] * 0.98)
+                     if r["point_key"] == "bond_mode=802.3ad,mtu=1500,streams=1" else None)
+    bad = compare(e1x5, slower, noise=nf)
+    assert [(f.point, f.what) for f in bad.failures if f.rule == "band"] == [(point, THR.title)], render(bad)
+
+
+def test_disturbed_repetitions_are_left_out_of_the_band_and_fail_in_the_new_run(e1x5):
+    # 802.3ad, MTU 450, one stream: 85.5, 85.4, 84.8 quiet; 61.6 and 66.7 measured while other
+    # work held the host (host_disturbed, after the sweep measured each once more).
+    res = compare(e1x5, one_rep(e1x5, 1), noise=floor_of(throughput_mbps=0.02))
+    c = next(c for c in res.checks if c.point == "802.3ad mtu=450 streams=1" and c.what == THR.title)
+    assert c.base.n == 3 and c.base.mean == pytest.approx(85.2, abs=0.1) and c.verdict == WITHIN
+    # The run against itself: every point with a disturbed repetition fails `disturbed`, nothing else.
+    self_cmp = compare(e1x5, e1x5)
+    disturbed = {p for p in {r["point_key"] for r in e1x5.rows if "host_disturbed" in r["flags"]}}
+    assert {c.rule for c in self_cmp.failures} == {"disturbed"} and len(self_cmp.failures) == len(disturbed) == 6
+    assert compare(e1x5, e1x5, allow_missing=True).ok

@@ -132,3 +132,10 @@ def test_flags_and_member_classes_seen_in_quiet_reruns_are_not_new(e1):
     spread = with_(0, client_member_tx_active=2)
     assert [c.rule for c in compare(e1, spread).failures] == ["members"]
     assert compare(e1, spread, noise=nf).ok
+
+
+def test_baseline_names_the_points_short_of_quiet_repetitions_in_a_real_run(tmp_path, capsys):
+    # E1 quick with 5 repetitions on a loaded machine: 12 repetitions stayed host_disturbed.
+    assert main(["baseline", str(ROOT / "tests/data/runs/e1-quick-5rep"), str(tmp_path / "b")]) == 2
+    err = capsys.readouterr().err
+    assert "at 6 point(s)" in err and "balance-rr mtu=1500 streams=1: 2" in err and "--min-repetitions" in err
