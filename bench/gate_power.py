@@ -183,6 +183,9 @@ def sources(base: Run, reruns: list[Run], runs: list[Run], tolerance: float) -> 
     nf = for_baseline(base)
     how = nf.describe() if nf else "the metrics' declared floors (no noise floor measured)"
     pool = reruns or runs
+    if nf and {str(r.path.resolve()) for r in pool} & {str(Path(p).resolve()) for p in nf.meta.get("rerun_paths", [])}:
+        how += (f" -- measured on these same runs: false alarms are in-sample (optimistic); "
+                f"more than {MIN_RERUNS} reruns give leave-one-out floors")
     return [Source(r, nf, failure_keys(compare(base, r, noise=nf, tolerance=tolerance))) for r in pool], how
 
 

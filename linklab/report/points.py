@@ -70,7 +70,11 @@ def row_flags(row: dict[str, Any]) -> dict[str, str]:
         return {str(x.get("name") or x.get("flag") or "?") if isinstance(x, dict) else str(x):
                 str(x.get("evidence", "")) if isinstance(x, dict) else "" for x in val if x}
     names = [x for x in str(val or "").split(";") if x.strip()]
-    return {n: str(row.get("flag_evidence") or "") if i == 0 else "" for i, n in enumerate(names)}
+    evidence = str(row.get("flag_evidence") or "")
+    parts = evidence.split("; ")  # measure/disturbance.py joins each flag's evidence in the flags' order
+    if len(parts) == len(names):
+        return dict(zip(names, parts))
+    return {n: evidence if i == 0 else "" for i, n in enumerate(names)}
 
 
 def canonical(value: Any) -> str:

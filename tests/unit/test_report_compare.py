@@ -316,3 +316,14 @@ def test_disturbed_repetitions_are_left_out_of_the_band_and_fail_in_the_new_run(
     disturbed = {p for p in {r["point_key"] for r in e1x5.rows if "host_disturbed" in r["flags"]}}
     assert {c.rule for c in self_cmp.failures} == {"disturbed"} and len(self_cmp.failures) == len(disturbed) == 6
     assert compare(e1x5, e1x5, allow_missing=True).ok
+
+
+def test_each_flag_gets_its_own_evidence():
+    from linklab.report.points import row_flags
+    row = {"flags": "core_saturated;queue_dropped;host_disturbed",
+           "flag_evidence": "cpu0 87% busy (>= 85%); dropped h1/bond0-m0 bfifo 10:: 402 (0.31%); host 99% busy"}
+    assert row_flags(row) == {"core_saturated": "cpu0 87% busy (>= 85%)",
+                              "queue_dropped": "dropped h1/bond0-m0 bfifo 10:: 402 (0.31%)",
+                              "host_disturbed": "host 99% busy"}
+    # Evidence that does not split one part per flag stays whole, on the first.
+    assert row_flags({"flags": "a;b", "flag_evidence": "x"}) == {"a": "x", "b": ""}
