@@ -189,8 +189,9 @@ def _state_checks(p: Point, q: Point, lenient: str) -> list[Check]:
     elif b_pf and not p.ok and q.ok:
         out.append(Check(q.label, "preflight", "pre-flight", FAIL, base_text=f"failed: {_error(b_pf[0])}",
                          new_text=f"passed in {len(q.ok)} of {len(q.rows)}"))
-    if [r for r in n_failed if not _preflight_failed(r)] and not b_failed:
-        bad = [r for r in n_failed if not _preflight_failed(r)]
+    bad = [r for r in n_failed if not _preflight_failed(r)]
+    # Failures the baseline never had, or a point left with nothing measured at all.
+    if bad and (not b_failed or (not q.ok and p.ok)):
         out.append(Check(q.label, "failed", "repetitions", lenient, base_text=f"{len(p.rows)} of {len(p.rows)} measured",
                          new_text=f"{len(bad)} of {len(q.rows)} failed: {_error(bad[0])}"))
     if not p.ok and b_failed and not b_pf and q.ok:

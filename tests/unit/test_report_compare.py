@@ -327,3 +327,16 @@ def test_each_flag_gets_its_own_evidence():
                               "host_disturbed": "host 99% busy"}
     # Evidence that does not split one part per flag stays whole, on the first.
     assert row_flags({"flags": "a;b", "flag_evidence": "x"}) == {"a": "x", "b": ""}
+
+
+def test_a_point_with_nothing_measured_fails_even_where_the_baseline_had_a_failure(e1x5):
+    # The baseline lost one repetition of a point to an iperf3 error; the new run lost all of it.
+    base = changed(e1x5, lambda r: r.update(error="iperf3: interrupted") if r["rep"] == 2 and r["point_index"] == 2
+                   else None)
+    new = changed(e1x5, lambda r: r.update(error="iperf3: unable to connect") if r["point_index"] == 2 else None)
+    res = compare(base, new, allow_missing=False)
+    assert ("failed", "802.3ad mtu=1500 streams=1", "repetitions") in failed_rules(res)
+    # One failed repetition in each: the baseline had that too, not a change.
+    one = changed(e1x5, lambda r: r.update(error="iperf3: interrupted") if r["rep"] == 4 and r["point_index"] == 2
+                  else None)
+    assert ("failed", "802.3ad mtu=1500 streams=1", "repetitions") not in failed_rules(compare(base, one))
