@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from linklab.report.compare import compare  # noqa: E402
-from linklab.report.noise import MIN_RERUNS, NoiseFloor, for_baseline, load_reruns, measure  # noqa: E402
+from linklab.report.noise import MIN_RERUNS, NoiseFloor, for_baseline, load_reruns, measure, point_key  # noqa: E402
 from linklab.report.points import group  # noqa: E402
 from linklab.report.runs import Run  # noqa: E402
 
@@ -56,7 +56,8 @@ class Change:
     where: str         # "every point" or "one point"
     apply: Callable[[Rows, str | None], Rows]   # rows, point id (one point) -> changed rows
     group: str = "metric"                        # metric | structure
-    applies: Callable[[list[dict]], bool] = lambda rows: True  # does the point have what it changes?
+    # Is it a change at this point? (the baseline's rows, the run's rows, the flags quiet reruns showed there)
+    applies: Callable[[list[dict], list[dict], set], bool] = lambda base, rows, seen: True
 
 
 def _each(rows: Rows, pid: str | None, fn) -> Rows:
@@ -108,8 +109,13 @@ def spread(rows: Rows, pid: str | None) -> Rows:
     return _each(rows, pid, fn)
 
 
-def one_member(rows: list[dict]) -> bool:
+def one_member(base: list[dict], rows: list[dict], seen: set) -> bool:
     return any(r.get("client_member_tx_active") == 1 for r in rows)
+
+
+def flag_is_new(name: str):
+    """A flag the point carries nowhere yet: not in the baseline, the run, nor the quiet reruns."""
+    return lambda base, rows, seen: name not in seen and not any(name in str(r.get("flags") or "") for r in base + rows)
 
 
 def drop_point(rows: Rows, pid: str | None) -> Rows:
@@ -151,10 +157,12 @@ def changes() -> list[Change]:
             Change("point missing", "-", "one point", drop_point, "structure"),
             Change("path MTU", "9200 -> 1500, else -50", "one point", mtu, "structure"),
             Change("new flag queue_dropped", "-", "one point", flag("queue_dropped"), "structure",
-                   lambda rows: not any("queue_dropped" in str(r.get("flags") or "") for r in rows)),
-            Change("new flag emulator_rtt", "-", "one point", flag("emulator_rtt"), "structure"),
+                   flag_is_new("queue_dropped")),
+            Change("new flag emulator_rtt", "-", "one point", flag("emulator_rtt"), "structure",
+                   flag_is_new("emulator_rtt")),
             Change("point failed", "-", "one point", failed, "structure"),
-            Change("point disturbed", "-", "one point", flag("host_disturbed"), "structure")]
+            Change("point disturbed", "-", "one point", flag("host_disturbed"), "structure",
+                   lambda base, rows, seen: not any("host_disturbed" in str(r.get("flags") or "") for r in rows))]
     return out
 
 
@@ -197,10 +205,13 @@ def trial(base: Run, src: Source, change: Change, pid: str | None, tolerance: fl
 
 def power(base: Run, srcs: list[Source], tolerance: float) -> list[dict]:
     table = []
+    base_rows = {p.key(): p.rows for p in group(base)}
     for ch in changes():
         caught = trials = 0
+        missed: dict[str, int] = {}
         for s in srcs:
-            points = [p for p in group(s.run) if p.ok and ch.applies(p.rows)]
+            points = [p for p in group(s.run) if p.ok and ch.applies(
+                base_rows.get(p.key(), []), p.rows, set(s.noise.seen(point_key(p)).get("flags", []) if s.noise else []))]
             if ch.where == "every point":
                 if points:
                     trials += 1
@@ -208,9 +219,12 @@ def power(base: Run, srcs: list[Source], tolerance: float) -> list[dict]:
             else:
                 for p in points:
                     trials += 1
-                    caught += trial(base, s, ch, p.id, tolerance)
+                    got = trial(base, s, ch, p.id, tolerance)
+                    caught += got
+                    if not got:
+                        missed[p.label] = missed.get(p.label, 0) + 1
         table.append({"change": ch.name, "size": ch.size, "where": ch.where, "group": ch.group, "trials": trials,
-                      "caught": caught, "rate": caught / trials if trials else None})
+                      "caught": caught, "rate": caught / trials if trials else None, "missed_at": missed})
     return table
 
 
@@ -254,7 +268,8 @@ def main() -> int:
     print(f"\n{'change':26} {'size':24} {'where':12} {'caught':>8} {'rate':>6}")
     for t in table:
         rate = "-" if t["rate"] is None else f"{100 * t['rate']:.0f} %"
-        print(f"{t['change']:26} {t['size']:24} {t['where']:12} {t['caught']:>3}/{t['trials']:<4} {rate:>6}")
+        print(f"{t['change']:26} {t['size']:24} {t['where']:12} {t['caught']:>3}/{t['trials']:<4} {rate:>6}"
+              + (f"   missed at: {', '.join(f'{k} ({v})' for k, v in t['missed_at'].items())}" if t["missed_at"] else ""))
     alarms = false_alarms(srcs) if reruns else []
     if reruns:
         n_alarm = sum(1 for a in alarms if a["failed"])
