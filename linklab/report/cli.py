@@ -47,7 +47,7 @@ different experiments/scale/placement without --allow-different)
 BASELINE_HELP = """\
 examples:
   linklab baseline experiments/e1_bonding_mtu.yaml baselines/e1_bonding_mtu-quick-vm-tcg --quick
-        record: a new sweep with 5 repetitions per point (--repetitions), then store it
+        record: a new sweep with 5 repetitions per point (or the experiment's, if more), then store it
   linklab baseline results/e1_bonding_mtu/20261122-034916 DIR
         store a run already made (refused below 5 repetitions per point: --min-repetitions)
 
@@ -126,8 +126,8 @@ def add_commands(sub) -> None:
                    help="an experiment file (record a new run) or a run directory / experiment results directory")
     b.add_argument("dest", help="directory to write (manifest.json + rows.json)")
     b.add_argument("--quick", action="store_true", help="record the experiment's quick variant")
-    b.add_argument("--repetitions", type=int, default=MIN_REPETITIONS, metavar="N",
-                   help=f"record: repetitions per point (default {MIN_REPETITIONS})")
+    b.add_argument("--repetitions", type=int, metavar="N",
+                   help=f"record: repetitions per point (default: the experiment's, at least {MIN_REPETITIONS})")
     b.add_argument("--min-repetitions", type=int, default=MIN_REPETITIONS, metavar="N",
                    help=f"refuse a run with fewer repetitions measured on a quiet host at any point "
                         f"(default {MIN_REPETITIONS}; 1 stores any run)")
@@ -195,13 +195,15 @@ def cmd_baseline(args, argv) -> int:
     from linklab.report.runs import Run, export, find_run
 
     results = Path(args.results)
-    if args.min_repetitions < 1 or args.repetitions < 1:
+    if args.min_repetitions < 1 or (args.repetitions is not None and args.repetitions < 1):
         raise UsageError("--repetitions and --min-repetitions: whole numbers from 1")
     target = Path(args.run)
     if target.suffix in (".yaml", ".yml") and target.is_file():
-        if args.repetitions < args.min_repetitions:
-            raise UsageError(f"--repetitions {args.repetitions} is below --min-repetitions {args.min_repetitions}")
-        rc = _sweep([str(target), "--force", "--repetitions", str(args.repetitions), "--results", str(results)]
+        from linklab.sweep.experiment import load_experiment
+        reps = args.repetitions or max(MIN_REPETITIONS, load_experiment(target, quick=args.quick).repetitions)
+        if reps < args.min_repetitions:
+            raise UsageError(f"--repetitions {reps} is below --min-repetitions {args.min_repetitions}")
+        rc = _sweep([str(target), "--force", "--repetitions", str(reps), "--results", str(results)]
                     + (["--quick"] if args.quick else []))
         if rc != 0:
             cli.say(f"linklab: the sweep exited {rc}; no baseline stored")

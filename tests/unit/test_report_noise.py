@@ -154,3 +154,15 @@ def test_recording_forgets_a_lab_whose_vm_stopped_before_sweeping(monkeypatch):
         monkeypatch.setattr(placement, "lab_vm", lambda running=running: type("VM", (), {"running": lambda self: running})())
         report_cli._forget_lab_of_stopped_vm("experiments/e1_bonding_mtu.yaml")
     assert calls == [["down", "bond2"]]
+
+
+def test_baseline_records_at_least_5_repetitions_or_the_experiments_own(monkeypatch, tmp_path):
+    from linklab.report import cli as report_cli
+    asked = []
+    monkeypatch.setattr(report_cli, "_sweep", lambda argv: asked.append(argv) or 1)  # stops before storing
+    for exp, quick, want in (("experiments/e1_bonding_mtu.yaml", True, "5"),     # quick: 1 repetition
+                             ("experiments/e3_sdn_mtu.yaml", False, "10")):      # the paper's 10
+        assert main(["baseline", exp, str(tmp_path / "b")] + (["--quick"] if quick else [])) == 1
+        argv = asked.pop()
+        assert argv[argv.index("--repetitions") + 1] == want and ("--quick" in argv) == quick
+    assert main(["baseline", "experiments/e1_bonding_mtu.yaml", str(tmp_path / "b"), "--repetitions", "3"]) == 2
