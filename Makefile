@@ -17,7 +17,7 @@ BASELINE ?= baselines/$(REGRESS_NAME)-quick-vm-tcg
 REGRESS_ARGS ?=
 # make baseline / noise / gate-power: the gate's own measurements, on a quiet machine (see README)
 BASELINE_EXPS ?= $(REGRESS_EXP)
-BASELINE_REPS ?= 5
+BASELINE_REPS ?=
 NOISE_RERUNS ?= 10
 NOISE_RESULTS ?= results-noise
 
@@ -30,7 +30,7 @@ help:
 	@echo "make sweep [EXP=…]     run an experiment (default: $(EXP) $(SWEEP_ARGS))"
 	@echo "make report [RUN=…]    report.html + report.md + figures for the newest run (or RUN), beside the published figures"
 	@echo "make regress           quick sweep of $(REGRESS_EXP), compared with $(BASELINE) (exit 1 if it regressed)"
-	@echo "make baseline          record $(BASELINE_EXPS)'s quick baseline(s) again, $(BASELINE_REPS) repetitions per point (quiet machine)"
+	@echo "make baseline          record $(BASELINE_EXPS)'s quick baseline(s) again, >= 5 repetitions per point (quiet machine)"
 	@echo "make noise             $(NOISE_RERUNS) quiet reruns of $(REGRESS_EXP), then the E1 baseline's noise floor (noise.json)"
 	@echo "make gate-power        what the gate catches (bench/gate_power.py) on those reruns"
 	@echo "make lab-down          remove everything the lab created"
@@ -60,13 +60,13 @@ regress: setup
 	$(LINKLAB) sweep $(REGRESS_EXP) --quick --force
 	$(LINKLAB) compare $(BASELINE) $(REGRESS_EXP) $(REGRESS_ARGS)
 
-# Each experiment's quick variant, BASELINE_REPS repetitions per point, into baselines/<name>-quick-vm-tcg
+# Each experiment's quick variant, 5 repetitions per point (or BASELINE_REPS), into baselines/<name>-quick-vm-tcg
 # (the name says the machine kind: the lab VM under software emulation); its lab is taken down after
 # (`linklab down`: the only lab up), so start with no lab up.
 baseline: setup
 	@rc=0; for exp in $(BASELINE_EXPS); do \
 	  name=$$(basename $$exp .yaml); t0=$$(date +%s); \
-	  $(LINKLAB) baseline $$exp baselines/$$name-quick-vm-tcg --quick --repetitions $(BASELINE_REPS) || rc=1; \
+	  $(LINKLAB) baseline $$exp baselines/$$name-quick-vm-tcg --quick $(if $(BASELINE_REPS),--repetitions $(BASELINE_REPS)) || rc=1; \
 	  echo "make baseline: $$name took $$(( $$(date +%s) - t0 )) s"; \
 	  $(LINKLAB) down || true; \
 	done; exit $$rc
