@@ -75,7 +75,8 @@ class _Exp:
     settle, pause, warmup, measure, events, repetitions = 0.05, 0.05, 1.0, ["throughput"], (), 2
 
 
-def test_run_point_charges_one_off_phases_to_the_first_rep_and_pause_to_the_next(tmp_path, monkeypatch):
+def _stub_point(monkeypatch, fake_measure):
+    """_run_point against stubs: no lab, no pre-flight, measure() is `fake_measure`."""
     lab = {"name": "t", "scale": 1.0}
     monkeypatch.setattr(engine, "plan_point", lambda exp, topo, axes: _Plan)
     monkeypatch.setattr(engine.labmod, "set_params", lambda *a, **k: {"resolved": lab})
@@ -83,13 +84,16 @@ def test_run_point_charges_one_off_phases_to_the_first_rep_and_pause_to_the_next
     monkeypatch.setattr(preflight, "run", lambda *a, **k: preflight.Preflight())
     monkeypatch.setattr(engine, "_qdisc_dumps", lambda lab: "")
     monkeypatch.setattr(measure_rep, "start_servers", lambda lab, plan: None)
+    monkeypatch.setattr(measure_rep, "measure", fake_measure)
 
+
+def test_run_point_charges_one_off_phases_to_the_first_rep_and_pause_to_the_next(tmp_path, monkeypatch):
     def fake_measure(lab, plan, what, omit, events=(), clock=None):
         with clock.phase("window"):
             time.sleep(0.01)
         return {"iperf3.json": "{}"}, {"window_s": 0.01}
 
-    monkeypatch.setattr(measure_rep, "measure", fake_measure)
+    _stub_point(monkeypatch, fake_measure)
     store = ResultsStore.create(tmp_path, "e", {"fingerprint": "f"})
     totals = PhaseClock()
     point = Point(index=0, id="p0", key="k", axes={})
@@ -105,28 +109,20 @@ def test_run_point_charges_one_off_phases_to_the_first_rep_and_pause_to_the_next
     assert totals.seconds["record"] > 0
 
 
-def _stub_point(monkeypatch, flags_per_call):
-    """_run_point against stubs: measure() returns rows flagged as `flags_per_call` says, in order."""
-    lab = {"name": "t", "scale": 1.0}
-    monkeypatch.setattr(engine, "plan_point", lambda exp, topo, axes: _Plan)
-    monkeypatch.setattr(engine.labmod, "set_params", lambda *a, **k: {"resolved": lab})
-    monkeypatch.setattr(engine.Lab, "model_validate", staticmethod(lambda d: type("L", (), {"scale": 1.0, "name": "t"})()))
-    monkeypatch.setattr(preflight, "run", lambda *a, **k: preflight.Preflight())
-    monkeypatch.setattr(engine, "_qdisc_dumps", lambda lab: "")
-    monkeypatch.setattr(measure_rep, "start_servers", lambda lab, plan: None)
+def _flagged(monkeypatch, flags_per_call):
+    """measure() returns rows flagged as `flags_per_call` says, in order."""
     calls = iter(flags_per_call)
 
     def fake_measure(lab, plan, what, omit, events=(), clock=None):
         flags = next(calls)
         return {"iperf3.json": "{}"}, {"throughput_bps": 1e6, "flags": flags, "flag_evidence": flags and "busy"}
 
-    monkeypatch.setattr(measure_rep, "measure", fake_measure)
+    _stub_point(monkeypatch, fake_measure)
 
 
 def test_a_disturbed_repetition_is_measured_once_more_and_the_first_attempt_kept(tmp_path, monkeypatch):
     # rep 1: disturbed, then quiet; rep 2: quiet; rep 3: disturbed twice (kept as it is, flagged).
-    _stub_point(monkeypatch, ["host_disturbed", "", "queue_dropped", "core_saturated;host_disturbed",
-                              "host_disturbed"])
+    _flagged(monkeypatch, ["host_disturbed", "", "queue_dropped", "core_saturated;host_disturbed", "host_disturbed"])
     store = ResultsStore.create(tmp_path, "e", {"fingerprint": "f"})
     point = Point(index=0, id="p0", key="k", axes={})
     log = io.StringIO()
@@ -144,7 +140,7 @@ def test_a_disturbed_repetition_is_measured_once_more_and_the_first_attempt_kept
 
 
 def test_without_the_option_a_disturbed_repetition_stays(tmp_path, monkeypatch):
-    _stub_point(monkeypatch, ["host_disturbed", "host_disturbed"])
+    _flagged(monkeypatch, ["host_disturbed", "host_disturbed"])
     store = ResultsStore.create(tmp_path, "e", {"fingerprint": "f"})
     engine._run_point(_Exp, {}, "t", [], Point(index=0, id="p0", key="k", axes={}), [1, 2], store,
                       Progress(2, stream=io.StringIO()), print, PhaseClock())
