@@ -15,8 +15,13 @@ REGRESS_NAME = $(basename $(notdir $(REGRESS_EXP)))
 BASELINE ?= baselines/$(REGRESS_NAME)-quick-vm-tcg
 # extra `linklab compare` options, e.g. --tolerance 35 when the baseline came from another machine
 REGRESS_ARGS ?=
+# make baseline / noise / gate-power: the gate's own measurements, on a quiet machine (see README)
+BASELINE_EXPS ?= $(REGRESS_EXP)
+BASELINE_REPS ?=
+NOISE_RERUNS ?= 10
+NOISE_RESULTS ?= results-noise
 
-.PHONY: help setup lab-up lab-down status sweep report regress test test-unit test-fuzz test-integration bench clean
+.PHONY: help setup lab-up lab-down status sweep report regress baseline noise gate-power test test-unit test-fuzz test-integration bench clean
 
 help:
 	@echo "make setup             install Debian packages and the project virtualenv (idempotent)"
@@ -25,6 +30,9 @@ help:
 	@echo "make sweep [EXP=…]     run an experiment (default: $(EXP) $(SWEEP_ARGS))"
 	@echo "make report [RUN=…]    report.html + report.md + figures for the newest run (or RUN), beside the published figures"
 	@echo "make regress           quick sweep of $(REGRESS_EXP), compared with $(BASELINE) (exit 1 if it regressed)"
+	@echo "make baseline          record $(BASELINE_EXPS)'s quick baseline(s) again, >= 5 repetitions per point (quiet machine)"
+	@echo "make noise             $(NOISE_RERUNS) quiet reruns of $(REGRESS_EXP), then the E1 baseline's noise floor (noise.json)"
+	@echo "make gate-power        what the gate catches (bench/gate_power.py) on those reruns"
 	@echo "make lab-down          remove everything the lab created"
 	@echo "make test              unit + golden + integration tests (integration builds real labs)"
 	@echo "make bench             benchmarks (bench/): lab up/down times, sweep overhead"
@@ -51,6 +59,25 @@ report: setup
 regress: setup
 	$(LINKLAB) sweep $(REGRESS_EXP) --quick --force
 	$(LINKLAB) compare $(BASELINE) $(REGRESS_EXP) $(REGRESS_ARGS)
+
+# Each experiment's quick variant, 5 repetitions per point (or BASELINE_REPS), into baselines/<name>-quick-vm-tcg
+# (the name says the machine kind: the lab VM under software emulation); its lab is taken down after
+# (`linklab down`: the only lab up), so start with no lab up.
+baseline: setup
+	@rc=0; for exp in $(BASELINE_EXPS); do \
+	  name=$$(basename $$exp .yaml); t0=$$(date +%s); \
+	  $(LINKLAB) baseline $$exp baselines/$$name-quick-vm-tcg --quick $(if $(BASELINE_REPS),--repetitions $(BASELINE_REPS)) || rc=1; \
+	  echo "make baseline: $$name took $$(( $$(date +%s) - t0 )) s"; \
+	  $(LINKLAB) down || true; \
+	done; exit $$rc
+
+# Resumable: reruns already complete under NOISE_RESULTS count, an interrupted one is resumed.
+noise: setup
+	$(LINKLAB) noise $(BASELINE) --record $(NOISE_RERUNS) --results $(NOISE_RESULTS)
+	$(LINKLAB) down || true
+
+gate-power: setup
+	$(PY) bench/gate_power.py --baseline $(BASELINE) --reruns $(NOISE_RESULTS)/$(REGRESS_NAME)
 
 test: setup
 	bash scripts/test.sh $(PYTEST_ARGS)

@@ -22,15 +22,52 @@ report.md and figures/*.svg|png into the run directory (several runs: results/re
 COMPARE_HELP = """\
 examples:
   linklab compare baselines/e1_bonding_mtu-quick-vm-tcg results/e1_bonding_mtu/20261122-101500
-  linklab compare RUN_A RUN_B --all                  # every point and metric, not only what moved
+  linklab compare BASELINE RUN --all                 # every check, not only the failures
   linklab compare RUN_A RUN_B --allow-different placement   # e.g. native vs lab VM, on purpose
-  linklab compare BASELINE RUN --tolerance 35        # baseline from another machine (CI does this)
+  linklab compare BASELINE RUN --tolerance 35        # a baseline recorded on another machine
+  linklab compare BASELINE RUN --allow-missing       # a run of part of the matrix, on purpose
 
-A point measured while the host was busy with other work (flag host_disturbed, in either run)
-is listed as "disturbed" and not judged.
+Each point of the baseline is judged; any of these fails the gate, and each failure names the
+point, the metric, the baseline's n / mean / sd, the new value, the band and the rule:
+  band       a metric outside its band, either way (CPU: only up; less is harmless)
+  missing    the point is not in the new run        failed     a repetition failed
+  preflight  pre-flight failed (or passed) unlike the baseline
+  disturbed  measured while other work held the host (after the sweep measured it once more)
+  members    a bond's traffic on one member instead of spread (or the other way round)
+  path_mtu   another path MTU                        flag       a flag the baseline never had
+  baseline   nothing in the baseline to judge the point against
+The band: where the new mean falls if nothing changed, from the baseline's repetitions (a
+prediction interval), never narrower than the noise floor measured beside the baseline
+(BASELINE/noise.json, `linklab noise`) or, without one, the metric's declared floor.
 
-exit codes: 0 every metric within its band (or better), 1 a metric regressed, 2 bad input
-(not a run, or runs of different experiments/scale/placement without --allow-different)
+exit codes: 0 every check passed, 1 a check failed, 2 bad input (not a run, or runs of
+different experiments/scale/placement without --allow-different)
+"""
+
+BASELINE_HELP = """\
+examples:
+  linklab baseline experiments/e1_bonding_mtu.yaml baselines/e1_bonding_mtu-quick-vm-tcg --quick
+        record: a new sweep with 5 repetitions per point (or the experiment's, if more), then store it
+  linklab baseline results/e1_bonding_mtu/20261122-034916 DIR
+        store a run already made (refused below 5 repetitions per point: --min-repetitions)
+
+A stored baseline is the run's manifest without its bulky dumps and every row, each with the
+idle ping RTTs and throughput intervals its figures need. An old noise floor in DIR is removed
+(it was measured against the old baseline): measure the new one with `linklab noise DIR --record 10`.
+"""
+
+NOISE_HELP = """\
+examples:
+  linklab noise baselines/e1_bonding_mtu-quick-vm-tcg --record 10
+        10 quiet reruns of the baseline's experiment (into results-noise/, resumable: the runs
+        already complete there count), then the floor, written to BASELINE/noise.json
+  linklab noise baselines/e1_bonding_mtu-quick-vm-tcg results-noise/e1_bonding_mtu
+        the floor from reruns made already (run directories, or a directory of runs)
+
+Per metric: how far the reruns' means lay from the baseline's (relative, log ratio or in the
+metric's unit: metrics.py), and the floor = the larger of the largest seen and z · RMS, z for a
+5 % chance that a quiet run fails any of the baseline's point x metric pairs. Run it on a quiet
+machine: rows flagged host_disturbed are left out.
 """
 
 
@@ -54,13 +91,12 @@ def add_commands(sub) -> None:
     cli.register("report", cmd_report)
 
     c = sub.add_parser(
-        "compare", help="compare a run against a baseline: exit 1 when a metric left its tolerance band",
-        description="Match the two runs' points by their parameters and, per point and metric, check the new "
-                    "mean against a band around the baseline's mean: the spread the baseline's repetitions "
-                    "imply, never narrower than the metric's floor (so a one-repetition baseline still works). "
-                    "Lower throughput or higher retransmits/RTT/loss outside the band is a regression; the "
-                    "other direction is an improvement. Runs of different experiments, scale or placement are "
-                    "refused unless --allow-different says the difference is intended.",
+        "compare", help="the regression gate: exit 1 when a run differs from a baseline beyond its noise",
+        description="Match the two runs' points by their parameters and judge every point of the baseline: each "
+                    "metric's new mean against its band (two-sided unless a side is harmless), and the point's "
+                    "structure (present, measured, pre-flight, bond members one vs spread, path MTU, flags). "
+                    "Runs of different experiments, scale or placement are refused unless --allow-different "
+                    "says the difference is intended.",
         epilog=COMPARE_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     c.add_argument("baseline", help="baseline run directory (or a stored baseline, e.g. baselines/…)")
     c.add_argument("new", help="the run to check (run directory, experiment results directory or experiment)")
@@ -68,23 +104,53 @@ def add_commands(sub) -> None:
     c.add_argument("--allow-different", default="", metavar="WHAT",
                    help="comma-separated: experiment, scale, placement — compare anyway")
     c.add_argument("--tolerance", type=float, default=0.0, metavar="PCT",
-                   help="widen every relative band to at least ±PCT %% (e.g. 35 for a baseline recorded on another "
-                        "machine, whose emulated CPU is faster or slower; default: each metric's own floor)")
-    c.add_argument("--all", action="store_true", help="list every point and metric, not only those that moved")
+                   help="widen every band to at least ±PCT %% of the baseline mean (e.g. 35 for a baseline recorded "
+                        "on another machine, whose emulated CPU is faster or slower; default: none)")
+    c.add_argument("--allow-missing", action="store_true",
+                   help="a point missing, failed or disturbed in the new run (or with nothing to judge it against in "
+                        "the baseline) is listed as not judged instead of failing")
+    c.add_argument("--noise", metavar="FILE",
+                   help="noise floor to use (default: BASELINE/noise.json when it exists, else the metrics' declared "
+                        "floors)")
+    c.add_argument("--all", action="store_true", help="list every check, not only the failures")
     c.add_argument("--json", action="store_true", help="machine-readable output")
     cli.register("compare", cmd_compare)
 
     b = sub.add_parser(
-        "baseline", help="store a small copy of a run (manifest + rows) to compare later runs against",
-        description="Write a trimmed copy of a run: its manifest without the bulky dumps and every row, each "
-                    "with the idle ping RTTs and iperf3 throughput intervals its figures need; no raw tool "
-                    "output. `linklab compare` and `linklab report` read it like a run.",
-        epilog="example:\n  linklab baseline results/e1_bonding_mtu/20261122-034916 baselines/e1_bonding_mtu-quick-vm-tcg",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
-    b.add_argument("run", help="run directory (or experiment: its newest run)")
+        "baseline", help="record a baseline (>= 5 repetitions per point) or store a run as one",
+        description="Given an experiment file: run a new sweep of it with --repetitions per point (default 5) and "
+                    "store it as a baseline. Given a run: store it, if every point has at least --min-repetitions "
+                    "measured on a quiet host. `linklab compare` and `linklab report` read a baseline like a run.",
+        epilog=BASELINE_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    b.add_argument("run", metavar="EXPERIMENT|RUN",
+                   help="an experiment file (record a new run) or a run directory / experiment results directory")
     b.add_argument("dest", help="directory to write (manifest.json + rows.json)")
+    b.add_argument("--quick", action="store_true", help="record the experiment's quick variant")
+    b.add_argument("--repetitions", type=int, metavar="N",
+                   help=f"record: repetitions per point (default: the experiment's, at least {MIN_REPETITIONS})")
+    b.add_argument("--min-repetitions", type=int, default=MIN_REPETITIONS, metavar="N",
+                   help=f"refuse a run with fewer repetitions measured on a quiet host at any point "
+                        f"(default {MIN_REPETITIONS}; 1 stores any run)")
     b.add_argument("--results", default="results", help="results root directory (default ./results)")
     cli.register("baseline", cmd_baseline)
+
+    n = sub.add_parser(
+        "noise", help="measure a baseline's noise floor from quiet reruns (BASELINE/noise.json)",
+        description="How far quiet reruns of the baseline's experiment moved from it with nothing changed, per "
+                    "metric: the floor below which `linklab compare` never narrows a band. Measured on the "
+                    "machine kind the baseline was recorded on, with the machine otherwise quiet.",
+        epilog=NOISE_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    n.add_argument("baseline", help="stored baseline (or run) directory")
+    n.add_argument("reruns", nargs="*", metavar="RUN",
+                   help="rerun directories, or directories of runs (every complete run in them)")
+    n.add_argument("--record", type=int, metavar="N",
+                   help="first make sure N complete reruns exist under --results (recording the missing ones with "
+                        "`linklab sweep`; an interrupted one is resumed), then use them")
+    n.add_argument("--results", default="results-noise",
+                   help="--record: where the reruns go (default ./results-noise, apart from ./results)")
+    n.add_argument("--out", help="where to write the floor (default BASELINE/noise.json)")
+    n.add_argument("--dry-run", action="store_true", help="print the floor, write nothing")
+    cli.register("noise", cmd_noise)
 
 
 def cmd_report(args, argv) -> int:
@@ -105,6 +171,7 @@ def cmd_report(args, argv) -> int:
 
 def cmd_compare(args, argv) -> int:
     from linklab.report.compare import as_json, compare, render
+    from linklab.report.noise import NoiseFloor, for_baseline
     from linklab.report.runs import Run, find_run
 
     results = Path(args.results)
@@ -113,16 +180,133 @@ def cmd_compare(args, argv) -> int:
     allow = {a.strip() for a in args.allow_different.split(",") if a.strip()}
     if not 0 <= args.tolerance < 100:
         raise UsageError(f"--tolerance {args.tolerance:g}: a percentage from 0 to below 100")
-    res = compare(base, new, allow, tolerance=args.tolerance / 100)
+    noise = NoiseFloor.load(Path(args.noise)) if args.noise else for_baseline(base)
+    res = compare(base, new, allow, tolerance=args.tolerance / 100, noise=noise, allow_missing=args.allow_missing)
     print(json.dumps(as_json(res), indent=1) if args.json else render(res, show_all=args.all))
     return 0 if res.ok else 1
 
 
+MIN_REPETITIONS = 5
+
+
 def cmd_baseline(args, argv) -> int:
     from linklab import cli
+    from linklab.report.noise import NOISE_FILE
     from linklab.report.runs import Run, export, find_run
 
-    run = Run.load(find_run(args.run, Path(args.results)))
-    dest = export(run, Path(args.dest))
-    cli.say(f"linklab: {len(run.rows)} rows of {run.name} stored in {dest}")
+    results = Path(args.results)
+    if args.min_repetitions < 1 or (args.repetitions is not None and args.repetitions < 1):
+        raise UsageError("--repetitions and --min-repetitions: whole numbers from 1")
+    target = Path(args.run)
+    if target.suffix in (".yaml", ".yml") and target.is_file():
+        from linklab.sweep.experiment import load_experiment
+        reps = args.repetitions or max(MIN_REPETITIONS, load_experiment(target, quick=args.quick).repetitions)
+        if reps < args.min_repetitions:
+            raise UsageError(f"--repetitions {reps} is below --min-repetitions {args.min_repetitions}")
+        rc = _sweep([str(target), "--force", "--repetitions", str(reps), "--results", str(results)]
+                    + (["--quick"] if args.quick else []))
+        if rc != 0:
+            cli.say(f"linklab: the sweep exited {rc}; no baseline stored")
+            return rc
+    elif args.quick:
+        raise UsageError("--quick records a new run: give an experiment file, not a run")
+    run = Run.load(find_run(args.run, results))
+    thin = _thin_points(run, args.min_repetitions)
+    if thin:
+        raise UsageError(f"{run.path}: fewer than {args.min_repetitions} repetitions measured on a quiet host at "
+                         f"{len(thin)} point(s): {'; '.join(thin[:5])}{' ...' if len(thin) > 5 else ''}",
+                         hint="record a baseline with `linklab baseline EXPERIMENT DIR` (5 repetitions per point), "
+                              "or accept this run with --min-repetitions N")
+    dest = Path(args.dest)
+    stale = dest / NOISE_FILE
+    dest = export(run, dest)
+    cli.say(f"linklab: {len(run.rows)} rows of {run.name} stored in {dest} "
+            f"(sweep took {_wall(run)})")
+    if stale.exists():
+        stale.unlink()
+        cli.say(f"  removed {stale}: it was measured against the previous baseline")
+    cli.say(f"  its noise floor: linklab noise {dest} --record 10   (quiet machine; or give reruns made already)")
     return 0
+
+
+def _sweep(argv: list[str]) -> int:
+    """`linklab sweep ARGV` in a process of its own, as a user would run it (it forwards to the lab
+    VM where needed); its exit code. A lab recorded in a lab VM that has stopped since is forgotten
+    first (what `linklab down` does then), so the sweep builds it again instead of refusing."""
+    import subprocess
+    import sys
+    _forget_lab_of_stopped_vm(argv[0])
+    return subprocess.run([sys.executable, "-m", "linklab", "sweep", *argv]).returncode
+
+
+def _forget_lab_of_stopped_vm(exp_file: str) -> None:
+    from linklab import cli, placement
+    from linklab.sweep.experiment import load_experiment, raw_data, topology_path
+
+    name = raw_data(topology_path(exp_file, load_experiment(exp_file)))["name"]
+    if placement.lab_is_in_vm(name) and not placement.lab_vm().running():
+        cli.say(f"linklab: lab {name} went with the lab VM when it stopped: forgetting it, the sweep builds it again")
+        cli.main(["down", name])
+
+
+def _thin_points(run, need: int) -> list[str]:
+    from linklab.report.points import group
+    return [f"{p.label}: {len(p.clean)}" for p in group(run) if p.ok and len(p.clean) < need]
+
+
+def _wall(run) -> str:
+    s = ((run.manifest.get("timing") or {}).get("sweep_wall_s"))
+    return f"{s / 60:.1f} min" if isinstance(s, (int, float)) else "an unrecorded time"
+
+
+def cmd_noise(args, argv) -> int:
+    from linklab import cli
+    from linklab.report.noise import NOISE_FILE, load_reruns, measure, render
+    from linklab.report.runs import Run, find_run
+
+    base = Run.load(find_run(args.baseline, Path("results")))
+    targets = list(args.reruns)
+    if args.record is not None:
+        if args.record < 1:
+            raise UsageError("--record N: a whole number from 1")
+        targets.append(str(_record_reruns(base, args.record, Path(args.results))))
+    if not targets:
+        raise UsageError("no reruns given", hint="give rerun directories, or --record N to make them")
+    nf = measure(base, load_reruns(targets))
+    print(render(nf))
+    if args.dry_run:
+        return 0
+    out = Path(args.out) if args.out else base.path / NOISE_FILE
+    nf.save(out)
+    cli.say(f"linklab: noise floor written to {out} (`linklab compare {base.path} RUN` uses it)")
+    return 0
+
+
+def _record_reruns(base, want: int, results: Path) -> Path:
+    """Make sure `want` complete reruns of the baseline's experiment exist under results/:
+    resume an interrupted one, record the missing ones. A sweep that fails twice in a row stops it."""
+    import time
+    from linklab import cli
+    from linklab.sweep.store import ResultsStore
+
+    exp_file = base.manifest.get("experiment_file")
+    if not exp_file or not Path(exp_file).is_file():
+        raise UsageError(f"{base.path}: its experiment file {exp_file!r} is not here",
+                         hint="run from the checkout the baseline was recorded in, or give reruns made already")
+    name = base.experiment
+    quick = ["--quick"] if base.manifest.get("quick") else []
+    failures = 0
+    while True:
+        runs = ResultsStore.runs(results, name)
+        done = [r for r in runs if r.manifest.get("complete")]
+        if len(done) >= want:
+            return results / name
+        resume = runs and not runs[-1].manifest.get("complete")
+        cli.say(f"linklab noise: rerun {len(done) + 1} of {want}" + (" (resuming the interrupted one)" if resume else ""))
+        t0 = time.monotonic()
+        rc = _sweep([exp_file, "--results", str(results), *quick, *([] if resume else ["--force"])])
+        cli.say(f"linklab noise: sweep exited {rc} after {time.monotonic() - t0:.0f} s")
+        failures = failures + 1 if rc != 0 else 0
+        if failures >= 2:
+            raise UsageError(f"two sweeps in a row failed (exit {rc}); {len(done)} of {want} reruns complete in "
+                             f"{results / name}", hint="see the sweep's output above; rerun the same command to go on")

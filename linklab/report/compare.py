@@ -1,74 +1,108 @@
-"""`linklab compare BASELINE NEW`: did NEW move outside what BASELINE's own spread allows?
+"""`linklab compare BASELINE NEW`: the regression gate. Did NEW change anything BASELINE's own
+repetitions and the machine's measured noise cannot explain?
 
-Points are matched by their parameters (axis values), never by their order. Per point and
-metric the band around the baseline mean is the widest of
-  - t(0.975, n-1) · sd · sqrt(1/n + 1/m)  (n baseline and m new repetitions: the spread one
-    expects between two means of this many repetitions, from the baseline's own variation),
-  - the metric's relative floor × |baseline mean|, and its absolute floor (metrics.py),
-so a baseline of one repetition still gets a band. A metric with a direction regresses only
-one way (lower throughput, higher retransmits); moving the other way is an improvement, and a
-metric without a direction (CPU %, cwnd) is reported as changed but never fails the gate.
+Points are matched by their parameters (axis values), never by their order. Every point of the
+baseline is judged by these rules; any one failing fails the gate (exit 1):
 
-A point whose repetitions (in either run) were measured while other work on the host took its
-CPU (`host_disturbed`) is not judged: its figure says how busy the machine was, not how the
-link behaved. It is listed as "disturbed" and never fails the gate.
+  band        a metric's new mean outside its band (bands.py: prediction interval from the
+              baseline's repetitions, never narrower than the noise floor measured for the
+              baseline, noise.py). Two-sided unless the metric says which side is harmless
+              (metrics.py: CPU may fall)
+  missing     the baseline's point is not in the new run
+  failed      a repetition of the point failed in the new run (not in the baseline)
+  preflight   the point's pre-flight state changed: it failed where the baseline's passed, or passed
+              where the baseline's failed
+  disturbed   a repetition was measured while other work held the host's CPU (host_disturbed),
+              even after the sweep measured it once more
+  members     a bond's traffic on one member where the baseline (and the quiet reruns) spread it
+              over several, or the other way round (per side and direction:
+              {client,server}_member_{tx,rx}_active)
+  path_mtu    the path MTU pre-flight found is not the baseline's
+  flag        a flag the baseline's point never carried (emulator_rtt, queue_dropped, ...)
+              nor did the quiet reruns its noise floor was measured on (noise.py)
+  baseline    the baseline's point has no repetition to judge against (all failed or disturbed)
 
-`tolerance` widens every relative floor to at least that fraction: for a baseline recorded on
-another machine, whose emulated CPU is faster or slower (CI vs the machine that recorded it).
+--allow-missing turns missing, failed, disturbed and baseline into "not judged" (listed, never
+failing) for those who mean it. Points only in the new run are listed and not judged.
+Metrics are judged on the repetitions that measured on a quiet host (the baseline's disturbed
+ones are left out of its band; the new run's fail `disturbed` and are left out too).
+
+`tolerance` widens every band to at least that fraction of the baseline mean: for a baseline
+recorded on another machine, whose emulated CPU is faster or slower.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
 from linklab.errors import UsageError
-from linklab.measure.stats import t_quantile
-from linklab.report import metrics
-from linklab.report.points import Point, group, row_flags
-from linklab.report.runs import Run
-from linklab.report.stats import Stats, describe
+from linklab.report import bands, metrics
+from linklab.report.noise import NoiseFloor, point_key
+from linklab.report.points import DISTURBED, Point, group, row_flags
+from linklab.report.runs import Run, row_ok
 
-REGRESSED, IMPROVED, CHANGED, WITHIN, DISTURBED = "regressed", "improved", "changed", "within", "disturbed"
-UNJUDGED_FLAGS = ("host_disturbed",)
 CHECKS = ("experiment", "scale", "placement")
+RULES = ("band", "missing", "failed", "preflight", "disturbed", "members", "path_mtu", "flag", "baseline")
+MISSING_RULES = ("missing", "failed", "disturbed", "baseline")  # what --allow-missing lets pass
+# Verdicts of one check
+WITHIN, FAIL, HARMLESS, NOT_JUDGED = "within", "FAIL", "harmless", "not judged"
+MEMBER_COLUMNS = {f"{side}_member_{d}_active": f"{side} {d}" for side in ("client", "server") for d in ("tx", "rx")}
 
 
 @dataclass
-class Delta:
-    point: str
-    metric: metrics.Metric
-    base: Stats
-    new: Stats
-    band: float
-    verdict: str
+class Check:
+    """One rule applied to one point: a metric's band, or a structural comparison."""
 
-    @property
-    def change(self) -> float:
-        return self.new.mean - self.base.mean
+    point: str
+    rule: str
+    what: str                         # metric title, or the structural item
+    verdict: str
+    metric: metrics.Metric | None = None
+    base: bands.Sample | None = None
+    new: bands.Sample | None = None
+    band: bands.Band | None = None
+    direction: str | None = None      # band: "up"/"down" outside it
+    base_text: str = ""               # structural: what the baseline had
+    new_text: str = ""                # structural: what the new run has
 
     @property
     def change_pct(self) -> float | None:
-        return 100 * self.change / abs(self.base.mean) if self.base.mean else None
+        if self.base is None or self.new is None or not self.base.mean:
+            return None
+        return 100 * (self.new.mean - self.base.mean) / abs(self.base.mean)
+
+    def bounds(self) -> tuple[float, float] | None:
+        return self.band.bounds(self.metric) if self.band is not None and self.metric is not None else None
+
+    def rule_text(self) -> str:
+        """"band", or "band (up fails)" for a one-sided metric."""
+        if self.rule != "band" or self.metric is None or self.metric.sides == "both":
+            return self.rule
+        return f"band ({'up' if self.metric.sides == 'upper' else 'down'} fails)"
 
 
 @dataclass
 class Result:
     base: Run
     new: Run
-    deltas: list[Delta] = field(default_factory=list)
-    only_base: list[str] = field(default_factory=list)
+    checks: list[Check] = field(default_factory=list)
     only_new: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    noise: NoiseFloor | None = None
 
     @property
-    def regressions(self) -> list[Delta]:
-        return [d for d in self.deltas if d.verdict == REGRESSED]
+    def failures(self) -> list[Check]:
+        return [c for c in self.checks if c.verdict == FAIL]
 
     @property
     def ok(self) -> bool:
-        return not self.regressions
+        return not self.failures
+
+    @property
+    def deltas(self) -> list[Check]:
+        """The metric checks (one per point and metric both runs measured)."""
+        return [c for c in self.checks if c.rule == "band" and c.metric is not None]
 
 
 def identity(run: Run) -> dict[str, str]:
@@ -96,118 +130,220 @@ def check_comparable(base: Run, new: Run, allow: set[str]) -> list[str]:
     return [f"allowed difference: {n}" if not n.startswith("lab ") else n for n in notes]
 
 
-def spread(base: Stats, m: int) -> float:
-    if base.n < 2 or math.isnan(base.sd):
-        return 0.0
-    return t_quantile(0.975, base.n - 1) * base.sd * math.sqrt(1 / base.n + 1 / max(m, 1))
-
-
-def rel_floor(metric: metrics.Metric, tolerance: float = 0.0) -> float:
-    return max(metric.rel_floor, tolerance) if metric.rel_floor else 0.0
-
-
-def band(metric: metrics.Metric, base: Stats, m: int, tolerance: float = 0.0) -> float:
-    return max(spread(base, m), rel_floor(metric, tolerance) * abs(base.mean), metric.abs_floor)
-
-
-def bounds(metric: metrics.Metric, base: Stats, m: int, tolerance: float = 0.0) -> tuple[float, float]:
-    """(low, high) for the new mean. A lower-is-better metric (counts, delays) falls by the
-    same factor it may rise by: up to (1+f)·mean and down to mean/(1+f), so with a 100 % floor
-    a halved count is an improvement, not noise."""
-    half = band(metric, base, m, tolerance)
-    lo, hi = base.mean - half, base.mean + half
-    if metric.better == "lower" and base.mean > 0:
-        lo = min(base.mean - spread(base, m), base.mean / (1 + rel_floor(metric, tolerance)) - metric.abs_floor)
-    return lo, hi
-
-
-def judge(metric: metrics.Metric, base: Stats, new: Stats, tolerance: float = 0.0) -> str:
-    diff = new.mean - base.mean
-    lo, hi = bounds(metric, base, new.n, tolerance)
-    if lo <= new.mean <= hi:
-        return WITHIN
-    if metric.better is None:
-        return CHANGED
-    worse = diff < 0 if metric.better == "higher" else diff > 0
-    return REGRESSED if worse else IMPROVED
-
-
-def compare(base: Run, new: Run, allow: set[str] = frozenset(), tolerance: float = 0.0) -> Result:
-    res = Result(base, new, notes=check_comparable(base, new, set(allow)))
+def compare(base: Run, new: Run, allow: set[str] = frozenset(), tolerance: float = 0.0,
+            noise: NoiseFloor | None = None, allow_missing: bool = False) -> Result:
+    res = Result(base, new, notes=check_comparable(base, new, set(allow)), noise=noise)
     if tolerance:
-        res.notes.append(f"relative bands widened to at least ±{100 * tolerance:g} % (--tolerance)")
+        res.notes.append(f"bands widened to at least ±{100 * tolerance:g} % of the baseline mean (--tolerance)")
+    if not base.rows:
+        raise UsageError(f"{base.path}: the baseline has no repetition to compare against")
     bp, np_ = group(base), group(new)
-    if not base.ok_rows():
-        raise UsageError(f"{base.path}: the baseline has no successful repetition to compare against")
     new_by_key = {p.key(): p for p in np_}
     base_keys = {p.key() for p in bp}
-    res.only_base = [p.label for p in bp if p.key() not in new_by_key]
+    if not any(p.key() in new_by_key for p in bp):
+        raise UsageError("no point of the new run matches a point of the baseline",
+                         hint="points are matched by their axis values; the runs have different matrices")
     res.only_new = [p.label for p in np_ if p.key() not in base_keys]
     scale_ratio = base.scale / new.scale if new.scale else 1.0
+    lenient = NOT_JUDGED if allow_missing else FAIL
     for p in bp:
         q = new_by_key.get(p.key())
         if q is None:
+            res.checks.append(Check(p.label, "missing", "point", lenient, base_text=_reps(p), new_text="not in the run"))
             continue
-        disturbed = _disturbed(p) or _disturbed(q)
-        for m in metrics.METRICS:
-            if not m.table:
-                continue  # derived from another metric (packets/s from throughput): counted once
-            b = _stats(p, m, 1.0)
-            n = _stats(q, m, scale_ratio if m.scaled else 1.0)
-            if b is None or n is None:
-                continue
-            half = band(m, b, n.n, tolerance)
-            verdict = judge(m, b, n, tolerance)
-            if disturbed and verdict != WITHIN:
-                verdict = DISTURBED
-            res.deltas.append(Delta(p.label, m, b, n, half, verdict))
-    if not res.deltas:
-        raise UsageError("no point of the new run matches a point of the baseline",
-                         hint="points are matched by their axis values; the runs have different matrices")
+        res.checks += _state_checks(p, q, lenient)
+        if not p.ok or not q.ok:
+            continue  # nothing measured on one side: the state checks said what
+        if not p.clean:
+            res.checks.append(Check(p.label, "baseline", "point", lenient,
+                                    base_text=f"all {len(p.ok)} measured repetitions flagged {DISTURBED}",
+                                    new_text="cannot be judged against it: re-record the baseline on a quiet host"))
+            continue
+        res.checks += _structure_checks(p, q, noise.seen(point_key(p)) if noise else {})
+        if q.clean:
+            res.checks += _metric_checks(p, q, scale_ratio, tolerance, noise)
+    if noise is None:
+        res.notes.append("no noise floor measured for this baseline: bands use the metrics' declared floors "
+                         "(`linklab noise` measures one from quiet reruns)")
+    else:
+        res.notes.append(noise.describe())
+    if res.only_new:
+        res.notes.append(f"only in the new run (not judged): {', '.join(res.only_new)}")
     return res
 
 
-def _disturbed(p: Point) -> bool:
-    return any(flag in row_flags(r) for r in p.ok for flag in UNJUDGED_FLAGS)
+def _reps(p: Point) -> str:
+    return f"{len(p.ok)} of {len(p.rows)} repetitions measured"
 
 
-def _stats(p: Point, m: metrics.Metric, factor: float) -> Stats | None:
-    return describe([v * factor for r in p.ok if (v := m.get(r)) is not None])
+def _state_checks(p: Point, q: Point, lenient: str) -> list[Check]:
+    """Failed repetitions, pre-flight state, and disturbance in the new run."""
+    out: list[Check] = []
+    b_failed = [r for r in p.rows if not row_ok(r)]
+    n_failed = [r for r in q.rows if not row_ok(r)]
+    b_pf = [r for r in b_failed if _preflight_failed(r)]
+    n_pf = [r for r in n_failed if _preflight_failed(r)]
+    if n_pf and not b_pf:
+        out.append(Check(q.label, "preflight", "pre-flight", FAIL, base_text=f"passed in {len(p.rows)} of {len(p.rows)}",
+                         new_text=f"failed in {len(n_pf)} of {len(q.rows)}: {_error(n_pf[0])}"))
+    elif b_pf and not p.ok and q.ok:
+        out.append(Check(q.label, "preflight", "pre-flight", FAIL, base_text=f"failed: {_error(b_pf[0])}",
+                         new_text=f"passed in {len(q.ok)} of {len(q.rows)}"))
+    bad = [r for r in n_failed if not _preflight_failed(r)]
+    # Failures the baseline never had, or a point left with nothing measured at all.
+    if bad and (not b_failed or (not q.ok and p.ok)):
+        out.append(Check(q.label, "failed", "repetitions", lenient, base_text=f"{len(p.rows)} of {len(p.rows)} measured",
+                         new_text=f"{len(bad)} of {len(q.rows)} failed: {_error(bad[0])}"))
+    if not p.ok and b_failed and not b_pf and q.ok:
+        out.append(Check(q.label, "baseline", "point", lenient, base_text=f"every repetition failed: {_error(b_failed[0])}",
+                         new_text="cannot be judged against it"))
+    if b_pf and n_pf and not p.ok and not q.ok:
+        out.append(Check(q.label, "preflight", "pre-flight", WITHIN, base_text=f"failed: {_error(b_pf[0])}",
+                         new_text=f"failed: {_error(n_pf[0])}"))
+    disturbed = [r for r in q.ok if DISTURBED in row_flags(r)]
+    if disturbed:
+        out.append(Check(q.label, "disturbed", "repetitions", lenient, base_text="",
+                         new_text=f"{len(disturbed)} of {len(q.ok)} flagged {DISTURBED}: "
+                                  f"{row_flags(disturbed[0]).get(DISTURBED) or 'other work held the host'}"))
+    return out
+
+
+def _preflight_failed(row: dict[str, Any]) -> bool:
+    return str(row.get("preflight_ok", True)).lower() == "false" or str(row.get("error") or "").startswith("pre-flight")
+
+
+def _error(row: dict[str, Any]) -> str:
+    text = str(row.get("error") or row.get("preflight_problems") or "failed")
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def _structure_checks(p: Point, q: Point, seen: dict[str, Any]) -> list[Check]:
+    """Bond members, path MTU and flags; `seen`: what the quiet reruns showed at this point."""
+    out: list[Check] = []
+    for col, side in MEMBER_COLUMNS.items():
+        b, n = member_classes(p.ok, col), member_classes(q.ok, col)
+        if not b or not n:
+            continue
+        new_kinds = set(n) - set(b) - set((seen.get("members") or {}).get(col, []))
+        out.append(Check(q.label, "members", f"bond members ({side})", FAIL if new_kinds else WITHIN,
+                         base_text=_classes_text(b), new_text=_classes_text(n)))
+    b_mtu = {int(v) for r in p.ok if (v := metrics.num(r.get("path_mtu"))) is not None}
+    n_mtu = {int(v) for r in q.ok if (v := metrics.num(r.get("path_mtu"))) is not None}
+    if b_mtu and n_mtu:
+        out.append(Check(q.label, "path_mtu", "path MTU", FAIL if n_mtu - b_mtu else WITHIN,
+                         base_text=", ".join(map(str, sorted(b_mtu))), new_text=", ".join(map(str, sorted(n_mtu)))))
+    b_flags = ({f for r in p.ok for f in row_flags(r)} | set(seen.get("flags") or [])) - {DISTURBED}
+    n_flags = {f for r in q.ok for f in row_flags(r)} - {DISTURBED}
+    for f in sorted(n_flags - b_flags):
+        carriers = [r for r in q.ok if f in row_flags(r)]
+        evidence = next((row_flags(r)[f] for r in carriers if row_flags(r)[f]), "")
+        out.append(Check(q.label, "flag", f, FAIL, base_text=f"never in {len(p.ok)} repetitions"
+                         + (" nor in the quiet reruns" if seen else ""),
+                         new_text=f"in {len(carriers)} of {len(q.ok)}" + (f": {evidence}" if evidence else "")))
+    return out
+
+
+def member_classes(rows: list[dict[str, Any]], col: str) -> dict[str, int]:
+    """"one member" / "spread" -> how many repetitions carried their traffic that way."""
+    out: dict[str, int] = {}
+    for r in rows:
+        v = metrics.num(r.get(col))
+        if v is None or v < 1:
+            continue
+        kind = "one member" if v == 1 else "spread"
+        out[kind] = out.get(kind, 0) + 1
+    return out
+
+
+def _classes_text(c: dict[str, int]) -> str:
+    total = sum(c.values())
+    return ", ".join(f"{k} in {v} of {total}" for k, v in sorted(c.items()))
+
+
+def _metric_checks(p: Point, q: Point, scale_ratio: float, tolerance: float, noise: NoiseFloor | None) -> list[Check]:
+    out: list[Check] = []
+    for m in metrics.METRICS:
+        if not m.judged:
+            continue
+        b = bands.sample(m, [v for r in p.clean if (v := m.get(r)) is not None])
+        n = bands.sample(m, [v * (scale_ratio if m.scaled else 1.0) for r in q.clean if (v := m.get(r)) is not None])
+        if b is None or n is None:
+            continue
+        floor = (noise.floor(m) if noise else None) or bands.declared_floor(m, b.mean)
+        bd = bands.band(m, b, n.n, floor, tolerance)
+        direction = bands.side(m, b, n, bd)
+        verdict = WITHIN if direction is None else FAIL if bands.fails(m, direction) else HARMLESS
+        out.append(Check(q.label, "band", m.title, verdict, metric=m, base=b, new=n, band=bd, direction=direction))
+    return out
+
+
+# -- output ------------------------------------------------------------------------------------
+
+# Which part set a band's width (bands.band), in the table's words.
+SOURCE_WORDS = {"prediction": "prediction", "noise floor (measured)": "measured floor",
+                "noise floor (declared)": "declared floor", "tolerance": "tolerance", "resolution": "resolution"}
+
+
+def _num(v: float, fmt: str) -> str:
+    return format(v, fmt)
+
+
+def _cells(c: Check) -> list[str]:
+    if c.rule == "band" and c.metric is not None and c.base is not None and c.new is not None:
+        f = c.metric.fmt
+        sd = "-" if c.base.n < 2 else _num(c.base.sd, f)
+        lo, hi = c.bounds()
+        pct = f" ({c.change_pct:+.0f} %)" if c.change_pct is not None else ""
+        return [c.rule_text(), c.point, c.what, f"n={c.base.n} mean {_num(c.base.mean, f)} sd {sd}",
+                f"{_num(c.new.mean, f)} (n={c.new.n}){pct}",
+                f"[{_num(lo, f)}, {_num(hi, f)}] {SOURCE_WORDS.get(c.band.source, c.band.source)}"]
+    return [c.rule, c.point, c.what, c.base_text or "-", c.new_text or "-", "-"]
+
+
+def _table(checks: list[Check], verdicts: bool = False) -> list[str]:
+    head = ["rule", "point", "what", "baseline", "new", "band"]
+    rows = [(["verdict"] if verdicts else []) + head]
+    rows += [([c.verdict] if verdicts else []) + _cells(c) for c in checks]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
 
 
 def render(res: Result, show_all: bool = False) -> str:
     lines = [f"baseline {res.base.path} ({res.base.name})", f"new      {res.new.path} ({res.new.name})"]
     lines += [f"note: {n}" for n in res.notes]
-    if res.only_base:
-        lines.append(f"only in the baseline (not compared): {', '.join(res.only_base)}")
-    if res.only_new:
-        lines.append(f"only in the new run (not compared): {', '.join(res.only_new)}")
-    # By default the table lists what moved with a direction; --all adds the rest.
-    shown = [d for d in res.deltas if show_all or d.verdict in (REGRESSED, IMPROVED, DISTURBED)]
-    if shown:
-        rows = [["point", "metric", "baseline", "band ±", "new", "change", "verdict"]]
-        for d in shown:
-            f = d.metric.fmt
-            pct = f"{d.change_pct:+.0f} %" if d.change_pct is not None else "-"
-            rows.append([d.point, d.metric.title, format(d.base.mean, f) + f" (n={d.base.n})", format(d.band, f),
-                         format(d.new.mean, f) + f" (n={d.new.n})", pct, d.verdict.upper() if d.verdict == REGRESSED
-                         else d.verdict])
-        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-        lines.append("")
-        lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
-    counts = {v: sum(1 for d in res.deltas if d.verdict == v) for v in (WITHIN, IMPROVED, CHANGED, REGRESSED, DISTURBED)}
+    if res.failures:
+        lines += ["", f"FAILED ({len(res.failures)}):"] + ["  " + line for line in _table(res.failures)]
+    others = [c for c in res.checks if c.verdict != FAIL and (show_all or c.verdict in (HARMLESS, NOT_JUDGED))]
+    if others:
+        title = "every other check:" if show_all else "outside a band on its harmless side, or not judged:"
+        lines += ["", title] + ["  " + line for line in _table(others, verdicts=True)]
+    metric_checks = res.deltas
+    counts = {v: sum(1 for c in metric_checks if c.verdict == v) for v in (WITHIN, HARMLESS, FAIL)}
+    structural = [c for c in res.checks if c.rule != "band"]
     lines.append("")
-    lines.append(f"{len(res.deltas)} point×metric pairs compared: {counts[WITHIN]} within their band, "
-                 f"{counts[IMPROVED]} improved, {counts[CHANGED]} changed (no direction{'' if show_all else '; --all lists them'}), "
-                 f"{counts[REGRESSED]} regressed" + (f", {counts[DISTURBED]} not judged (measured on a busy host: "
-                                                     "host_disturbed)" if counts[DISTURBED] else ""))
-    lines.append("result: " + ("within tolerance" if res.ok else "REGRESSION (outside tolerance)"))
+    lines.append(f"{len(metric_checks)} point×metric pairs judged: {counts[WITHIN]} within their band, "
+                 f"{counts[HARMLESS]} outside on a harmless side, {counts[FAIL]} failed; "
+                 f"{len(structural)} structural checks, {sum(1 for c in structural if c.verdict == FAIL)} failed"
+                 + (f", {sum(1 for c in res.checks if c.verdict == NOT_JUDGED)} not judged (--allow-missing)"
+                    if any(c.verdict == NOT_JUDGED for c in res.checks) else "")
+                 + ("" if show_all else "; --all lists every check"))
+    lines.append("result: " + ("pass" if res.ok else f"REGRESSION ({len(res.failures)} failed)"))
     return "\n".join(lines)
 
 
 def as_json(res: Result) -> dict[str, Any]:
+    def one(c: Check) -> dict[str, Any]:
+        d: dict[str, Any] = {"point": c.point, "rule": c.rule, "what": c.what, "verdict": c.verdict}
+        if c.metric is not None and c.base is not None and c.new is not None and c.band is not None:
+            lo, hi = c.bounds()
+            d.update({"metric": c.metric.key, "sides": c.metric.sides, "scale": c.metric.scale,
+                      "baseline_n": c.base.n, "baseline_mean": c.base.mean,
+                      "baseline_sd": None if c.base.n < 2 else c.base.sd, "new_n": c.new.n, "new_mean": c.new.mean,
+                      "band_low": lo, "band_high": hi, "band_from": c.band.source, "direction": c.direction})
+        else:
+            d.update({"baseline": c.base_text, "new": c.new_text})
+        return d
+
     return {"ok": res.ok, "baseline": str(res.base.path), "new": str(res.new.path), "notes": res.notes,
-            "only_baseline": res.only_base, "only_new": res.only_new,
-            "deltas": [{"point": d.point, "metric": d.metric.key, "baseline_mean": d.base.mean, "baseline_n": d.base.n,
-                        "band": d.band, "new_mean": d.new.mean, "new_n": d.new.n, "verdict": d.verdict}
-                       for d in res.deltas]}
+            "noise_floor": str(res.noise.path) if res.noise else None, "only_new": res.only_new,
+            "failures": [one(c) for c in res.failures], "checks": [one(c) for c in res.checks]}

@@ -13,6 +13,10 @@ from typing import Any
 
 from linklab.report.runs import Run, row_ok
 
+# A repetition measured while other work held the host's CPU (linklab/measure/disturbance.py):
+# its figures say how busy the machine was, not how the link behaved.
+DISTURBED = "host_disturbed"
+
 
 @dataclass
 class Point:
@@ -25,6 +29,11 @@ class Point:
     @property
     def ok(self) -> list[dict[str, Any]]:
         return [r for r in self.rows if row_ok(r)]
+
+    @property
+    def clean(self) -> list[dict[str, Any]]:
+        """Measured repetitions not flagged host_disturbed."""
+        return [r for r in self.ok if DISTURBED not in row_flags(r)]
 
     @property
     def failed(self) -> int:
@@ -61,7 +70,11 @@ def row_flags(row: dict[str, Any]) -> dict[str, str]:
         return {str(x.get("name") or x.get("flag") or "?") if isinstance(x, dict) else str(x):
                 str(x.get("evidence", "")) if isinstance(x, dict) else "" for x in val if x}
     names = [x for x in str(val or "").split(";") if x.strip()]
-    return {n: str(row.get("flag_evidence") or "") if i == 0 else "" for i, n in enumerate(names)}
+    evidence = str(row.get("flag_evidence") or "")
+    parts = evidence.split("; ")  # measure/disturbance.py joins each flag's evidence in the flags' order
+    if len(parts) == len(names):
+        return dict(zip(names, parts))
+    return {n: evidence if i == 0 else "" for i, n in enumerate(names)}
 
 
 def canonical(value: Any) -> str:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from linklab.errors import UsageError
+
 DEFAULT_EXPERIMENT = "experiments/e1_bonding_mtu.yaml"
 
 
@@ -26,6 +28,11 @@ def add_commands(sub) -> None:
     p.add_argument("--no-retry", action="store_true",
                    help="resume without measuring failed repetitions again (default: a resume retries them, "
                         "keeping each failed attempt as rep<k>.failed-<n>)")
+    p.add_argument("--repetitions", type=int, metavar="N",
+                   help="measure every point N times instead of the experiment's (or its quick variant's) number")
+    p.add_argument("--no-rerun-disturbed", action="store_true",
+                   help="keep a repetition flagged host_disturbed as it is (default: measure it once more, the "
+                        "disturbed attempt kept aside as rep<k>.disturbed-<n>)")
     p.add_argument("--results", default="results", help="results root directory (default ./results)")
     p.add_argument("--lab", help="run against this lab (default: the lab named by the experiment's topology)")
     cli.register("sweep", cmd_sweep)
@@ -37,6 +44,8 @@ def cmd_sweep(args, argv) -> int:
     from linklab.sweep.experiment import load_experiment, raw_data, topology_path
     from linklab.sweep.engine import Options, run
 
+    if args.repetitions is not None and not 1 <= args.repetitions <= 1000:
+        raise UsageError(f"--repetitions {args.repetitions}: a whole number from 1 to 1000")
     exp = load_experiment(args.experiment, quick=args.quick)  # bad input stops here, before any VM boots
     if not kernel.in_lab_vm():
         lab_name = args.lab or raw_data(topology_path(args.experiment, exp))["name"]
@@ -55,7 +64,8 @@ def cmd_sweep(args, argv) -> int:
                 _report_newest(Path(args.results), exp.name)
             return rc
     run(args.experiment, Options(quick=args.quick, force=args.force, results=Path(args.results), lab_name=args.lab,
-                                 retry_failed=not args.no_retry),
+                                 retry_failed=not args.no_retry, repetitions=args.repetitions,
+                                 rerun_disturbed=not args.no_rerun_disturbed),
         say=cli.say)
     return 0
 

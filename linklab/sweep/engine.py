@@ -26,6 +26,7 @@ from linklab.sweep.plan import plan_point
 from linklab.sweep.progress import Progress
 from linklab.sweep.store import ResultsStore
 
+DISTURBED_FLAG = "host_disturbed"  # linklab/measure/disturbance.py
 RECORDED_SYSCTLS = ("net.ipv4.tcp_congestion_control", "net.ipv4.tcp_reordering", "net.ipv4.tcp_rmem",
                     "net.ipv4.tcp_wmem", "net.core.rmem_max", "net.core.wmem_max", "net.core.netdev_max_backlog",
                     "net.ipv4.tcp_sack", "net.ipv4.tcp_timestamps")
@@ -38,6 +39,11 @@ class Options:
     results: Path = Path("results")
     lab_name: str | None = None
     retry_failed: bool = True  # a resume measures failed reps again (their first attempt is kept aside)
+    repetitions: int | None = None  # instead of the experiment's (e.g. `linklab baseline`: >= 5 per point)
+    # A repetition flagged host_disturbed (other work held the host's CPU during its window) is
+    # measured once more; the disturbed attempt is kept aside as rep<k>.disturbed-<n>. Its figure
+    # said how busy the machine was, not how the link behaved; a second disturbed attempt stays.
+    rerun_disturbed: bool = True
 
 
 def run(exp_path: str | Path, opts: Options, say=print) -> ResultsStore:
@@ -46,6 +52,8 @@ def run(exp_path: str | Path, opts: Options, say=print) -> ResultsStore:
     totals = PhaseClock()
     started = time.monotonic()
     exp = load_experiment(exp_path, quick=opts.quick)
+    if opts.repetitions:
+        exp = exp.model_copy(update={"repetitions": opts.repetitions})
     tpath = topology_path(exp_path, exp)
     topo_raw = raw_data(tpath)
     lab_name = opts.lab_name or topo_raw["name"]
@@ -101,7 +109,7 @@ def run(exp_path: str | Path, opts: Options, say=print) -> ResultsStore:
                 reps = [r for r in range(1, exp.repetitions + 1) if (point.id, r) not in done]
                 if reps:
                     _run_point(exp, topo_raw, lab_name, base_overrides, point, reps, store, progress, say, totals,
-                               pool, applied)
+                               pool, applied, rerun_disturbed=opts.rerun_disturbed)
         finally:
             pool.stop()
             progress.close()
@@ -134,7 +142,8 @@ def run(exp_path: str | Path, opts: Options, say=print) -> ResultsStore:
 
 def _run_point(exp: Experiment, topo_raw: dict, lab_name: str, base_overrides, point: Point, reps: list[int],
                store: ResultsStore, progress: Progress, say, totals: PhaseClock,
-               pool: measure_rep.ServerPool | None = None, applied: _Applied | None = None) -> None:
+               pool: measure_rep.ServerPool | None = None, applied: _Applied | None = None,
+               rerun_disturbed: bool = False) -> None:
     own_pool = pool is None
     applied = applied if applied is not None else _Applied()
     pool = pool if pool is not None else measure_rep.ServerPool()
@@ -161,11 +170,17 @@ def _run_point(exp: Experiment, topo_raw: dict, lab_name: str, base_overrides, p
         if pf.ok:
             pool.get(lab, plan)  # kept up from the previous point when it wants the same servers
     try:
-        for rep in reps:
-            progress.start_unit(f"{point.key} rep {rep}/{exp.repetitions}")
-            t0 = time.monotonic()
+        # (rep, attempt): a repetition flagged host_disturbed comes back once as attempt 2.
+        queue = [(rep, 1) for rep in reps]
+        while queue:
+            rep, attempt = queue.pop(0)
+            if attempt == 1:
+                progress.start_unit(f"{point.key} rep {rep}/{exp.repetitions}")
+                t0 = time.monotonic()
             raw = {"qdisc.txt": dumps, "preflight.json": _json(pf.__dict__)}
             row: dict[str, Any] = {**point_info, **pf.row(), "started_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
+            if attempt > 1:
+                row["disturbed_attempts"] = attempt - 1
             if not pf.ok:
                 row["error"] = "pre-flight failed: " + "; ".join(pf.problems)
                 progress.log(f"  pre-flight failed, not measured: {row['error']}")
@@ -192,8 +207,13 @@ def _run_point(exp: Experiment, topo_raw: dict, lab_name: str, base_overrides, p
             with totals.phase("record"):
                 store.record(point, rep, raw, row, tool=tool_settings)
                 store.write_table()
-            progress.finish_unit(time.monotonic() - t0)
-            if rep != reps[-1]:
+            if rerun_disturbed and attempt == 1 and DISTURBED_FLAG in str(row.get("flags") or "").split(";"):
+                aside = store.set_aside_failed(point.id, rep, why="disturbed")
+                progress.log(f"  measuring rep {rep} once more: the host was busy ({aside.name} kept)")
+                queue.insert(0, (rep, 2))
+            else:
+                progress.finish_unit(time.monotonic() - t0)
+            if queue:
                 with clock.phase("pause"):
                     time.sleep(exp.pause)
     finally:
@@ -219,10 +239,13 @@ def tool_columns(plan) -> dict[str, Any]:
 def fingerprint_parts(exp_path, tpath: Path, opts: Options, base_overrides, st: dict) -> dict[str, Any]:
     """Everything that must be the same for two sessions to fill one run: the files, the lab's
     settings, its scale and placement, and the tools' versions."""
-    return {"experiment": file_sha256(exp_path), "topology": file_sha256(tpath), "quick": opts.quick,
-            "overrides": base_overrides, "scale": st["resolved"].get("scale"),
-            "placement": (st.get("placement") or {}).get("kind"), "kernel": platform.release(),
-            "tools": _tool_versions()}
+    parts = {"experiment": file_sha256(exp_path), "topology": file_sha256(tpath), "quick": opts.quick,
+             "overrides": base_overrides, "scale": st["resolved"].get("scale"),
+             "placement": (st.get("placement") or {}).get("kind"), "kernel": platform.release(),
+             "tools": _tool_versions()}
+    if opts.repetitions:  # only when asked: runs made before this option keep their fingerprint
+        parts["repetitions"] = opts.repetitions
+    return parts
 
 
 def refuse_mismatched_resume(latest: ResultsStore, parts: dict[str, Any]) -> None:

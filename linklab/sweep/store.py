@@ -5,6 +5,7 @@
         points/<point_id>/point.json    the point's axes and key
         points/<point_id>/rep<k>/       raw output of every tool + row.json
         points/<point_id>/rep<k>.failed-<n>/   a failed attempt, kept when a resume retries it
+        points/<point_id>/rep<k>.disturbed-<n>/   an attempt flagged host_disturbed, kept when it was measured again
         results.csv                     one row per point x rep, regenerated from row.json
 
 What is done is read from the filesystem, never from a counter: a rep is recorded iff its final
@@ -191,13 +192,14 @@ class ResultsStore:
     def failed(self) -> set[tuple[str, int]]:
         return {(pdir.name, rep) for pdir, rep, rdir in self._rep_dirs() if _failed(rdir)}
 
-    def set_aside_failed(self, point_id: str, rep: int) -> Path:
-        """Move a failed rep out of the way so it can be measured again; its raw output and error
-        stay on disk as rep<k>.failed-<n>. Returns where it went."""
+    def set_aside_failed(self, point_id: str, rep: int, why: str = "failed") -> Path:
+        """Move a failed (or disturbed) rep out of the way so it can be measured again; its raw
+        output and error stay on disk as rep<k>.<why>-<n>. Returns where it went."""
+        _check_name(why, "reason")
         src = self.rep_dir(point_id, rep)
         n = 1
         while True:
-            dst = src.with_name(f"{src.name}.failed-{n}")
+            dst = src.with_name(f"{src.name}.{why}-{n}")
             try:
                 os.rename(src, dst)  # fails on an existing non-empty target: never overwrites
                 break

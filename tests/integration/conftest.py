@@ -3,9 +3,20 @@ import os
 import pytest
 
 
+# Per-test time limits (pytest-timeout; the fast tiers get pyproject's default): a hang fails its
+# test with a traceback instead of running until CI is killed. Each is several times the longest
+# such test seen: the host tier boots the lab VM (25-50 s) and some tests boot it twice; kernel
+# tests build labs and measure for up to a minute or two under software emulation. A longer
+# test says so itself with @pytest.mark.timeout(seconds).
+TIER_TIMEOUT_S = {"host": 300, "kernel": 600}
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         item.add_marker(pytest.mark.integration)
+        tier = item.path.parent.name
+        if tier in TIER_TIMEOUT_S and item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(TIER_TIMEOUT_S[tier]))
 
 
 @pytest.fixture(scope="session", autouse=True)

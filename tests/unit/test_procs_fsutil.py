@@ -5,6 +5,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from linklab import fsutil, procs
 
 IGNORES_TERM = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('ready', flush=True); time.sleep(60)"
@@ -53,13 +55,19 @@ def test_write_atomic_replaces_and_leaves_no_temp(tmp_path):
     assert fsutil.is_tmp_name(fsutil.tmp_name(target).name)
 
 
-def test_write_atomic_failure_keeps_the_old_file(tmp_path):
+def test_write_atomic_failure_keeps_the_old_file(tmp_path, monkeypatch):
     target = tmp_path / "f"
     fsutil.write_atomic(target, "old")
-    try:
+    # Content that is neither text nor bytes is refused before anything is written.
+    with pytest.raises(TypeError, match="content must be str or bytes, got int"):
         fsutil.write_atomic(target, 5)
-    except TypeError:
-        pass
+    assert target.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["f"]
+    # A failure after the temp file is written (the rename): the old file stays, the temp goes.
+    def fail(src, dst):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(fsutil.os, "replace", fail)
+    with pytest.raises(OSError, match="No space left"):
+        fsutil.write_atomic(target, "new")
     assert target.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["f"]
 
 

@@ -75,7 +75,8 @@ class _Exp:
     settle, pause, warmup, measure, events, repetitions = 0.05, 0.05, 1.0, ["throughput"], (), 2
 
 
-def test_run_point_charges_one_off_phases_to_the_first_rep_and_pause_to_the_next(tmp_path, monkeypatch):
+def _stub_point(monkeypatch, fake_measure):
+    """_run_point against stubs: no lab, no pre-flight, measure() is `fake_measure`."""
     lab = {"name": "t", "scale": 1.0}
     monkeypatch.setattr(engine, "plan_point", lambda exp, topo, axes: _Plan)
     monkeypatch.setattr(engine.labmod, "set_params", lambda *a, **k: {"resolved": lab})
@@ -83,13 +84,16 @@ def test_run_point_charges_one_off_phases_to_the_first_rep_and_pause_to_the_next
     monkeypatch.setattr(preflight, "run", lambda *a, **k: preflight.Preflight())
     monkeypatch.setattr(engine, "_qdisc_dumps", lambda lab: "")
     monkeypatch.setattr(measure_rep, "start_servers", lambda lab, plan: None)
+    monkeypatch.setattr(measure_rep, "measure", fake_measure)
 
+
+def test_run_point_charges_one_off_phases_to_the_first_rep_and_pause_to_the_next(tmp_path, monkeypatch):
     def fake_measure(lab, plan, what, omit, events=(), clock=None):
         with clock.phase("window"):
             time.sleep(0.01)
         return {"iperf3.json": "{}"}, {"window_s": 0.01}
 
-    monkeypatch.setattr(measure_rep, "measure", fake_measure)
+    _stub_point(monkeypatch, fake_measure)
     store = ResultsStore.create(tmp_path, "e", {"fingerprint": "f"})
     totals = PhaseClock()
     point = Point(index=0, id="p0", key="k", axes={})
@@ -103,6 +107,44 @@ def test_run_point_charges_one_off_phases_to_the_first_rep_and_pause_to_the_next
     timings = json.loads((store.rep_dir("p0", 1) / "timings.json").read_text())
     assert timings["seconds"]["window"] == first["phase_window_s"]
     assert totals.seconds["record"] > 0
+
+
+def _flagged(monkeypatch, flags_per_call):
+    """measure() returns rows flagged as `flags_per_call` says, in order."""
+    calls = iter(flags_per_call)
+
+    def fake_measure(lab, plan, what, omit, events=(), clock=None):
+        flags = next(calls)
+        return {"iperf3.json": "{}"}, {"throughput_bps": 1e6, "flags": flags, "flag_evidence": flags and "busy"}
+
+    _stub_point(monkeypatch, fake_measure)
+
+
+def test_a_disturbed_repetition_is_measured_once_more_and_the_first_attempt_kept(tmp_path, monkeypatch):
+    # rep 1: disturbed, then quiet; rep 2: quiet; rep 3: disturbed twice (kept as it is, flagged).
+    _flagged(monkeypatch, ["host_disturbed", "", "queue_dropped", "core_saturated;host_disturbed", "host_disturbed"])
+    store = ResultsStore.create(tmp_path, "e", {"fingerprint": "f"})
+    point = Point(index=0, id="p0", key="k", axes={})
+    log = io.StringIO()
+    engine._run_point(_Exp, {}, "t", [], point, [1, 2, 3], store, Progress(3, stream=log), print, PhaseClock(),
+                      rerun_disturbed=True)
+    rows = {r["rep"]: r for r in store.rows()}
+    assert [rows[k]["flags"] for k in (1, 2, 3)] == ["", "queue_dropped", "host_disturbed"]
+    assert rows[1]["disturbed_attempts"] == 1 and "disturbed_attempts" not in rows[2]
+    assert rows[3]["disturbed_attempts"] == 1
+    kept = sorted(d.name for d in (store.points_dir / "p0").iterdir() if d.is_dir())
+    assert kept == ["rep1", "rep1.disturbed-1", "rep2", "rep3", "rep3.disturbed-1"]
+    first = json.loads((store.points_dir / "p0" / "rep3.disturbed-1" / "row.json").read_text())
+    assert first["flags"] == "core_saturated;host_disturbed"
+    assert log.getvalue().count("measuring rep") == 2
+
+
+def test_without_the_option_a_disturbed_repetition_stays(tmp_path, monkeypatch):
+    _flagged(monkeypatch, ["host_disturbed", "host_disturbed"])
+    store = ResultsStore.create(tmp_path, "e", {"fingerprint": "f"})
+    engine._run_point(_Exp, {}, "t", [], Point(index=0, id="p0", key="k", axes={}), [1, 2], store,
+                      Progress(2, stream=io.StringIO()), print, PhaseClock())
+    assert [r["flags"] for r in store.rows()] == ["host_disturbed", "host_disturbed"]
 
 
 class _Proc:

@@ -61,3 +61,18 @@ def test_sweep_help_documents_no_retry(capsys):
     with pytest.raises(SystemExit):
         main(["sweep", "--help"])
     assert "--no-retry" in capsys.readouterr().out
+
+
+def test_repetitions_asked_for_enter_the_fingerprint_only_when_given(tmp_path, monkeypatch):
+    base = _parts(tmp_path, monkeypatch)
+    assert "repetitions" not in base  # runs made before the option keep resuming
+    exp, topo = tmp_path / "e.yaml", tmp_path / "t.yaml"
+    five = engine.fingerprint_parts(exp, topo, engine.Options(repetitions=5), [], {"resolved": {"scale": 0.1},
+                                                                                  "placement": {"kind": "vm"}})
+    assert five["repetitions"] == 5 and {k: v for k, v in five.items() if k != "repetitions"} == base
+
+
+def test_sweep_repetitions_out_of_range_is_bad_input(capsys):
+    from linklab.cli import main
+    assert main(["sweep", "experiments/e1_bonding_mtu.yaml", "--repetitions", "0"]) == 2
+    assert "--repetitions 0" in capsys.readouterr().err

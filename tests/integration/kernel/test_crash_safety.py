@@ -141,6 +141,7 @@ def recover(op: str, name: str, fn) -> str:
         return said
 
 
+@pytest.mark.timeout(1800)  # 30 commands killed and recovered, 6 of them sweeps
 def test_kill_9_anywhere_in_up_set_sweep_down_leaves_nothing_behind(tmp_path, record_property):
     rng = random.Random(SEED)
     name = "killlab"

@@ -81,13 +81,16 @@ def under_load(lb, client_argv, count=60, need=0.8):
 def test_udp_overload_waits_the_queue_bound(tmp_path, queue, bound_ms):
     # 200 Mbit/s written = 20 Mbit/s at scale 0.1; UDP at 1.5 times that does not back off, so
     # the byte FIFO fills and a ping waits up to its drain time: the bound, in ms at any scale.
-    # Pings share the FIFO, so a third of them are dropped with the flood's excess.
+    # Pings share the FIFO with the flood, whose excess it drops.
     # Without a setting the default host port model applies (1000 frames, at most 10 ms).
+    # Ping loss: the flood's excess is a third of what it offers, and a 84-byte echo request
+    # fits a nearly full byte FIFO at least as often as a 1470-byte datagram does, so at most a
+    # third of the pings are dropped; +0.17 for the VM's descheduling (a late reply counts as lost).
     impair = "rate: 200mbit" + (f", {queue}" if queue else "")
     lb = Lab(topology(tmp_path, impair, "itqueue"), "itqueue")
     try:
         idle = rtts(lb, 40)
-        load = under_load(lb, ["iperf3", "-c", "10.77.0.2", "-u", "-b", "30M", "-t", "40"], count=80, need=0.2)
+        load = under_load(lb, ["iperf3", "-c", "10.77.0.2", "-u", "-b", "30M", "-t", "40"], count=80, need=0.5)
         base = median(idle)
         added_p50 = median(load) - base
         added_p75 = quantiles(load, n=4)[2] - base

@@ -1,0 +1,305 @@
+#!/usr/bin/env python3
+"""Benchmark: what the regression gate (`linklab compare`) catches, and what it cries wolf at.
+
+1. Injected changes. Known changes are written into copies of real runs and each copy is
+   compared with the baseline, as CI compares a fresh run: throughput -/+10, 20, 30 % (every
+   point, and one point at a time), RTT +1 and +5 ms, loss +0.5 %, a bond's traffic spread over
+   both members where it used one, a missing point, a path MTU change, a new flag, a failed and a
+   disturbed point. A change is caught when the comparison fails on something the same copy
+   without the change did not fail on (so a run that already differs counts for nothing).
+   The copies are made from the quiet reruns (--reruns) when given: their own noise is then in
+   every trial, and a rate is the share of trials caught. Without reruns, from the stored runs
+   (--runs, default the baseline itself): one trial per change and place, so a rate is 0 or 1
+   and says where the band edges lie.
+2. False alarms: each quiet rerun compared with the baseline as it is.
+3. The smallest throughput change (every point, each sign) caught in 95 % of the trials.
+
+The noise floor: with reruns, each rerun is judged with a floor measured from the other reruns
+(leave one out: a rerun never judges itself); else the baseline's own noise.json, else the
+metrics' declared floors. Goal (issue 19): every +/-20 % and every structural change caught,
+at most 1 false alarm in 10 quiet reruns.
+
+    .venv/bin/python bench/gate_power.py [--baseline baselines/e1_bonding_mtu-quick-vm-tcg]
+        [--reruns results-noise/e1_bonding_mtu] [--runs RUN ...] [--tolerance PCT] [--json FILE]
+
+Machine-readable: bench/results/gate_power.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from linklab.report.compare import compare  # noqa: E402
+from linklab.report.noise import MIN_RERUNS, NoiseFloor, for_baseline, load_reruns, measure, point_key  # noqa: E402
+from linklab.report.points import group  # noqa: E402
+from linklab.report.runs import Run  # noqa: E402
+
+Rows = list[dict]
+BYTES = ("sent_bytes", "received_bytes", "sent_bps", "received_bps")
+MEMBER_SIDES = [f"{s}_member_{d}" for s in ("client", "server") for d in ("tx", "rx")]
+
+
+@dataclass(frozen=True)
+class Change:
+    name: str          # what changed
+    size: str          # how much
+    where: str         # "every point" or "one point"
+    apply: Callable[[Rows, str | None], Rows]   # rows, point id (one point) -> changed rows
+    group: str = "metric"                        # metric | structure
+    # Is it a change at this point? (the baseline's rows, the run's rows, the flags quiet reruns showed there)
+    applies: Callable[[list[dict], list[dict], set], bool] = lambda base, rows, seen: True
+
+
+def _each(rows: Rows, pid: str | None, fn) -> Rows:
+    out = copy.deepcopy(rows)
+    for r in out:
+        if pid is None or r.get("point_id") == pid:
+            fn(r)
+    return out
+
+
+def throughput(f: float):
+    def fn(r):
+        for k in ("throughput_bps", *BYTES):
+            if isinstance(r.get(k), (int, float)):
+                r[k] = r[k] * f
+    return lambda rows, pid: _each(rows, pid, fn)
+
+
+def rtt(ms: float):
+    def fn(r):
+        if isinstance(r.get("rtt_mean_us"), (int, float)):
+            r["rtt_mean_us"] += 1000 * ms
+        for k in ("ping_rtt_mean_ms", "ping_rtt_p50_ms", "ping_rtt_p95_ms"):
+            if isinstance(r.get(k), (int, float)):
+                r[k] += ms
+    return lambda rows, pid: _each(rows, pid, fn)
+
+
+def loss(pct: float):
+    """A lossy link: TCP retransmits the lost share of its segments; UDP and ping lose it."""
+    def fn(r):
+        if isinstance(r.get("retransmits"), (int, float)):
+            segs = r.get("client_nstat_TcpOutSegs") or (r.get("sent_bytes") or 0) / 1448
+            r["retransmits"] = r["retransmits"] + round(pct / 100 * segs)
+        for k in ("lost_percent", "ping_loss_pct"):
+            if isinstance(r.get(k), (int, float)):
+                r[k] += pct
+    return lambda rows, pid: _each(rows, pid, fn)
+
+
+def spread(rows: Rows, pid: str | None) -> Rows:
+    def fn(r):
+        for side in MEMBER_SIDES:
+            if r.get(f"{side}_active") == 1:
+                r[f"{side}_active"] = 2
+                r[f"{side}_max_share"] = 0.5
+                for k in [k for k in r if k.startswith(f"{side}_share_")]:
+                    r[k] = 0.5
+    return _each(rows, pid, fn)
+
+
+def one_member(base: list[dict], rows: list[dict], seen: set) -> bool:
+    return any(r.get("client_member_tx_active") == 1 for r in rows)
+
+
+def flag_is_new(name: str):
+    """A flag the point carries nowhere yet: not in the baseline, the run, nor the quiet reruns."""
+    return lambda base, rows, seen: name not in seen and not any(name in str(r.get("flags") or "") for r in base + rows)
+
+
+def drop_point(rows: Rows, pid: str | None) -> Rows:
+    return [copy.deepcopy(r) for r in rows if r.get("point_id") != pid]
+
+
+def mtu(rows: Rows, pid: str | None) -> Rows:
+    def fn(r):
+        m = r.get("path_mtu")
+        if isinstance(m, int):
+            r["path_mtu"] = 1500 if m > 1500 else m - 50  # e.g. one member left at 1500 under jumbo frames
+    return _each(rows, pid, fn)
+
+
+def flag(name: str):
+    def fn(r):
+        have = [f for f in str(r.get("flags") or "").split(";") if f]
+        if name not in have:
+            r["flags"] = ";".join(have + [name])
+            r["flag_evidence"] = (str(r.get("flag_evidence") or "") + "; injected by gate_power").lstrip("; ")
+    return lambda rows, pid: _each(rows, pid, fn)
+
+
+def failed(rows: Rows, pid: str | None) -> Rows:
+    return _each(rows, pid, lambda r: r.update(error="iperf3: control socket closed (injected by gate_power)"))
+
+
+def changes() -> list[Change]:
+    out = []
+    for pct in (10, 20, 30):
+        for sign in (-1, 1):
+            size = f"{'+' if sign > 0 else '-'}{pct} %"
+            out.append(Change("throughput", size, "every point", throughput(1 + sign * pct / 100)))
+            out.append(Change("throughput", size, "one point", throughput(1 + sign * pct / 100)))
+    out += [Change("RTT", "+1 ms", "every point", rtt(1.0)), Change("RTT", "+5 ms", "every point", rtt(5.0)),
+            Change("loss", "+0.5 %", "every point", loss(0.5)),
+            Change("bond members spread", "1.0 -> 0.5", "every point", spread, "structure", one_member),
+            Change("bond members spread", "1.0 -> 0.5", "one point", spread, "structure", one_member),
+            Change("point missing", "-", "one point", drop_point, "structure"),
+            Change("path MTU", "9200 -> 1500, else -50", "one point", mtu, "structure"),
+            Change("new flag queue_dropped", "-", "one point", flag("queue_dropped"), "structure",
+                   flag_is_new("queue_dropped")),
+            Change("new flag emulator_rtt", "-", "one point", flag("emulator_rtt"), "structure",
+                   flag_is_new("emulator_rtt")),
+            Change("point failed", "-", "one point", failed, "structure"),
+            Change("point disturbed", "-", "one point", flag("host_disturbed"), "structure",
+                   lambda base, rows, seen: not any("host_disturbed" in str(r.get("flags") or "") for r in rows))]
+    return out
+
+
+def with_rows(run: Run, rows: Rows) -> Run:
+    return Run(run.path, run.manifest, rows)
+
+
+def failure_keys(res) -> set[tuple[str, str, str]]:
+    return {(c.point, c.rule, c.what) for c in res.failures}
+
+
+@dataclass
+class Source:
+    run: Run
+    noise: NoiseFloor | None
+    clean: set           # failures of the run as it is
+
+
+def sources(base: Run, reruns: list[Run], runs: list[Run], tolerance: float) -> tuple[list[Source], str]:
+    if len(reruns) > MIN_RERUNS:
+        out = []
+        for i, r in enumerate(reruns):
+            nf = measure(base, reruns[:i] + reruns[i + 1:])
+            out.append(Source(r, nf, failure_keys(compare(base, r, noise=nf, tolerance=tolerance))))
+        return out, f"leave-one-out noise floors from the other {len(reruns) - 1} reruns"
+    nf = for_baseline(base)
+    how = nf.describe() if nf else "the metrics' declared floors (no noise floor measured)"
+    pool = reruns or runs
+    if nf and {str(r.path.resolve()) for r in pool} & {str(Path(p).resolve()) for p in nf.meta.get("rerun_paths", [])}:
+        how += (f" -- measured on these same runs: false alarms are in-sample (optimistic); "
+                f"more than {MIN_RERUNS} reruns give leave-one-out floors")
+    return [Source(r, nf, failure_keys(compare(base, r, noise=nf, tolerance=tolerance))) for r in pool], how
+
+
+def trial(base: Run, src: Source, change: Change, pid: str | None, tolerance: float) -> bool:
+    changed = with_rows(src.run, change.apply(src.run.rows, pid))
+    res = compare(base, changed, noise=src.noise, tolerance=tolerance)
+    return bool(failure_keys(res) - src.clean)
+
+
+def power(base: Run, srcs: list[Source], tolerance: float) -> list[dict]:
+    table = []
+    base_rows = {p.key(): p.rows for p in group(base)}
+    for ch in changes():
+        caught = trials = 0
+        missed: dict[str, int] = {}
+        for s in srcs:
+            points = [p for p in group(s.run) if p.ok and ch.applies(
+                base_rows.get(p.key(), []), p.rows, set(s.noise.seen(point_key(p)).get("flags", []) if s.noise else []))]
+            if ch.where == "every point":
+                if points:
+                    trials += 1
+                    caught += trial(base, s, ch, None, tolerance)
+            else:
+                for p in points:
+                    trials += 1
+                    got = trial(base, s, ch, p.id, tolerance)
+                    caught += got
+                    if not got:
+                        missed[p.label] = missed.get(p.label, 0) + 1
+        table.append({"change": ch.name, "size": ch.size, "where": ch.where, "group": ch.group, "trials": trials,
+                      "caught": caught, "rate": caught / trials if trials else None, "missed_at": missed})
+    return table
+
+
+def smallest_caught(base: Run, srcs: list[Source], tolerance: float, need: float = 0.95) -> dict[str, int | None]:
+    out: dict[str, int | None] = {}
+    for sign, name in ((-1, "down"), (1, "up")):
+        out[name] = None
+        for pct in range(1, 61):
+            ch = Change("throughput", "", "every point", throughput(1 + sign * pct / 100))
+            rate = sum(trial(base, s, ch, None, tolerance) for s in srcs) / len(srcs)
+            if rate >= need:
+                out[name] = pct
+                break
+    return out
+
+
+def false_alarms(srcs: list[Source]) -> list[dict]:
+    return [{"run": s.run.name, "failed": sorted(" / ".join(k) for k in s.clean)} for s in srcs]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--baseline", default="baselines/e1_bonding_mtu-quick-vm-tcg")
+    ap.add_argument("--reruns", nargs="*", default=[], help="quiet reruns: run directories or directories of runs")
+    ap.add_argument("--runs", nargs="*", default=None,
+                    help="without reruns: stored runs to inject into (default: the baseline itself)")
+    ap.add_argument("--tolerance", type=float, default=0.0, metavar="PCT", help="as `linklab compare --tolerance`")
+    ap.add_argument("--json", default=str(ROOT / "bench" / "results" / "gate_power.json"))
+    args = ap.parse_args()
+    t0 = time.monotonic()
+    base = Run.load(Path(args.baseline))
+    reruns = load_reruns(args.reruns) if args.reruns else []
+    runs = [Run.load(Path(p)) for p in args.runs] if args.runs else [base]
+    tol = args.tolerance / 100
+    srcs, how = sources(base, reruns, runs, tol)
+    print(f"baseline {base.path} ({base.name}, {max(len(p.ok) for p in group(base))} repetitions per point)")
+    print(f"changes injected into {len(srcs)} {'quiet rerun' if reruns else 'stored run'}"
+          f"{'s' if len(srcs) != 1 else ''}: {', '.join(s.run.name for s in srcs)}")
+    print(f"bands: {how}" + (f"; --tolerance {args.tolerance:g}" if tol else ""))
+    table = power(base, srcs, tol)
+    print(f"\n{'change':26} {'size':24} {'where':12} {'caught':>8} {'rate':>6}")
+    for t in table:
+        rate = "-" if t["rate"] is None else f"{100 * t['rate']:.0f} %"
+        print(f"{t['change']:26} {t['size']:24} {t['where']:12} {t['caught']:>3}/{t['trials']:<4} {rate:>6}"
+              + (f"   missed at: {', '.join(f'{k} ({v})' for k, v in t['missed_at'].items())}" if t["missed_at"] else ""))
+    alarms = false_alarms(srcs) if reruns else []
+    if reruns:
+        n_alarm = sum(1 for a in alarms if a["failed"])
+        print(f"\nfalse alarms: {n_alarm} of {len(alarms)} quiet reruns failed the gate")
+        for a in alarms:
+            if a["failed"]:
+                print(f"  {a['run']}: " + "; ".join(a["failed"][:6]) + (" ..." if len(a["failed"]) > 6 else ""))
+    else:
+        print("\nfalse alarms: not measured (give --reruns: quiet reruns of the baseline's experiment)")
+    small = smallest_caught(base, srcs, tol)
+    print(f"smallest throughput change (every point) caught in 95 % of trials: "
+          f"down {small['down'] or '> 60'} %, up {small['up'] or '> 60'} %")
+    at20 = [t for t in table if t["change"] == "throughput" and t["size"] in ("-20 %", "+20 %")
+            and t["where"] == "every point"]
+    struct = [t for t in table if t["group"] == "structure" and t["trials"]]
+    goal = {"throughput_20pct_every_point": all(t["rate"] == 1.0 for t in at20),
+            "every_structural_change": all(t["rate"] == 1.0 for t in struct),
+            "false_alarms_at_most_1_in_10": (sum(1 for a in alarms if a["failed"]) <= max(1, len(alarms) // 10))
+            if reruns else None}
+    print("goal: " + ", ".join(f"{k} {'met' if v else 'NOT met' if v is False else 'not measured'}"
+                               for k, v in goal.items()))
+    out = {"baseline": str(base.path), "sources": [s.run.name for s in srcs], "reruns": bool(reruns),
+           "bands": how, "tolerance_pct": args.tolerance, "changes": table, "false_alarms": alarms,
+           "smallest_throughput_change_pct_caught_95": small, "goal": goal,
+           "seconds": round(time.monotonic() - t0, 1)}
+    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.json).write_text(json.dumps(out, indent=1) + "\n")
+    print(f"\n({time.monotonic() - t0:.0f} s; {args.json})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
