@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from linklab.backends.linux import qdisc as tcplan
+from linklab.linux import tc as tcplan
 from linklab.interop import CLAB_DEFAULT_IMAGE
 from linklab.interop.common import bond_ip_args, refuse_ovs
 from linklab.model.resolved import Lab

@@ -6,7 +6,7 @@ per-direction settings map too) where TCIntf builds the same qdisc linklab would
 queue limit). What Mininet has no API for is done after `net.start()` with `ip`/`tc`/`sysctl`,
 in linklab's order: bonds (members down before enslaving), switch LAGs, the MTU of every
 interface, addresses, the remaining qdiscs (linklab's own tc commands, from
-linklab.backends.linux.qdisc.plan), offloads and sysctls. `--mininet-shaping` shapes with
+linklab.linux.tc.plan), offloads and sysctls. `--mininet-shaping` shapes with
 Mininet's own TCLink instead, and says on stderr what that changes.
 """
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from linklab.backends.linux import qdisc as tcplan
+from linklab.linux import tc as tcplan
 from linklab.errors import UsageError
 from linklab.interop.common import bond_ip_args, kbit, ping_checks, refuse_ovs
 from linklab.model.resolved import Lab, Qdisc

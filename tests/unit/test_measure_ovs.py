@@ -3,7 +3,7 @@
 from pathlib import Path
 
 from linklab.backends.linux import _ovs_tool
-from linklab.measure import ovs
+from linklab.linux import ovs
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "tools"
 

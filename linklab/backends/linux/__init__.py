@@ -24,12 +24,12 @@ from pyroute2.netlink.exceptions import NetlinkError
 from linklab import fsutil, procs, runner
 from linklab.backends.base import Backend
 from linklab.backends.linux import bond as bondopt
-from linklab.backends.linux import daemons, kinds, netlink, ovsd
-from linklab.backends.linux import qdisc as tc
+from linklab.backends.linux import daemons, kinds, ovsd
 from linklab.backends.linux import sysctl
 from linklab.backends.linux.names import Mark, current_home, hosts_dir, mark, netns_name, parse_mark
 from linklab.errors import LinklabError, StateError
-from linklab.measure.ovs import parse_dump_flows
+from linklab.linux import netlink, tc
+from linklab.linux.ovs import parse_dump_flows
 from linklab.model.resolved import Lab, Link
 
 BRIDGE = kinds.bridge.BRIDGE
@@ -216,7 +216,7 @@ class LinuxBackend(Backend):
         for n in self.lab_nodes_with("ovs", lab):
             out["switches"][n.name] = kinds.ovs.inspect(lab, n, netns_name(lab.name, n.name))
         if out["switches"]:
-            from linklab.measure.ovs import over_mtu_lines
+            from linklab.linux.ovs import over_mtu_lines
             res = runner.run(["dmesg"], check=False, timeout=10)
             out["kernel_over_mtu_lines"] = len(over_mtu_lines(res.stdout)) if res.ok else None
         return out

@@ -8,8 +8,9 @@ from pyroute2 import IPRoute, netns
 
 from linklab.backends.base import bond_summary  # noqa: F401  (kept importable from here)
 from linklab.backends.linux import bond as bondopt
-from linklab.backends.linux import kinds, netlink
-from linklab.backends.linux import qdisc as tc
+from linklab.backends.linux import kinds
+from linklab.linux import netlink
+from linklab.linux import tc
 from linklab.backends.linux.names import netns_name
 from linklab.model.resolved import Lab
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from linklab.backends.linux import netlink
+from linklab.linux import netlink
 
 BRIDGE = "br0"
 

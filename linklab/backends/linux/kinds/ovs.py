@@ -8,7 +8,7 @@ from typing import Any
 
 from linklab import runner
 from linklab.backends.linux import daemons, ovsd
-from linklab.measure import ovs as parse
+from linklab.linux import ovs as parse
 
 
 def dirs(lab_name: str, node: str, ns: str) -> ovsd.OvsDirs:
