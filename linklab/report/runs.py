@@ -14,7 +14,7 @@ from typing import Any
 
 from linklab.errors import UsageError
 from linklab.state import write_json_atomic
-from linklab.sweep.store import MANIFEST, ResultsStore
+from linklab.results.store import MANIFEST, ResultsStore
 
 ROWS_FILE = "rows.json"  # a trimmed run's rows (a full run keeps one row.json per repetition)
 # Manifest fields a trimmed copy leaves out: large dumps that a report or compare never reads.

@@ -72,7 +72,7 @@ def cmd_sweep(args, argv) -> int:
 
 def _report_newest(results: Path, experiment: str) -> None:
     from linklab import cli
-    from linklab.sweep.store import ResultsStore
+    from linklab.results.store import ResultsStore
     newest = ResultsStore.latest(results, experiment)
     if newest is None or not newest.manifest.get("complete"):
         return

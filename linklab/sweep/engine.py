@@ -24,7 +24,7 @@ from linklab.sweep.matrix import Point, expand
 from linklab.sweep.phases import PhaseClock
 from linklab.sweep.plan import plan_point
 from linklab.sweep.progress import Progress
-from linklab.sweep.store import ResultsStore
+from linklab.results.store import ResultsStore
 
 DISTURBED_FLAG = "host_disturbed"  # linklab/measure/disturbance.py
 RECORDED_SYSCTLS = ("net.ipv4.tcp_congestion_control", "net.ipv4.tcp_reordering", "net.ipv4.tcp_rmem",

@@ -10,7 +10,7 @@ from linklab.sweep import engine, measure_rep, phases, preflight
 from linklab.sweep.matrix import Point
 from linklab.sweep.phases import PhaseClock
 from linklab.sweep.progress import Progress
-from linklab.sweep.store import ResultsStore
+from linklab.results.store import ResultsStore
 
 
 def test_clock_accumulates_repeated_phases_in_first_run_order():
