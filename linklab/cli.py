@@ -10,10 +10,9 @@ import os
 import sys
 import time
 
-from linklab import __version__
+from linklab import DEFAULT_TOPOLOGY, __version__
+from linklab.console import say
 from linklab.errors import EXIT_FAILURE, LinklabError, UsageError
-
-DEFAULT_TOPOLOGY = "topologies/bond2.yaml"
 
 EPILOG = """\
 typical session:
@@ -45,7 +44,9 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
     def cmd(name, help_, **kw):
-        return sub.add_parser(name, help=help_, description=help_, **kw)
+        p = sub.add_parser(name, help=help_, description=help_, **kw)
+        p.set_defaults(handler=COMMANDS[name])
+        return p
 
     up = cmd("up", "build a lab from a topology file (idempotent: rerun to repair or apply edits)")
     up.add_argument("topology", nargs="?", default=DEFAULT_TOPOLOGY, help=f"topology YAML (default {DEFAULT_TOPOLOGY})")
@@ -139,17 +140,13 @@ def main(argv: list[str] | None = None) -> int:
         _parser().print_help()
         return 2
     try:
-        return COMMANDS[args.command](args, argv) or 0
+        return args.handler(args, argv) or 0
     except LinklabError as e:
         print(e.render(), file=sys.stderr)
         return e.exit_code
     except KeyboardInterrupt:
         print("linklab: interrupted", file=sys.stderr)
         return 130
-
-
-def say(msg: str) -> None:
-    print(msg, flush=True)
 
 
 # ---- commands -----------------------------------------------------------------------------
@@ -366,7 +363,3 @@ def cmd_vm(args, argv) -> int:
 
 COMMANDS = {"up": cmd_up, "down": cmd_down, "status": cmd_status, "exec": cmd_exec, "ovs": cmd_ovs, "set": cmd_set,
             "validate": cmd_validate, "show": cmd_show, "clean": cmd_clean, "vm": cmd_vm}
-
-
-def register(name: str, fn) -> None:
-    COMMANDS[name] = fn

@@ -184,7 +184,7 @@ def point_key(p: Point) -> str:
 def load_reruns(targets: list[str]) -> list[Run]:
     """Runs from what users type: run directories, or directories holding runs (every complete run
     in them, e.g. results-noise/e1_bonding_mtu)."""
-    from linklab.sweep.store import MANIFEST, ResultsStore
+    from linklab.results.store import MANIFEST, ResultsStore
 
     runs: list[Run] = []
     for t in targets:

@@ -1,17 +1,17 @@
-"""CLI commands for sweeps (registered into linklab.cli)."""
+"""CLI commands for sweeps (linklab.cli adds them to its parser; each names its handler)."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
+from linklab.console import say
 from linklab.errors import UsageError
 
 DEFAULT_EXPERIMENT = "experiments/e1_bonding_mtu.yaml"
 
 
 def add_commands(sub) -> None:
-    from linklab import cli
     p = sub.add_parser(
         "sweep", help="run an experiment matrix against its lab, resumably",
         description="Run an experiment: reconfigure the lab for each matrix point, check it (pre-flight), "
@@ -35,12 +35,12 @@ def add_commands(sub) -> None:
                         "disturbed attempt kept aside as rep<k>.disturbed-<n>)")
     p.add_argument("--results", default="results", help="results root directory (default ./results)")
     p.add_argument("--lab", help="run against this lab (default: the lab named by the experiment's topology)")
-    cli.register("sweep", cmd_sweep)
+    p.set_defaults(handler=cmd_sweep)
 
 
 
 def cmd_sweep(args, argv) -> int:
-    from linklab import cli, kernel, placement, state
+    from linklab import kernel, placement, state
     from linklab.sweep.experiment import load_experiment, raw_data, topology_path
     from linklab.sweep.engine import Options, run
 
@@ -55,29 +55,28 @@ def cmd_sweep(args, argv) -> int:
         if in_vm or use_vm:
             placement.require_shared_with_vm(Path(args.results), "results directory")
             if use_vm:
-                cli.say(f"linklab: the sweep runs in the lab VM ({why})")
+                say(f"linklab: the sweep runs in the lab VM ({why})")
             if in_vm:
-                rc = placement.forward(argv, say=cli.say, boot=False)
+                rc = placement.forward(argv, say=say, boot=False)
             else:
-                rc = placement.forward_booting(argv, say=cli.say)
+                rc = placement.forward_booting(argv, say=say)
             if rc == 0:  # figures are drawn here: matplotlib under software emulation takes minutes
                 _report_newest(Path(args.results), exp.name)
             return rc
     run(args.experiment, Options(quick=args.quick, force=args.force, results=Path(args.results), lab_name=args.lab,
                                  retry_failed=not args.no_retry, repetitions=args.repetitions,
                                  rerun_disturbed=not args.no_rerun_disturbed),
-        say=cli.say)
+        say=say)
     return 0
 
 
 def _report_newest(results: Path, experiment: str) -> None:
-    from linklab import cli
     from linklab.results.store import ResultsStore
     newest = ResultsStore.latest(results, experiment)
     if newest is None or not newest.manifest.get("complete"):
         return
     try:
         from linklab.report.build import write_report
-        cli.say(f"  report: {write_report(newest.path)[0].with_name('report.html')} (`linklab report` prints it)")
+        say(f"  report: {write_report(newest.path)[0].with_name('report.html')} (`linklab report` prints it)")
     except Exception as e:  # the results are safe on disk; a report can be made later
-        cli.say(f"  (no report: {e}; `linklab report {newest.path}` retries)")
+        say(f"  (no report: {e}; `linklab report {newest.path}` retries)")
