@@ -11,7 +11,7 @@ from typing import Any
 from linklab.report import cpu_model, findings, plots, published, render
 from linklab.report.points import Point, group, label_points
 from linklab.report.runs import Run
-from linklab.fsutil import write_atomic as write_text_atomic
+from linklab.fsutil import write_atomic
 
 REPORT_MD, REPORT_HTML, FIGURES = "report.md", "report.html", "figures"
 
@@ -81,8 +81,8 @@ def write(rep: Report, out: Path) -> dict[str, Path]:
     loses nothing measured."""
     out.mkdir(parents=True, exist_ok=True)
     plots.write(rep.figures, out / FIGURES)
-    write_text_atomic(out / REPORT_MD, rep.markdown)
-    write_text_atomic(out / REPORT_HTML, rep.html)
+    write_atomic(out / REPORT_MD, rep.markdown)
+    write_atomic(out / REPORT_HTML, rep.html)
     return {"markdown": out / REPORT_MD, "html": out / REPORT_HTML, "figures": out / FIGURES}
 
 

@@ -34,7 +34,7 @@ from linklab.report import metrics
 from linklab.report.bands import Floor, sample
 from linklab.report.points import Point, group
 from linklab.report.runs import Run
-from linklab.state import write_json_atomic
+from linklab.fsutil import write_json_atomic
 
 NOISE_FILE = "noise.json"
 FORMAT = "linklab-noise-floor/1"

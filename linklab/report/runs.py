@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from linklab.errors import UsageError
-from linklab.state import write_json_atomic
+from linklab.fsutil import write_json_atomic
 from linklab.results.store import MANIFEST, ResultsStore
 
 ROWS_FILE = "rows.json"  # a trimmed run's rows (a full run keeps one row.json per repetition)

@@ -39,7 +39,6 @@ from typing import Any, Iterator, Mapping
 
 from linklab import fsutil, procs
 from linklab.errors import LinklabError, StateError, UsageError
-from linklab.state import write_json_atomic
 from linklab.sweep.matrix import Point
 
 MANIFEST = "manifest.json"
@@ -95,7 +94,7 @@ class ResultsStore:
             name = stamp if n == 1 else f"{stamp}-{n}"
             data = {**manifest, "experiment": experiment, "run": name,
                     "created_at": now.isoformat(timespec="seconds"), "complete": False}
-            write_json_atomic(tmp / MANIFEST, data)
+            fsutil.write_json_atomic(tmp / MANIFEST, data)
             if not (base / name).exists():
                 try:
                     # rename(2) onto an existing non-empty dir fails: two racing processes cannot both win.
@@ -106,7 +105,7 @@ class ResultsStore:
                         raise
             n += 1
         path = base / name
-        _fsync_dir(base)
+        fsutil.fsync_dir(base)
         return cls.open(path)  # what is on disk (JSON-normalised), not what we were handed
 
     @classmethod
@@ -152,7 +151,7 @@ class ResultsStore:
 
     def update_manifest(self, **fields: Any) -> None:
         data = {**self.manifest, **fields}
-        write_json_atomic(self.path / MANIFEST, data)
+        fsutil.write_json_atomic(self.path / MANIFEST, data)
         self.manifest = json.loads((self.path / MANIFEST).read_text())
 
     def mark_complete(self) -> None:
@@ -207,7 +206,7 @@ class ResultsStore:
                 if e.errno not in (errno.EEXIST, errno.ENOTEMPTY):
                     raise
                 n += 1
-        _fsync_dir(src.parent)
+        fsutil.fsync_dir(src.parent)
         if self._rows_cache is not None:
             self._rows_cache.pop((point_id, rep), None)
         return dst
@@ -242,9 +241,9 @@ class ResultsStore:
             # Side by side: in the lab VM each write and fsync is a round trip to the host over
             # 9p, and a repetition has about ten files.
             with ThreadPoolExecutor(WRITE_THREADS) as pool:
-                for _ in pool.map(lambda item: _write_synced(tmp / item[0], item[1]), files):
+                for _ in pool.map(lambda item: fsutil.write_bytes_synced(tmp / item[0], item[1]), files):
                     pass
-            _fsync_dir(tmp)
+            fsutil.fsync_dir(tmp)
             try:
                 # rename(2) of a directory fails if the target exists and is non-empty, so two
                 # writers racing for one rep cannot both succeed.
@@ -256,7 +255,7 @@ class ResultsStore:
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
-        _fsync_dir(pdir)
+        fsutil.fsync_dir(pdir)
         if self._rows_cache is not None:
             self._rows_cache[(point.id, rep)] = json.loads(row_text)  # as a reader would get it back
         return final
@@ -300,7 +299,7 @@ class ResultsStore:
         for r in rows:
             writer.writerow([_cell(r.get(c)) for c in columns])
         path = self.path / TABLE
-        write_text_atomic(path, buf.getvalue())
+        fsutil.write_atomic(path, buf.getvalue())
         return path
 
     # -- internals -----------------------------------------------------------------------
@@ -324,8 +323,8 @@ class ResultsStore:
                 # Same id, different point: the matrix changed under a resumed run.
                 raise ValueError(f"{path} is for {have.get('key')!r}, not {point.key!r}")
             return
-        # write_json_atomic sorts keys, so the axis order is kept separately.
-        write_json_atomic(path, {"index": point.index, "id": point.id, "key": point.key,
+        # fsutil.write_json_atomic sorts keys, so the axis order is kept separately.
+        fsutil.write_json_atomic(path, {"index": point.index, "id": point.id, "key": point.key,
                                  "axes": point.axes, "axis_order": list(point.axes)})
         self._axis_cache = None
 
@@ -352,11 +351,6 @@ class ResultsStore:
 def experiment_dir(root: Path, experiment: str) -> Path:
     _check_name(experiment, "experiment name")
     return Path(root) / experiment
-
-
-write_text_atomic = fsutil.write_atomic  # one atomic writer for the package (linklab/fsutil.py)
-_write_synced = fsutil.write_bytes_synced
-_fsync_dir = fsutil.fsync_dir
 
 
 TOOL_PREFIX = "tool."

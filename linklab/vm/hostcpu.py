@@ -16,8 +16,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from linklab.fsutil import write_json_atomic
 from linklab.measure.cpu import CLK_TCK, parse_pid_stat, parse_proc_stat
-from linklab.state import write_json_atomic
 
 KEEP = 900  # samples (15 minutes at 1 s): longer than any repetition
 
