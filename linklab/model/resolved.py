@@ -6,7 +6,8 @@ Still backend-independent: namespaces are named here only as the lab's node iden
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Iterator
+from typing import Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
@@ -66,6 +67,10 @@ class VethPair(R):
     egress_a: Qdisc | None = None  # what traffic sent by a (out of a.ifname) goes through
     egress_b: Qdisc | None = None
 
+    def directions(self) -> tuple[tuple[Iface, Iface, Qdisc | None], tuple[Iface, Iface, Qdisc | None]]:
+        """(sending end, receiving end, the queue the sender's traffic goes through), a to b then b to a."""
+        return (self.a, self.b, self.egress_a), (self.b, self.a, self.egress_b)
+
 
 class BondEnd(R):
     node: str
@@ -109,6 +114,10 @@ class Link(R):
     bonds: list[BondEnd]
     segment: int
 
+    def bond_members(self, node: str) -> list[str]:
+        """The member interfaces of `node`'s bond on this link (none: `node` has no bond here)."""
+        return [m for b in self.bonds if b.node == node for m in b.members]
+
 
 class Node(R):
     name: str
@@ -144,3 +153,37 @@ class Lab(R):
             if link.name == name:
                 return link
         raise KeyError(name)
+
+    # Questions code above the model asks of a lab: answered here once, not by each caller
+    # walking links, pairs and bonds itself.
+
+    def egress_queues(self, node: str | None = None) -> Iterator[Egress]:
+        """Every veth end's egress queue (both directions of every pair of every link), of one
+        node's ends when `node` is given."""
+        for link in self.links:
+            for pair in link.veths:
+                for end, peer, queue in pair.directions():
+                    if node is None or end.node == node:
+                        yield Egress(link, end, peer, queue)
+
+    def bond_members(self, node: str) -> list[str]:
+        """Every member interface of `node`'s bonds, link by link."""
+        return [m for link in self.links for m in link.bond_members(node)]
+
+    def address(self, node: str, family: int) -> str:
+        """`node`'s first address of that IP family (4 or 6), without its prefix length."""
+        for link in self.links:
+            for end in link.ends:
+                addr = end.ipv4 if family == 4 else end.ipv6
+                if end.node == node and addr:
+                    return addr.split("/")[0]
+        raise LookupError(f"{node} has no IPv{family} address")
+
+
+class Egress(NamedTuple):
+    """One direction of a veth pair: `end` sends through `queue` to `peer`, on `link`."""
+
+    link: Link
+    end: Iface
+    peer: Iface
+    queue: Qdisc | None

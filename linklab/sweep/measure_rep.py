@@ -112,10 +112,6 @@ def wait_listening(ns: str, ports: list[int], deadline_s: float = 15.0) -> None:
         time.sleep(0.05)
 
 
-def bond_members(lab: Lab, node: str) -> list[str]:
-    return [m for link in lab.links for b in link.bonds if b.node == node for m in b.members]
-
-
 def measure(lab: Lab, plan: PointPlan, measure_what: list[str], omit: float,
             events: Sequence[Event] = (), clock: PhaseClock | None = None) -> tuple[dict[str, str], dict[str, Any]]:
     """`clock` (linklab/sweep/phases.py) gets the wall time of each phase of this repetition."""
@@ -141,7 +137,7 @@ def measure(lab: Lab, plan: PointPlan, measure_what: list[str], omit: float,
         row.update(idle.row("ping_"))
         row.update(switch_evidence.first_packet_row(idle.rtts_ms))
 
-    members = {node: bond_members(lab, node) for node in (plan.client, plan.server)}
+    members = {node: lab.bond_members(node) for node in (plan.client, plan.server)}
     want_counters = "bond_counters" in measure_what and any(members.values())
     with clock.phase("counters"):
         c_before, q_before = snapshot(lab, members if want_counters else {})
@@ -168,7 +164,7 @@ def measure(lab: Lab, plan: PointPlan, measure_what: list[str], omit: float,
     load_ping = load_proc = probe = probe_rx = probe_tx = fault_thread = None
     if "reorder" in measure_what:
         # Receiver first (it prints "listening" once bound), sender once the flow is past slow start.
-        probe = ReorderProbe(target=_address(lab, plan.server, tool.ip), port=tool.port + 100,
+        probe = ReorderProbe(target=lab.address(plan.server, tool.ip), port=tool.port + 100,
                              bursts=max(min(int((tool.duration - 1.5) / 0.01), 400), 20), listen_s=1.0)
         probe_rx = runner.start(probe.receiver_argv(), netns=sns, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         probe_rx.stdout.readline()
@@ -292,8 +288,7 @@ def measure(lab: Lab, plan: PointPlan, measure_what: list[str], omit: float,
 def queue_row(lab: Lab, node: str, prefix: str = "client_") -> dict[str, Any]:
     """The queues the sender's traffic first meets (its own egress), as resolved: bound in ms,
     which qdisc holds it, and what decided it (linklab/model/queues.py)."""
-    qs = [q for link in lab.links for pair in link.veths for end, q in ((pair.a, pair.egress_a), (pair.b, pair.egress_b))
-          if end.node == node and q is not None and q.queue_s is not None]
+    qs = [e.queue for e in lab.egress_queues(node) if e.queue is not None and e.queue.queue_s is not None]
     uniq = lambda xs: ";".join(sorted({str(x) for x in xs}))  # noqa: E731 -- one value per member, usually equal
     return {f"{prefix}queue_ms": uniq(round(q.queue_s * 1e3, 3) for q in qs) or None,
             f"{prefix}queue_holder": uniq(q.queue_holder for q in qs) or None,
@@ -371,16 +366,6 @@ def host_cpu_row(t0: float, t1: float) -> dict[str, Any]:
         time.sleep(0.1)
 
 
-def _address(lab: Lab, node: str, ip: int) -> str:
-    """The node's first address of that family (the probe sends to an address, not a name)."""
-    for link in lab.links:
-        for end in link.ends:
-            addr = end.ipv4 if ip == 4 else end.ipv6
-            if end.node == node and addr:
-                return addr.split("/")[0]
-    raise LookupError(f"{node} has no IPv{ip} address")
-
-
 def snapshot(lab: Lab, members: dict[str, list[str]]) -> tuple[dict[str, counters.Counters], dict[str, dict[str, int]]]:
     """Every lab node's qdisc counters, keyed "node/dev kind handle", and the bond members'
     link counters of the nodes in `members`, one netlink socket per node (the point's
@@ -397,10 +382,4 @@ def snapshot(lab: Lab, members: dict[str, list[str]]) -> tuple[dict[str, counter
 
 def lossy_ifaces(lab: Lab) -> set[str]:
     """Interfaces whose impairment asks for loss: their drops are the experiment, not a flag."""
-    out = set()
-    for link in lab.links:
-        for pair in link.veths:
-            for end, q in ((pair.a, pair.egress_a), (pair.b, pair.egress_b)):
-                if q is not None and q.loss_pct:
-                    out.add(f"{end.node}/{end.ifname}")
-    return out
+    return {f"{e.end.node}/{e.end.ifname}" for e in lab.egress_queues() if e.queue is not None and e.queue.loss_pct}

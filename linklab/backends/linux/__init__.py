@@ -30,7 +30,7 @@ from linklab.backends.linux.names import Mark, current_home, hosts_dir, mark, ne
 from linklab.errors import LinklabError, StateError
 from linklab.linux import netlink, tc
 from linklab.linux.ovs import parse_dump_flows
-from linklab.model.resolved import Lab, Link
+from linklab.model.resolved import Lab
 
 BRIDGE = kinds.bridge.BRIDGE
 LOOPBACK_IFINDEX = 1  # the kernel gives every namespace's loopback this index
@@ -427,10 +427,9 @@ class _Build:
         dump = {node: netlink.links(self.ns[node]) for node in self.ipr}
         self._mtus = {(node, x["index"]): x["mtu"] for node, links in dump.items() for x in links}
         for link in self.lab.links:
-            bonded = {(b.node, m) for b in link.bonds for m in b.members}
             for pair in link.veths:
                 for end in (pair.a, pair.b):
-                    if (end.node, end.ifname) not in bonded:
+                    if end.ifname not in link.bond_members(end.node):
                         # A switch's port_mtu (Mininet leaves switch ports at 1500) beats the link's.
                         self._set_mtu(end.node, end.ifname, self.lab.node(end.node).port_mtu or link.mtu)
             for b in link.bonds:
@@ -463,23 +462,21 @@ class _Build:
     def qdiscs(self) -> None:
         changes: dict[str, list] = {}  # node -> its interfaces' changes, one tc process per namespace
         roots: dict[str, dict[int, list]] = {}  # node -> index -> its root qdiscs: one dump per namespace
-        for link in self.lab.links:
-            for pair in link.veths:
-                for end, q in ((pair.a, pair.egress_a), (pair.b, pair.egress_b)):
-                    key = f"{end.node}/{end.ifname}"
-                    sig = json.dumps([q.model_dump() if q else None, link.mtu], sort_keys=True)
-                    created = (end.node, end.ifname) in self.created
-                    if created:
-                        mine = []  # the kernel's default: nothing to dump
-                    else:
-                        if end.node not in roots:
-                            roots[end.node] = _root_qdiscs(self.ipr[end.node])
-                        mine = roots[end.node].get(self.idx(end.node, end.ifname), [])
-                    if created or self.owned.get("qdiscs", {}).get(key) != sig or not _root_kind_matches(mine, q):
-                        has_root = any(x["handle"] != 0 for x in mine)  # the kernel's default has handle 0
-                        if q is not None or has_root:  # None on the kernel's default: nothing to do
-                            changes.setdefault(end.node, []).append((end.ifname, q, link.mtu, has_root))
-                    self.new["qdiscs"][key] = sig
+        for link, end, _, q in self.lab.egress_queues():
+            key = f"{end.node}/{end.ifname}"
+            sig = json.dumps([q.model_dump() if q else None, link.mtu], sort_keys=True)
+            created = (end.node, end.ifname) in self.created
+            if created:
+                mine = []  # the kernel's default: nothing to dump
+            else:
+                if end.node not in roots:
+                    roots[end.node] = _root_qdiscs(self.ipr[end.node])
+                mine = roots[end.node].get(self.idx(end.node, end.ifname), [])
+            if created or self.owned.get("qdiscs", {}).get(key) != sig or not _root_kind_matches(mine, q):
+                has_root = any(x["handle"] != 0 for x in mine)  # the kernel's default has handle 0
+                if q is not None or has_root:  # None on the kernel's default: nothing to do
+                    changes.setdefault(end.node, []).append((end.ifname, q, link.mtu, has_root))
+            self.new["qdiscs"][key] = sig
         for node, node_changes in changes.items():
             tc.apply_many(self.ns[node], node_changes)
 
@@ -489,13 +486,13 @@ class _Build:
                 ipr, i = self.ipr[end.node], self.idx(end.node, end.ifname)
                 if end.txqueuelen is not None:
                     ipr.link("set", index=i, txqlen=end.txqueuelen)
-                    for m in _members(link, end.node):
+                    for m in link.bond_members(end.node):
                         ipr.link("set", index=self.idx(end.node, m), txqlen=end.txqueuelen)
                 if end.offloads:
                     # Offload features: pyroute2's ethtool module cannot reach a namespace, so this
                     # is one of the few shell-outs (argv list, in the node's namespace).
                     args = [x for k, v in sorted(end.offloads.items()) for x in (k, "on" if v else "off")]
-                    for ifname in [end.ifname, *_members(link, end.node)]:
+                    for ifname in [end.ifname, *link.bond_members(end.node)]:
                         runner.run(["ethtool", "-K", ifname, *args], netns=self.ns[end.node], timeout=10)
 
 
@@ -529,10 +526,6 @@ class _IndexKeeping:
 
     def __getattr__(self, name: str):
         return getattr(self._ipr, name)
-
-
-def _members(link: Link, node: str) -> list[str]:
-    return [m for b in link.bonds if b.node == node for m in b.members]
 
 
 def _info_data(link_msg):

@@ -59,7 +59,7 @@ def change_impairments(old: Lab, new: Lab) -> list[str]:
             was = before.get((lk.name, i))
             if was is None:
                 raise LookupError(f"link {lk.name} member {i} is not in the running lab")
-            for end, q, q0 in ((pair.a, pair.egress_a, was.egress_a), (pair.b, pair.egress_b, was.egress_b)):
+            for (end, _, q), (_, _, q0) in zip(pair.directions(), was.directions()):
                 if q != q0:
                     how = tc.change(netns_name(new.name, end.node), end.ifname, q0, q, lk.mtu)
                     done.append(f"{end.node}/{end.ifname} {how}")

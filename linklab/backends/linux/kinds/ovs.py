@@ -114,10 +114,8 @@ def _checksum_offload_off(b, node, ports) -> None:
     """The userspace datapath forwards what the veths hand it as is: TCP needs checksums filled
     in by the sender (measured: with tx offload on, TCP through a netdev bridge stalls).
     ethtool, not pyroute2: pyroute2's ethtool module cannot reach a namespace."""
-    for link in b.lab.links:
-        for pair in link.veths:
-            for end in (pair.a, pair.b):
-                runner.run(["ethtool", "-K", end.ifname, "tx", "off"], netns=b.ns[end.node], timeout=10)
+    for e in b.lab.egress_queues():
+        runner.run(["ethtool", "-K", e.end.ifname, "tx", "off"], netns=b.ns[e.end.node], timeout=10)
 
 
 def inspect(lab, node, ns: str) -> dict[str, Any]:
