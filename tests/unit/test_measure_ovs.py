@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from linklab.backends.linux import _ovs_tool
+from linklab.backends.linux.backend import _ovs_tool
 from linklab.linux import ovs
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "tools"

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-import linklab.backends.linux as linux
+import linklab.backends.linux.backend as linux
 from linklab import cli, lab, placement, state
 from linklab.backends.linux.names import current_home, mark, netns_name
 from linklab.errors import StateError
@@ -201,7 +201,7 @@ def test_a_vm_the_user_started_is_kept_with_no_lab(world, monkeypatch, tmp_path)
 
 
 def test_hosts_dir_left_empty_by_a_killed_down_is_removed_but_not_one_with_files(tmp_path):
-    from linklab.backends.linux import _remove_hosts_dir
+    from linklab.backends.linux.hostsfile import _remove_hosts_dir
     empty = tmp_path / "ll-lab-h2"
     empty.mkdir()
     (empty / ".hosts.tmp").write_text("partial")

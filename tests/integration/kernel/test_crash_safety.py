@@ -20,7 +20,7 @@ import pytest
 from pyroute2 import netns
 
 from linklab import lab, state
-from linklab.backends.linux import _read_mark
+from linklab.backends.linux.ownership import _read_mark
 from linklab.backends.linux.names import current_home, mark, netns_name, parse_mark
 from linklab.errors import LinklabError
 from linklab.sweep.engine import Options, run

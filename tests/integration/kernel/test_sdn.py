@@ -15,7 +15,7 @@ from linklab import lab, runner
 from linklab.backends import get_backend
 from linklab.backends.base import bond_summary
 from linklab.backends.linux import daemons, ovsd
-from linklab.backends.linux import netns_pids
+from linklab.backends.linux.daemons import netns_pids
 from linklab.linux import ovs as ovsparse
 
 DATA_REL = "../tests/integration/data"  # make_lab reads topologies/<name>: this reaches the test data

@@ -7,7 +7,7 @@ per kind). Every module offers the same verbs:
   remove(lab, node, ns, owned)  stop/remove what the node owns beyond its namespace
 
 The namespace itself (one per node), veth pairs, bonds, MTUs and qdiscs are common to every
-kind and stay in linklab/backends/linux/__init__.py.
+kind and stay in linklab/backends/linux/build.py.
 """
 
 from __future__ import annotations
