@@ -9,23 +9,20 @@ from linklab import fsutil
 from linklab.backends.linux.names import hosts_dir, parse_mark
 from linklab.model.resolved import Lab
 
-def _hosts_text(lab: Lab, node: str, the_mark: str) -> str:
-    lines = [f"# {the_mark}: written by linklab, removed by `linklab down`",
+
+def text(lab: Lab, node: str, mark: str) -> str:
+    lines = [f"# {mark}: written by linklab, removed by `linklab down`",
              "127.0.0.1\tlocalhost", "::1\tlocalhost ip6-localhost ip6-loopback", f"127.0.1.1\t{node}"]
     lines += [f"{addr}\t{name}" for addr, name in lab.node(node).hosts]
     return "\n".join(lines) + "\n"
 
 
-def _write_hosts(lab: Lab, want_ns: dict[str, str], the_mark: str) -> list[str]:
-    written = []
-    for node, ns in want_ns.items():
-        if lab.node(node).kind != "host":
-            continue
-        d = Path(hosts_dir(ns))
-        d.mkdir(parents=True, exist_ok=True)
-        fsutil.write_atomic(d / "hosts", _hosts_text(lab, node, the_mark))
-        written.append(str(d))
-    return written
+def write(lab: Lab, node: str, ns: str, mark: str) -> str:
+    """`node`'s hosts file, for commands run in namespace `ns`; returns its directory."""
+    d = Path(hosts_dir(ns))
+    d.mkdir(parents=True, exist_ok=True)
+    fsutil.write_atomic(d / "hosts", text(lab, node, mark))
+    return str(d)
 
 
 def _our_tmp(name: str) -> bool:
@@ -33,7 +30,7 @@ def _our_tmp(name: str) -> bool:
     return name == ".hosts.tmp" or fsutil.is_tmp_name(name)
 
 
-def _remove_hosts_dir(d: Path, lab_name: str) -> bool:
+def remove_dir(d: Path, lab_name: str) -> bool:
     hosts = d / "hosts"
     if not hosts.exists() and d.is_dir():
         # A `down` killed between removing the hosts file and its directory: what is left is an

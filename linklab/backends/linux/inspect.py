@@ -30,9 +30,10 @@ def inspect_lab(lab: Lab) -> dict[str, Any]:
         with netlink.iproute(ns) as ipr:
             nodes[node.name] = {"netns": ns, "present": True, "kind": node.kind,
                                 "interfaces": _interfaces(ipr)}
-        extra = kinds.module(kinds.kind_of(node)).inspect(lab, node, ns)
+        kind = kinds.of(node)[0]
+        extra = kind.inspect(lab, node, ns)
         if extra:
-            nodes[node.name][kinds.kind_of(node)] = extra
+            nodes[node.name][kind.name] = extra
     return {"lab": lab.name, "nodes": nodes}
 
 

@@ -19,7 +19,7 @@ def is_ours(found: Mark | None, me: Mark) -> bool:
     return found is not None and found.lab == me.lab and found.id == me.id and found.home in (None, me.home)
 
 
-def _mark_loopback(ns: str, the_mark: str) -> None:
+def mark_loopback(ns: str, the_mark: str) -> None:
     """The lab's mark on the namespace's loopback (ifindex 1 in every namespace:
     LOOPBACK_IFINDEX), which is brought up too."""
     batch = netlink.Batch(ns)
@@ -27,7 +27,7 @@ def _mark_loopback(ns: str, the_mark: str) -> None:
     batch.send()
 
 
-def _read_mark(ns: str) -> str | None:
+def read_mark(ns: str) -> str | None:
     # netlink.read_alias opens existing namespaces only: pyroute2's own IPRoute(netns=) would
     # silently create an empty one if it vanished since it was listed (a concurrent `down`),
     # leaving an unmarked namespace nobody owns.
@@ -37,7 +37,7 @@ def _read_mark(ns: str) -> str | None:
         return None
 
 
-def _remove_netns(ns: str, table: dict | None = None) -> None:
+def remove_netns(ns: str, table: dict | None = None) -> None:
     """Stop every process inside (iperf3 servers, controllers, a switch's OVS), then delete the
     namespace and the OVS database/sockets directory named after it."""
     procs.stop(daemons.netns_pids(ns, table))
