@@ -19,6 +19,7 @@ from typing import Any
 from linklab import __version__, state
 from linklab.backends import get_backend
 from linklab.errors import LinklabError, StateError
+from linklab.handle import LabHandle
 from linklab.model import Context, load_topology, resolve, topology_sha256
 from linklab.model.overrides import split_assignment
 from linklab.model.resolved import Lab
@@ -83,12 +84,12 @@ def set_params(lab_name: str, overrides: list[tuple[str, Any]], say=print, repla
         return _apply(lab, topo["path"], merged, topo.get("scale_override"), old, old.get("backend", "linux"), say)
 
 
-def preview(lab_name: str, overrides: list[tuple[str, Any]]) -> Lab:
-    """The running lab as it would be resolved with `overrides` added, without touching it (an
-    event's target state, worked out before the measurement window starts)."""
-    topo = state.require(lab_name)["topology"]
+def preview(record: dict[str, Any], overrides: list[tuple[str, Any]]) -> Lab:
+    """The lab a state record describes, as it would be resolved with `overrides` added, without
+    touching it (an event's target state, worked out before the measurement window starts)."""
+    topo = record["topology"]
     merged = [tuple(o) for o in topo.get("overrides", [])] + list(overrides)
-    return build_lab(topo["path"], merged, name=lab_name, scale=topo.get("scale_override"))
+    return build_lab(topo["path"], merged, name=record["lab"], scale=topo.get("scale_override"))
 
 
 @contextmanager
@@ -247,6 +248,11 @@ def _abandoned(name: str) -> tuple[str | None, dict[str, Any] | None]:
         if listed and not listed & set(_netns.listnetns()):
             return "none of its namespaces exist (the machine restarted?)", st
     return None, st
+
+
+def handle(lab_name: str) -> LabHandle:
+    """The running lab's handle (model, backend, namespaces), from its state record."""
+    return LabHandle.from_record(state.require(lab_name))
 
 
 def load_lab(lab_name: str) -> tuple[dict[str, Any], Lab]:
