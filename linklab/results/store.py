@@ -35,11 +35,11 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterator, Mapping, Protocol
 
 from linklab import fsutil, procs
 from linklab.errors import LinklabError, StateError, UsageError
-from linklab.sweep.matrix import Point
+from linklab.results import manifest as manifest_format
 
 MANIFEST = "manifest.json"
 TABLE = "results.csv"
@@ -51,6 +51,15 @@ WRITE_THREADS = 8
 _RUN_NAME = re.compile(r"^(\d{8}-\d{6})(?:-(\d+))?$")
 _REP_DIR = re.compile(r"^rep(\d+)$")
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9_+-][A-Za-z0-9._+-]*$")
+
+
+class Point(Protocol):
+    """What the store records of a point (a sweep's are linklab/sweep/matrix.py's Point)."""
+
+    index: int
+    id: str
+    key: str
+    axes: Mapping[str, Any]
 
 
 class AlreadyRecorded(StateError):
@@ -92,7 +101,7 @@ class ResultsStore:
         n = 1
         while True:
             name = stamp if n == 1 else f"{stamp}-{n}"
-            data = {**manifest, "experiment": experiment, "run": name,
+            data = {**manifest, "format": manifest_format.FORMAT, "experiment": experiment, "run": name,
                     "created_at": now.isoformat(timespec="seconds"), "complete": False}
             fsutil.write_json_atomic(tmp / MANIFEST, data)
             if not (base / name).exists():
@@ -110,7 +119,7 @@ class ResultsStore:
 
     @classmethod
     def open(cls, path: Path) -> ResultsStore:
-        return cls(Path(path), _read_json_input(Path(path) / MANIFEST))
+        return cls(Path(path), read_manifest(Path(path)))
 
     @classmethod
     def runs(cls, root: Path, experiment: str) -> list[ResultsStore]:
@@ -374,6 +383,12 @@ def _full_row(point: Point, rep: int, row: Mapping[str, Any], tool: Mapping[str,
             raise ValueError(f"row field {name!r} given twice")
         full[key] = value
     return full
+
+
+def read_manifest(run_dir: Path) -> dict[str, Any]:
+    """A run's manifest, upgraded to the current format (linklab/results/manifest.py)."""
+    path = run_dir / MANIFEST
+    return manifest_format.upgrade(_read_json_input(path), path)
 
 
 def _read_json_input(path: Path) -> dict[str, Any]:
