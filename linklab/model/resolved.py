@@ -12,11 +12,13 @@ from typing import Literal, NamedTuple
 from pydantic import BaseModel, ConfigDict
 
 
-class R(BaseModel):
+class Resolved(BaseModel):
+    """Every part of a resolved lab: frozen, and nothing but the fields named here."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class Qdisc(R):
+class Qdisc(Resolved):
     """Effective egress treatment of one interface (after scaling)."""
 
     shaper: Literal["netem", "tbf", "htb"] | None = None  # None: no rate limit
@@ -56,12 +58,12 @@ class Qdisc(R):
         return "tbf" if self.shaper == "tbf" else "bfifo"
 
 
-class Iface(R):
+class Iface(Resolved):
     node: str
     ifname: str
 
 
-class VethPair(R):
+class VethPair(Resolved):
     a: Iface
     b: Iface
     egress_a: Qdisc | None = None  # what traffic sent by a (out of a.ifname) goes through
@@ -72,7 +74,7 @@ class VethPair(R):
         return (self.a, self.b, self.egress_a), (self.b, self.a, self.egress_b)
 
 
-class BondEnd(R):
+class BondEnd(Resolved):
     node: str
     ifname: str
     mode: str
@@ -81,7 +83,7 @@ class BondEnd(R):
     role: Literal["host", "switch-lag"] = "host"
 
 
-class OvsBond(R):
+class OvsBond(Resolved):
     """An Open vSwitch bond port: the switch side of a host's bond, done by OVS itself."""
 
     name: str
@@ -91,7 +93,7 @@ class OvsBond(R):
     primary: str | None = None  # the member OVS keeps active (other_config:bond-primary)
 
 
-class LinkEnd(R):
+class LinkEnd(Resolved):
     node: str
     ifname: str  # the interface that carries addresses or joins the bridge (bond, veth or LAG)
     ipv4: str | None = None
@@ -102,7 +104,7 @@ class LinkEnd(R):
     ovs_bond: OvsBond | None = None  # OVS switch ends of a bond: the bond OVS makes of bridge_ports
 
 
-class Link(R):
+class Link(Resolved):
     index: int
     name: str
     kind: Literal["veth", "bond"]
@@ -119,7 +121,7 @@ class Link(R):
         return [m for b in self.bonds if b.node == node for m in b.members]
 
 
-class Node(R):
+class Node(Resolved):
     name: str
     kind: Literal["host", "switch"]
     switch_kind: Literal["bridge", "ovs"] | None = None
@@ -134,7 +136,7 @@ class Node(R):
     hosts: list[tuple[str, str]] = []  # /etc/hosts entries seen from this node: (address, name)
 
 
-class Lab(R):
+class Lab(Resolved):
     name: str
     scale: float
     scale_source: str
