@@ -134,9 +134,9 @@ def serve(sock: socket.socket, modules: list[str], roots: list[Path]) -> None:
     signal.signal(signal.SIGCHLD, lambda *_: reap(sock))
     tree = tree_digest(roots)  # before importing: a file edited meanwhile then shows as stale
     failed = preload(modules)
-    # From here the loop reaps. A child's exit wakes it at once (its exit report used to wait for
-    # the next 0.2 s tick, the largest part of a short forwarded command): SIGCHLD gets a handler
-    # that does nothing, so Python writes to the wakeup pipe for it.
+    # From here the loop reaps. A child's exit wakes it at once (waiting for a 0.2 s tick would be
+    # the largest part of a short forwarded command): SIGCHLD gets a handler that does nothing, so
+    # Python writes to the wakeup pipe for it.
     wake_r, wake_w = os.pipe()
     for fd in (wake_r, wake_w):
         os.set_blocking(fd, False)
