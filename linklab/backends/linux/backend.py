@@ -21,7 +21,7 @@ from linklab import runner
 from linklab.backends.base import Backend
 from linklab.backends.linux import build, daemons, hostsfile, kinds, sysctl
 from linklab.backends.linux.kinds import controller, ovs
-from linklab.backends.linux.names import Mark, current_home, hosts_dir, mark, netns_name, parse_mark
+from linklab.backends.linux.names import Mark, current_home, hosts_dir, mark, netns_name, node_of, parse_mark
 from linklab.backends.linux.ownership import is_ours, read_mark, remove_netns
 from linklab.errors import StateError
 from linklab.linux import netlink
@@ -76,7 +76,7 @@ class LinuxBackend(Backend):
                    for node, ns in want_ns.items()}
             build.run(build.Build(lab, ipr, want_ns, mark(lab.name, owned["id"]),
                                   kinds={n.name: kinds.of(n) for n in lab.nodes}, previous=owned, owned=new,
-                                  present=netns.listnetns()))
+                                  present=netns.listnetns(), say=say))
         new["sysctl_originals"] = sysctl.apply(lab, want_ns, owned.get("sysctl_originals", {}))
         return new
 
@@ -86,9 +86,12 @@ class LinuxBackend(Backend):
         an unmarked listed namespace is one `claim` vouched for and a crash left unmarked."""
         removed = []
         me = Mark(lab_name, owned.get("id"), owned.get("home") or current_home())
-        # Processes the lab started, exactly those: each kind stops its own, in reverse order of
-        # the registry (a controller before the switch's OVS it runs beside).
-        for node in sorted({p["node"] for p in owned.get("processes", [])}):
+        # What nodes own beyond their namespaces (processes the lab started, exactly those):
+        # each kind removes its own, in reverse order of the registry (a controller before the
+        # switch's OVS it runs beside). The model is not needed: a kind finds its own in `owned`.
+        nodes = {p["node"] for p in owned.get("processes", [])}
+        nodes |= {n for n in (node_of(lab_name, ns) for ns in owned.get("namespaces", [])) if n}
+        for node in sorted(nodes):
             ns = netns_name(lab_name, node)
             for kind in reversed(kinds.REGISTRY.values()):
                 removed += kind.remove(lab_name, node, ns, owned)

@@ -41,6 +41,7 @@ class Build:
     previous  what the previous build recorded that the lab owns (empty on the first `up`)
     owned     what the lab owns after this build, filled as it goes (recorded in the state file)
     present   the namespaces that existed when the build started
+    say       what tells the user of slow steps (a kind starting a daemon or pulling an image)
     created   (node, ifname) of the interfaces this build creates: they have no address and the
               kernel's default qdisc, so nothing needs to be read back to reconcile them
     ipr       node -> its pyroute2 handle, opened on first use
@@ -48,8 +49,8 @@ class Build:
 
     def __init__(self, lab: Lab, ipr: dict[str, Callable[[], IPRoute]], ns: dict[str, str], mark: str,
                  kinds: dict[str, list[Kind]], previous: dict[str, Any], owned: dict[str, Any],
-                 present: Iterable[str]):
-        self.lab, self.ns, self.mark, self.kinds = lab, ns, mark, kinds
+                 present: Iterable[str], say: Callable[[str], None] = print):
+        self.lab, self.ns, self.mark, self.kinds, self.say = lab, ns, mark, kinds, say
         self.previous, self.owned, self.present = previous, owned, set(present)
         self._batches: dict[str, netlink.Batch] = {}
         # Interface indexes, asked for hundreds of times per build (each ask a netlink round
