@@ -18,6 +18,7 @@ from typing import Any
 
 from linklab import __version__, state
 from linklab.backends import get_backend
+from linklab.backends.base import Backend
 from linklab.errors import LinklabError, StateError
 from linklab.handle import LabHandle
 from linklab.model import Context, load_topology, resolve, topology_sha256
@@ -69,19 +70,21 @@ def up(topo_path: str | Path, *, name: str | None = None, overrides: list[tuple[
             overrides = [tuple(o) for o in old["topology"].get("overrides", [])]
             scale = old["topology"].get("scale_override")
             lab = build_lab(topo_path, list(overrides), name=name, scale=scale)
-        return _apply(lab, topo_path, list(overrides), scale, old, backend, say)
+        return _apply(lab, topo_path, list(overrides), scale, old, get_backend(backend), say)
 
 
 def set_params(lab_name: str, overrides: list[tuple[str, Any]], say=print, replace: bool = False,
-               lock: bool = True) -> dict[str, Any]:
+               lock: bool = True, backend: Backend | None = None) -> dict[str, Any]:
     """Change a running lab: overrides (added to earlier ones, or replacing them) are
-    re-validated like a file and reconciled; only what differs is touched."""
+    re-validated like a file and reconciled; only what differs is touched. `backend`: the lab's
+    backend already in hand (a sweep's, kept across its points)."""
     with state.locked(lab_name) if lock else _nolock():
         old = state.require(lab_name)
         topo = old["topology"]
         merged = ([] if replace else [tuple(o) for o in topo.get("overrides", [])]) + list(overrides)
         lab = build_lab(topo["path"], merged, name=lab_name, scale=topo.get("scale_override"))
-        return _apply(lab, topo["path"], merged, topo.get("scale_override"), old, old.get("backend", "linux"), say)
+        return _apply(lab, topo["path"], merged, topo.get("scale_override"), old,
+                      backend or get_backend(old.get("backend", "linux")), say)
 
 
 def preview(record: dict[str, Any], overrides: list[tuple[str, Any]]) -> Lab:
@@ -97,8 +100,7 @@ def _nolock():
     yield  # the caller (a sweep) already holds the lab's lock
 
 
-def _apply(lab: Lab, topo_path, overrides, scale, old, backend_name: str, say) -> dict[str, Any]:
-    backend = get_backend(backend_name)
+def _apply(lab: Lab, topo_path, overrides, scale, old, backend: Backend, say) -> dict[str, Any]:
     problems = backend.problems(lab)
     if problems:
         from linklab.errors import ValidationFailed

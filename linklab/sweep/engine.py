@@ -166,7 +166,8 @@ def _measure_all(sweep: Sweep, points: list[Point], opts: Options, started: floa
         sweep.progress.close()
         with sweep.totals.phase("restore"):
             # Put the lab back the way the user left it, whatever happened.
-            lab.set_params(sweep.handle.name, sweep.base_overrides, replace=True, lock=False, say=lambda *_: None)
+            lab.set_params(sweep.handle.name, sweep.base_overrides, replace=True, lock=False, say=lambda *_: None,
+                           backend=sweep.handle.backend)
             lab.forget_base_overrides(sweep.handle.name)
         store.write_table()
         store.update_manifest(timing={"seconds": {k: round(v, 3) for k, v in sweep.totals.seconds.items()},
@@ -236,7 +237,8 @@ def _reconfigure(sweep: Sweep, overrides: list[tuple[str, Any]]) -> None:
     """The lab set to `overrides`, unless it has them already (a point that changes only tool
     settings, such as streams or cc, leaves the lab as it is)."""
     if sweep.applied != overrides:
-        record = lab.set_params(sweep.handle.name, overrides, replace=True, lock=False, say=lambda *_: None)
+        record = lab.set_params(sweep.handle.name, overrides, replace=True, lock=False, say=lambda *_: None,
+                                backend=sweep.handle.backend)
         sweep.handle = sweep.handle.with_record(record)
         sweep.applied = overrides
 
