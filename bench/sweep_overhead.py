@@ -88,7 +88,7 @@ def main() -> int:
     wall = time.monotonic() - t0
     if sweep.returncode:
         return sweep.returncode
-    from linklab.sweep.store import ResultsStore
+    from linklab.results.store import ResultsStore
     run_dir = ResultsStore.latest(ROOT / args.results, exp.name).path
     rows = ResultsStore.open(run_dir).rows()
     manifest = json.loads((run_dir / "manifest.json").read_text())

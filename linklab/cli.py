@@ -10,10 +10,9 @@ import os
 import sys
 import time
 
-from linklab import __version__
+from linklab import DEFAULT_TOPOLOGY, __version__
+from linklab.console import say
 from linklab.errors import EXIT_FAILURE, LinklabError, UsageError
-
-DEFAULT_TOPOLOGY = "topologies/bond2.yaml"
 
 EPILOG = """\
 typical session:
@@ -45,8 +44,25 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
     def cmd(name, help_, **kw):
-        return sub.add_parser(name, help=help_, description=help_, **kw)
+        p = sub.add_parser(name, help=help_, description=help_, **kw)
+        p.set_defaults(handler=COMMANDS[name])
+        return p
 
+    _lab_commands(cmd)
+    _file_commands(cmd)
+    _machine_commands(cmd)
+    from linklab.sweep import cli as sweep_cli
+    sweep_cli.add_commands(sub)
+    from linklab.report import cli as report_cli
+    report_cli.add_commands(sub)
+    from linklab.interop import cli as interop_cli
+    interop_cli.add_commands(sub)
+    return p
+
+
+
+def _lab_commands(cmd) -> None:
+    """up, down, status, exec, ovs, set: a lab's life and reaching into it."""
     up = cmd("up", "build a lab from a topology file (idempotent: rerun to repair or apply edits)")
     up.add_argument("topology", nargs="?", default=DEFAULT_TOPOLOGY, help=f"topology YAML (default {DEFAULT_TOPOLOGY})")
     up.add_argument("--name", help="lab name (default: the topology's name); lets two copies coexist")
@@ -90,6 +106,9 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--lab")
     s.add_argument("assignments", nargs="+", metavar="PATH=VALUE")
 
+
+def _file_commands(cmd) -> None:
+    """validate, show: files read, nothing built."""
     v = cmd("validate", "check topology or experiment files; prints every problem with its path")
     v.add_argument("files", nargs="+")
 
@@ -98,6 +117,9 @@ def _parser() -> argparse.ArgumentParser:
     sh.add_argument("--set", dest="overrides", action="append", default=[], metavar="PATH=VALUE")
     sh.add_argument("--scale", type=float)
 
+
+def _machine_commands(cmd) -> None:
+    """clean, vm: what labs leave on this machine, and the lab VM."""
     c = cmd("clean", "remove what crashed labs left behind (found by ownership marks, never by name patterns)",
             epilog="Removes only what is provably abandoned: namespaces marked by this checkout but owned by no\n"
                    "live lab, and labs whose owner is gone (killed while building, their VM gone). Live labs,\n"
@@ -121,14 +143,6 @@ def _parser() -> argparse.ArgumentParser:
     vm.add_argument("--stop-after", action="store_true", help="run: stop the VM afterwards if no lab uses it")
     vm.add_argument("argv", nargs=argparse.REMAINDER, help="run: the command, after --")
 
-    from linklab.sweep import cli as sweep_cli
-    sweep_cli.add_commands(sub)
-    from linklab.report import cli as report_cli
-    report_cli.add_commands(sub)
-    from linklab.interop import cli as interop_cli
-    interop_cli.add_commands(sub)
-    return p
-
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -139,17 +153,13 @@ def main(argv: list[str] | None = None) -> int:
         _parser().print_help()
         return 2
     try:
-        return COMMANDS[args.command](args, argv) or 0
+        return args.handler(args, argv) or 0
     except LinklabError as e:
         print(e.render(), file=sys.stderr)
         return e.exit_code
     except KeyboardInterrupt:
         print("linklab: interrupted", file=sys.stderr)
         return 130
-
-
-def say(msg: str) -> None:
-    print(msg, flush=True)
 
 
 # ---- commands -----------------------------------------------------------------------------
@@ -366,7 +376,3 @@ def cmd_vm(args, argv) -> int:
 
 COMMANDS = {"up": cmd_up, "down": cmd_down, "status": cmd_status, "exec": cmd_exec, "ovs": cmd_ovs, "set": cmd_set,
             "validate": cmd_validate, "show": cmd_show, "clean": cmd_clean, "vm": cmd_vm}
-
-
-def register(name: str, fn) -> None:
-    COMMANDS[name] = fn

@@ -18,7 +18,9 @@ from typing import Any
 
 from linklab import __version__, state
 from linklab.backends import get_backend
+from linklab.backends.base import Backend
 from linklab.errors import LinklabError, StateError
+from linklab.handle import LabHandle
 from linklab.model import Context, load_topology, resolve, topology_sha256
 from linklab.model.overrides import split_assignment
 from linklab.model.resolved import Lab
@@ -68,27 +70,29 @@ def up(topo_path: str | Path, *, name: str | None = None, overrides: list[tuple[
             overrides = [tuple(o) for o in old["topology"].get("overrides", [])]
             scale = old["topology"].get("scale_override")
             lab = build_lab(topo_path, list(overrides), name=name, scale=scale)
-        return _apply(lab, topo_path, list(overrides), scale, old, backend, say)
+        return _apply(lab, topo_path, list(overrides), scale, old, get_backend(backend), say)
 
 
 def set_params(lab_name: str, overrides: list[tuple[str, Any]], say=print, replace: bool = False,
-               lock: bool = True) -> dict[str, Any]:
+               lock: bool = True, backend: Backend | None = None) -> dict[str, Any]:
     """Change a running lab: overrides (added to earlier ones, or replacing them) are
-    re-validated like a file and reconciled; only what differs is touched."""
+    re-validated like a file and reconciled; only what differs is touched. `backend`: the lab's
+    backend already in hand (a sweep's, kept across its points)."""
     with state.locked(lab_name) if lock else _nolock():
         old = state.require(lab_name)
         topo = old["topology"]
         merged = ([] if replace else [tuple(o) for o in topo.get("overrides", [])]) + list(overrides)
         lab = build_lab(topo["path"], merged, name=lab_name, scale=topo.get("scale_override"))
-        return _apply(lab, topo["path"], merged, topo.get("scale_override"), old, old.get("backend", "linux"), say)
+        return _apply(lab, topo["path"], merged, topo.get("scale_override"), old,
+                      backend or get_backend(old.get("backend", "linux")), say)
 
 
-def preview(lab_name: str, overrides: list[tuple[str, Any]]) -> Lab:
-    """The running lab as it would be resolved with `overrides` added, without touching it (an
-    event's target state, worked out before the measurement window starts)."""
-    topo = state.require(lab_name)["topology"]
+def preview(record: dict[str, Any], overrides: list[tuple[str, Any]]) -> Lab:
+    """The lab a state record describes, as it would be resolved with `overrides` added, without
+    touching it (an event's target state, worked out before the measurement window starts)."""
+    topo = record["topology"]
     merged = [tuple(o) for o in topo.get("overrides", [])] + list(overrides)
-    return build_lab(topo["path"], merged, name=lab_name, scale=topo.get("scale_override"))
+    return build_lab(topo["path"], merged, name=record["lab"], scale=topo.get("scale_override"))
 
 
 @contextmanager
@@ -96,8 +100,7 @@ def _nolock():
     yield  # the caller (a sweep) already holds the lab's lock
 
 
-def _apply(lab: Lab, topo_path, overrides, scale, old, backend_name: str, say) -> dict[str, Any]:
-    backend = get_backend(backend_name)
+def _apply(lab: Lab, topo_path, overrides, scale, old, backend: Backend, say) -> dict[str, Any]:
     problems = backend.problems(lab)
     if problems:
         from linklab.errors import ValidationFailed
@@ -247,6 +250,11 @@ def _abandoned(name: str) -> tuple[str | None, dict[str, Any] | None]:
         if listed and not listed & set(_netns.listnetns()):
             return "none of its namespaces exist (the machine restarted?)", st
     return None, st
+
+
+def handle(lab_name: str) -> LabHandle:
+    """The running lab's handle (model, backend, namespaces), from its state record."""
+    return LabHandle.from_record(state.require(lab_name))
 
 
 def load_lab(lab_name: str) -> tuple[dict[str, Any], Lab]:

@@ -31,6 +31,15 @@ def _rwdirs() -> list[Path]:
     return dirs
 
 
+def host_cpu_probe():
+    """The probe of the host's CPU around a repetition (linklab/vm/hostcpu.py: HostCpu) where
+    the lab runs in the lab VM, whose host records it; None natively."""
+    if not kernel.in_lab_vm():
+        return None
+    from linklab.vm import hostcpu
+    return hostcpu.HostCpu(state.state_dir() / "vm" / hostcpu.FILE)
+
+
 def shared_with_vm() -> list[Path]:
     """Host directories the lab VM writes through to (everything else it writes is lost when it stops)."""
     vm = lab_vm()

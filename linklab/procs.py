@@ -98,6 +98,17 @@ def stop_popen(procs: Iterable[subprocess.Popen], *, grace: float = GRACE_S) -> 
             p.wait(timeout=5)
 
 
+def communicate(proc: subprocess.Popen, timeout: float) -> tuple[bytes, bytes]:
+    """A process we started, waited for: its output once it exits, or, if it has not within
+    `timeout` seconds, killed and what it printed until then."""
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+    return out or b"", err or b""
+
+
 def stop_recorded(records: Iterable[dict], *, grace: float = GRACE_S) -> list[dict]:
     """Stop the recorded processes that are still the same processes; returns those stopped."""
     mine = [r for r in records if isinstance(r, dict) and is_same(r)]

@@ -47,10 +47,6 @@ def path_for(lab: str) -> Path:
     return labs_dir() / f"{lab}.json"
 
 
-# The package's one atomic writer (linklab/fsutil.py), re-exported where it was always found.
-write_json_atomic = fsutil.write_json_atomic
-
-
 class DamagedState(UsageError):
     """A state file that is not what linklab wrote (truncated, edited, binary): bad input, exit 2."""
 
@@ -97,7 +93,7 @@ def node_netns(lab: str, node: str) -> str | None:
 
 def save(data: dict[str, Any]) -> None:
     data = {**data, "format": FORMAT, "updated_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
-    write_json_atomic(path_for(data["lab"]), data)
+    fsutil.write_json_atomic(path_for(data["lab"]), data)
 
 
 def remove(lab: str) -> None:

@@ -7,7 +7,7 @@ from linklab.errors import UsageError
 
 
 def _linux() -> Backend:
-    from linklab.backends.linux import LinuxBackend
+    from linklab.backends.linux.backend import LinuxBackend
     return LinuxBackend()
 
 

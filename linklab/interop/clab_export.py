@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from linklab.backends.linux import qdisc as tcplan
+from linklab.linux import tc as tcplan
 from linklab.interop import CLAB_DEFAULT_IMAGE
 from linklab.interop.common import bond_ip_args, refuse_ovs
 from linklab.model.resolved import Lab
@@ -53,7 +53,7 @@ def node_exec(lab: Lab, node: str) -> list[str]:
                 if e.node == node:
                     cmds += [_cmd("ip", "link", "set", "dev", p, "master", BRIDGE) for p in e.bridge_ports]
     for link in links:
-        bonded = {m for b in link.bonds if b.node == node for m in b.members}
+        bonded = link.bond_members(node)
         for pair in link.veths:
             for end in (pair.a, pair.b):
                 if end.node == node and end.ifname not in bonded:
@@ -74,17 +74,13 @@ def node_exec(lab: Lab, node: str) -> list[str]:
                 cmds.append(_cmd("ip", "addr", "add", e.ipv4, "dev", e.ifname))
             if e.ipv6 and link.ipv6:
                 cmds.append(_cmd("ip", "-6", "addr", "add", e.ipv6, "dev", e.ifname, "nodad"))
-    for link in links:
-        for pair in link.veths:
-            for end, q in ((pair.a, pair.egress_a), (pair.b, pair.egress_b)):
-                if end.node == node:
-                    cmds += [_cmd(*argv) for argv in tcplan.plan(q, link.mtu, end.ifname)]
+    for e in lab.egress_queues(node):
+        cmds += [_cmd(*argv) for argv in tcplan.plan(e.queue, e.link.mtu, e.end.ifname)]
     for link in links:
         for e in link.ends:
             if e.node != node:
                 continue
-            members = [m for b in link.bonds if b.node == node for m in b.members]
-            for ifname in [e.ifname, *members]:
+            for ifname in [e.ifname, *link.bond_members(node)]:
                 if e.txqueuelen is not None:
                     cmds.append(_cmd("ip", "link", "set", "dev", ifname, "txqueuelen", e.txqueuelen))
                 if e.offloads:

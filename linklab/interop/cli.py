@@ -1,4 +1,5 @@
-"""CLI commands for interop (registered into linklab.cli): export, import, and the interactive cli.
+"""CLI commands for interop (linklab.cli adds them to its parser; each names its handler):
+export, import, and the interactive cli.
 
 export and import are pure: they read files and print, and never need (or boot) the lab VM.
 """
@@ -10,11 +11,12 @@ import sys
 import tempfile
 from pathlib import Path
 
+from linklab import DEFAULT_TOPOLOGY
+
 EXPORT_TARGETS = ("mininet", "containerlab")
 
 
 def add_commands(sub) -> None:
-    from linklab import cli
     from linklab.interop import CLAB_DEFAULT_IMAGE as DEFAULT_IMAGE
 
     e = sub.add_parser(
@@ -30,13 +32,13 @@ def add_commands(sub) -> None:
                "  containerlab deploy -t bond2.clab.yml",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     e.add_argument("--to", required=True, choices=EXPORT_TARGETS, help="target: mininet or containerlab")
-    e.add_argument("topology", nargs="?", default=cli.DEFAULT_TOPOLOGY, help=f"topology YAML (default {cli.DEFAULT_TOPOLOGY})")
+    e.add_argument("topology", nargs="?", default=DEFAULT_TOPOLOGY, help=f"topology YAML (default {DEFAULT_TOPOLOGY})")
     e.add_argument("--set", dest="overrides", action="append", default=[], metavar="PATH=VALUE",
                    help="override a topology setting first, as with `linklab up --set`")
     e.add_argument("--scale", type=float, help="multiply every link rate (default: the topology's scale; auto = 1 here)")
     e.add_argument("--image", default=DEFAULT_IMAGE, help=f"containerlab: image of every node (default {DEFAULT_IMAGE})")
     e.add_argument("-o", "--output", help="write to this file instead of stdout")
-    cli.register("export", cmd_export)
+    e.set_defaults(handler=cmd_export)
 
     i = sub.add_parser(
         "import", help="read a containerlab topology into a linklab topology",
@@ -48,7 +50,7 @@ def add_commands(sub) -> None:
     i.add_argument("source", choices=["containerlab"], help="format of FILE (containerlab)")
     i.add_argument("file", help="the .clab.yml to read")
     i.add_argument("-o", "--output", help="write to this file instead of stdout")
-    cli.register("import", cmd_import)
+    i.set_defaults(handler=cmd_import)
 
     c = sub.add_parser(
         "cli", help="interactive prompt over a running lab, with Mininet's vocabulary",
@@ -59,7 +61,7 @@ def add_commands(sub) -> None:
         epilog="examples:\n  linklab cli\n  linklab cli --lab bond2\n  echo pingall | linklab cli   # scripted",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     c.add_argument("--lab", help="lab name (default: the only lab up)")
-    cli.register("cli", cmd_cli)
+    c.set_defaults(handler=cmd_cli)
 
 
 def _write(text: str, output: str | None) -> None:

@@ -6,7 +6,7 @@ per-direction settings map too) where TCIntf builds the same qdisc linklab would
 queue limit). What Mininet has no API for is done after `net.start()` with `ip`/`tc`/`sysctl`,
 in linklab's order: bonds (members down before enslaving), switch LAGs, the MTU of every
 interface, addresses, the remaining qdiscs (linklab's own tc commands, from
-linklab.backends.linux.qdisc.plan), offloads and sysctls. `--mininet-shaping` shapes with
+linklab.linux.tc.plan), offloads and sysctls. `--mininet-shaping` shapes with
 Mininet's own TCLink instead, and says on stderr what that changes.
 """
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from linklab.backends.linux import qdisc as tcplan
+from linklab.linux import tc as tcplan
 from linklab.errors import UsageError
 from linklab.interop.common import bond_ip_args, kbit, ping_checks, refuse_ovs
 from linklab.model.resolved import Lab, Qdisc
@@ -101,7 +101,6 @@ def lab_table(lab: Lab) -> dict[str, Any]:
     veths, qdiscs, mtu, up, bonds, addresses, settings = [], [], [], [], [], [], []
     main: dict[str, str] = {}
     for link in lab.links:
-        bonded = {(b.node, m) for b in link.bonds for m in b.members}
         for k, pair in enumerate(link.veths):
             row: dict[str, Any] = {"link": link.name, "a": [pair.a.node, dev(pair.a.node, pair.a.ifname)],
                                    "b": [pair.b.node, dev(pair.b.node, pair.b.ifname)]}
@@ -112,7 +111,7 @@ def lab_table(lab: Lab) -> dict[str, Any]:
                 if q is not None and row[f"tclink_{side}"] is None:
                     ifname = dev(end.node, end.ifname)
                     qdiscs.append({"node": end.node, "ifname": ifname, "tc": tcplan.plan(q, link.mtu, ifname)})
-                if (end.node, end.ifname) not in bonded:
+                if end.ifname not in link.bond_members(end.node):
                     mtu.append([end.node, dev(end.node, end.ifname), link.mtu])
             veths.append(row)
         for b in link.bonds:
@@ -128,8 +127,7 @@ def lab_table(lab: Lab) -> dict[str, Any]:
                 main.setdefault(e.node, e.ifname)
                 addresses.append({"node": e.node, "ifname": e.ifname, "ipv4": e.ipv4,
                                   "ipv6": e.ipv6 if link.ipv6 else None})
-            members = [m for b in link.bonds if b.node == e.node for m in b.members]
-            for ifname in [e.ifname, *members]:
+            for ifname in [e.ifname, *link.bond_members(e.node)]:
                 if e.txqueuelen is not None:
                     settings.append({"node": e.node, "argv": ["ip", "link", "set", "dev", dev(e.node, ifname),
                                                               "txqueuelen", str(e.txqueuelen)]})

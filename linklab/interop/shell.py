@@ -23,7 +23,7 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from linklab import kernel, lab as labmod, placement, runner, state
+from linklab import kernel, lab, placement, runner, state
 from linklab.errors import LinklabError, UsageError
 from linklab.model.resolved import Lab
 
@@ -39,7 +39,7 @@ class NodeExec:
         self.in_vm = not kernel.in_lab_vm() and placement.lab_is_in_vm(lab_name)
 
     def argv(self, node: str, command: list[str]) -> list[str]:
-        return labmod.exec_argv(self.lab_name, node, command)
+        return lab.exec_argv(self.lab_name, node, command)
 
     def _in_vm(self, node: str, command: list[str]) -> tuple[list[str], str | None]:
         """(argv, namespace) for the VM's agent: the node's recorded namespace, which the agent
@@ -106,7 +106,7 @@ class LabShell(cmd.Cmd):
 
     def __init__(self, lab_name: str, executor: NodeExec | None = None, stdout=None):
         super().__init__(stdout=stdout)
-        _, self.lab = labmod.load_lab(lab_name)
+        _, self.lab = lab.load_lab(lab_name)
         self.lab_name = lab_name
         self.x = executor or NodeExec(lab_name)
         self.prompt = f"linklab({lab_name})> "
@@ -257,7 +257,7 @@ class LabShell(cmd.Cmd):
 
 
 def run_shell(lab_name: str | None) -> int:
-    name = lab_name or labmod.default_lab()
+    name = lab_name or lab.default_lab()
     shell = LabShell(name)
     history = state.state_dir() / "cli_history"
     try:

@@ -2,7 +2,7 @@
 bond's traffic spread over its members.
 
 Counters are the kernel's 64-bit link stats (IFLA_STATS64) and qdiscs' TCA_STATS2, from raw
-netlink dumps (linklab/backends/linux/netlink.py: links, qdiscs) — no subprocess, and none of
+netlink dumps (linklab/linux/netlink.py: links, qdiscs) — no subprocess, and none of
 pyroute2's full decoding (a repetition takes two snapshots of every node).
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
-from linklab.backends.linux import netlink
+from linklab.linux import netlink
 from linklab.errors import StateError
 
 FIELDS = ("rx_bytes", "tx_bytes", "rx_packets", "tx_packets", "rx_dropped", "tx_dropped")

@@ -92,7 +92,7 @@ def read_counters(netns: str) -> dict[str, int]:
     """What `nstat -a -s -z --json` prints for a lab namespace, read from its /proc/net files in
     this process (no nstat process per snapshot: four of them cost ~0.8 s per repetition under
     software emulation). The kernel tier checks that both agree on a live namespace."""
-    from linklab.backends.linux import netlink  # /proc/net of another namespace: via setns(2)
+    from linklab.linux import netlink  # /proc/net of another namespace: via setns(2)
     texts = netlink.read_proc_net(netns, list(PROC_NET_FILES))
     return parse_proc_net(texts.get("snmp", ""), texts.get("netstat", ""), texts.get("snmp6", ""))
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from statistics import mean
 from typing import Any
 
-from linklab.measure.ovs import port_delta
+from linklab.linux.ovs import port_delta
 
 
 def first_packet_row(rtts_ms: tuple[float, ...] | list[float]) -> dict[str, Any]:

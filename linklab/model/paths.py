@@ -30,9 +30,7 @@ def _one_way_s(lab: Lab, src: str, dst: str) -> float:
     """The most delay (delay + jitter + sending a ping at the shaped rate) any single link from
     `src` to `dst` asks for on the way out of `src`: bond members may differ, and a probe can
     take the slowest one."""
-    return max((_hop_s(q) for link in lab.links for pair in link.veths
-                for here, there, q in ((pair.a, pair.b, pair.egress_a), (pair.b, pair.a, pair.egress_b))
-                if here.node == src and there.node == dst), default=0.0)
+    return max((_hop_s(e.queue) for e in lab.egress_queues(src) if e.peer.node == dst), default=0.0)
 
 
 def _route(lab: Lab, a: str, b: str) -> list[str] | None:

@@ -10,7 +10,7 @@ the byte FIFO at the scaled rate from that time:
   queue: 100p     -> 100 MTU-sized frames at the rate as written (scaled the same way)
 
 With no setting, the port the sender transmits through decides (defaults below). The bound is
-enforced by a byte FIFO (bfifo) under the shaper (linklab/backends/linux/qdisc.py): packets keep
+enforced by a byte FIFO (bfifo) under the shaper (linklab/linux/tc.py): packets keep
 their socket until they leave it, so TCP small queues hold a host's sender back (back-pressure,
 as on a real NIC); traffic forwarded by a switch has no socket, and a full port drops (tail
 drop, as a real switch port does).

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from linklab.errors import ValidationFailed
 from linklab.model import queues, scaling
-from linklab.model import resolved as r
+from linklab.model import resolved
 from linklab.model.topology import MIN_IPV6_MTU, Impairment, ImpairmentFields, Topology
 
 # The rate netem is given, when only jitter was asked for, so that it queues packets in order.
@@ -32,12 +32,12 @@ class Context:
     scale_override: float | None = None
 
 
-def resolve(t: Topology, ctx: Context = Context()) -> r.Lab:
+def resolve(t: Topology, ctx: Context = Context()) -> resolved.Lab:
     scale, scale_source = _scale(t, ctx)
     names = _Names(t)
     segments = _segments(t)
     notes: list[str] = []
-    links: list[r.Link] = []
+    links: list[resolved.Link] = []
     problems: list[str] = []
     alloc = _Addresses(t, segments)
     for i, link in enumerate(t.links):
@@ -46,7 +46,7 @@ def resolve(t: Topology, ctx: Context = Context()) -> r.Lab:
     if problems:
         raise ValidationFailed(t.name, problems)
     nodes = _nodes(t, links, scale, notes)
-    return r.Lab(name=t.name, scale=scale, scale_source=scale_source, nodes=nodes, links=links, notes=notes)
+    return resolved.Lab(name=t.name, scale=scale, scale_source=scale_source, nodes=nodes, links=links, notes=notes)
 
 
 def _scale(t: Topology, ctx: Context) -> tuple[float, str]:
@@ -193,7 +193,7 @@ def _layers(imp: Impairment | None, sender: str) -> list[ImpairmentFields | None
 DEFAULT_SHAPER = "htb"
 
 
-def qdisc_for(fields: dict, scale: float, mtu: int = 1500, port: str = "host") -> r.Qdisc | None:
+def qdisc_for(fields: dict, scale: float, mtu: int = 1500, port: str = "host") -> resolved.Qdisc | None:
     if not fields:
         return None
     written_rate = fields.get("rate")
@@ -205,7 +205,7 @@ def qdisc_for(fields: dict, scale: float, mtu: int = 1500, port: str = "host") -
     reorder = fields.get("reorder") or 0.0
     keep_order = jitter > 0 and reorder == 0 and not fields.get("allow_reorder")
     order_rate = ORDER_KEEPING_RATE_BPS if keep_order and shaper != "netem" else None
-    q = r.Qdisc(
+    q = resolved.Qdisc(
         shaper=shaper, rate_bps=rate,
         delay_s=fields.get("delay") or 0.0, jitter_s=jitter,
         loss_pct=fields.get("loss") or 0.0, duplicate_pct=fields.get("duplicate") or 0.0,
@@ -230,7 +230,7 @@ def qdisc_for(fields: dict, scale: float, mtu: int = 1500, port: str = "host") -
 
 
 def _link(t: Topology, i: int, link, names: _Names, seg: int, alloc: _Addresses, scale: float,
-          notes: list[str]) -> r.Link:
+          notes: list[str]) -> resolved.Link:
     ep_a, ep_b = link.endpoints
     kind_of = {**{h: "host" for h in t.hosts}, **{s: "switch" for s in t.switches}}
     mtu = link.mtu or t.defaults.mtu
@@ -246,17 +246,18 @@ def _link(t: Topology, i: int, link, names: _Names, seg: int, alloc: _Addresses,
             layers += _layers(link.bond.member_impair[member].impair, sender)
         return qdisc_for(_merge(layers), scale, mtu, "switch" if kind_of.get(sender) == "switch" else "host")
 
-    veths: list[r.VethPair] = []
-    bonds: list[r.BondEnd] = []
-    ends: list[r.LinkEnd] = []
+    veths: list[resolved.VethPair] = []
+    bonds: list[resolved.BondEnd] = []
+    ends: list[resolved.LinkEnd] = []
     end_ifaces: dict[str, str] = {}
     bridge_ports: dict[str, list[str]] = {}
-    ovs_bonds: dict[str, r.OvsBond | None] = {}
+    ovs_bonds: dict[str, resolved.OvsBond | None] = {}
     if link.bond is None:
         a_if = ep_a.ifname or names.take(ep_a.node, "eth", 1)
         b_if = ep_b.ifname or names.take(ep_b.node, "eth", 1)
-        veths.append(r.VethPair(a=r.Iface(node=ep_a.node, ifname=a_if), b=r.Iface(node=ep_b.node, ifname=b_if),
-                                egress_a=impair_for(ep_a.node, None), egress_b=impair_for(ep_b.node, None)))
+        veths.append(resolved.VethPair(a=resolved.Iface(node=ep_a.node, ifname=a_if),
+                                       b=resolved.Iface(node=ep_b.node, ifname=b_if),
+                                       egress_a=impair_for(ep_a.node, None), egress_b=impair_for(ep_b.node, None)))
         end_ifaces = {ep_a.node: a_if, ep_b.node: b_if}
         bridge_ports = {ep_a.node: [a_if], ep_b.node: [b_if]}
     else:
@@ -269,7 +270,7 @@ def _link(t: Topology, i: int, link, names: _Names, seg: int, alloc: _Addresses,
                 members[ep.node] = [f"{bname}-m{k}" for k in range(bond.members)]
                 end_ifaces[ep.node] = bname
                 opts = _bond_options(bond, members[ep.node], far_ovs[0] if far_ovs else None)
-                bonds.append(r.BondEnd(node=ep.node, ifname=bname, mode=bond.mode,
+                bonds.append(resolved.BondEnd(node=ep.node, ifname=bname, mode=bond.mode,
                                        options=opts, members=members[ep.node]))
             else:
                 members[ep.node] = [names.take(ep.node, "eth", 1) for _ in range(bond.members)]
@@ -288,12 +289,12 @@ def _link(t: Topology, i: int, link, names: _Names, seg: int, alloc: _Addresses,
                     lname = ep.ifname or names.take(ep.node, "lag", 0)
                     end_ifaces[ep.node] = lname
                     bridge_ports[ep.node] = [lname]
-                    bonds.append(r.BondEnd(node=ep.node, ifname=lname, mode=lag[0], options=lag[1],
+                    bonds.append(resolved.BondEnd(node=ep.node, ifname=lname, mode=lag[0], options=lag[1],
                                            members=members[ep.node], role="switch-lag"))
         for k in range(bond.members):
-            veths.append(r.VethPair(
-                a=r.Iface(node=ep_a.node, ifname=members[ep_a.node][k]),
-                b=r.Iface(node=ep_b.node, ifname=members[ep_b.node][k]),
+            veths.append(resolved.VethPair(
+                a=resolved.Iface(node=ep_a.node, ifname=members[ep_a.node][k]),
+                b=resolved.Iface(node=ep_b.node, ifname=members[ep_b.node][k]),
                 egress_a=impair_for(ep_a.node, k), egress_b=impair_for(ep_b.node, k)))
     for ep in (ep_a, ep_b):
         ifname = end_ifaces[ep.node]
@@ -304,14 +305,14 @@ def _link(t: Topology, i: int, link, names: _Names, seg: int, alloc: _Addresses,
         else:
             ipv4 = ipv6 = None
             ports = bridge_ports.get(ep.node, [ifname])
-        ends.append(r.LinkEnd(node=ep.node, ifname=ifname, ipv4=ipv4, ipv6=ipv6,
+        ends.append(resolved.LinkEnd(node=ep.node, ifname=ifname, ipv4=ipv4, ipv6=ipv6,
                               txqueuelen=settings.txqueuelen if settings else None,
                               offloads=dict(settings.offloads) if settings else {}, bridge_ports=ports,
                               ovs_bond=ovs_bonds.get(ep.node)))
     name = link.name or f"{ep_a.node}-{ep_b.node}" + (f"-{i}" if _pair_repeats(t, i) else "")
     if v6_note:
         notes.append(f"link {name}: {v6_note}")
-    return r.Link(index=i, name=name, kind="bond" if link.bond else "veth", mtu=mtu, ipv6=v6, ipv6_note=v6_note,
+    return resolved.Link(index=i, name=name, kind="bond" if link.bond else "veth", mtu=mtu, ipv6=v6, ipv6_note=v6_note,
                   ends=ends, veths=veths, bonds=bonds, segment=seg)
 
 
@@ -365,7 +366,7 @@ def ovs_bond_kind(bond, sw) -> tuple[str, str] | None:
     return mode, "active" if kind == "lacp" else "off"
 
 
-def _ovs_bond(bond, sw, name: str, members: list[str]) -> r.OvsBond | None:
+def _ovs_bond(bond, sw, name: str, members: list[str]) -> resolved.OvsBond | None:
     """An OVS switch's side of a host bond: its own bond unless a controller does the work."""
     kind = ovs_bond_kind(bond, sw)
     if kind is None:
@@ -375,7 +376,7 @@ def _ovs_bond(bond, sw, name: str, members: list[str]) -> r.OvsBond | None:
     if lacp == "off" and mode == "active-backup":
         # OVS's active member (the only one it accepts frames on) faces the host's primary.
         primary = members[_primary_index(bond)]
-    return r.OvsBond(name=name, mode=mode, lacp=lacp, members=members, primary=primary)
+    return resolved.OvsBond(name=name, mode=mode, lacp=lacp, members=members, primary=primary)
 
 
 def _primary_index(bond) -> int:
@@ -402,20 +403,20 @@ def _switch_lag(bond) -> tuple[str, dict] | None:
     return None
 
 
-def _nodes(t: Topology, links: list[r.Link], scale: float, notes: list[str]) -> list[r.Node]:
-    nodes: list[r.Node] = []
+def _nodes(t: Topology, links: list[resolved.Link], scale: float, notes: list[str]) -> list[resolved.Node]:
+    nodes: list[resolved.Node] = []
     ends_of = _ends_by_node(links)
     for name, host in t.hosts.items():
         sysctls = {**t.defaults.sysctls, **(host.sysctls if host else {})}
         scaled, changed = scaling.scale_sysctls({k: str(v) for k, v in sysctls.items()}, scale)
         notes += [f"host {name}: {n}" for n in changed]
-        nodes.append(r.Node(name=name, kind="host", sysctls=scaled,
+        nodes.append(resolved.Node(name=name, kind="host", sysctls=scaled,
                             hosts=_hosts_entries(name, t, links, ends_of)))
     for name, sw in t.switches.items():
         mtus = [link.mtu for link in links if any(e.node == name for e in link.ends)]
         ovs = sw is not None and sw.kind == "ovs"
         ctl = sw.controller if sw else None
-        nodes.append(r.Node(name=name, kind="switch", switch_kind=sw.kind if sw else "bridge",
+        nodes.append(resolved.Node(name=name, kind="switch", switch_kind=sw.kind if sw else "bridge",
                             stp=sw.stp if sw else False, controller=ctl.app if ctl else None,
                             controller_port=ctl.port if ctl else None,
                             fail_mode=(sw.fail_mode or ("secure" if ctl else "standalone")) if ovs else None,
@@ -430,7 +431,7 @@ def _bare(interface: str) -> str:
     return str(ipaddress.ip_interface(interface).ip)
 
 
-def _ends_by_node(links: list[r.Link]) -> dict[str, list]:
+def _ends_by_node(links: list[resolved.Link]) -> dict[str, list]:
     out: dict[str, list] = {}
     for link in links:
         for e in link.ends:
@@ -438,7 +439,7 @@ def _ends_by_node(links: list[r.Link]) -> dict[str, list]:
     return out
 
 
-def _hosts_entries(me: str, t: Topology, links: list[r.Link],
+def _hosts_entries(me: str, t: Topology, links: list[resolved.Link],
                    ends_of: dict[str, list] | None = None) -> list[tuple[str, str]]:
     """Names as seen from `me`: each other host by its address on a segment `me` shares.
     `ends_of` (node -> its (link, end) pairs, in link order) is `_ends_by_node(links)`, made

@@ -6,16 +6,19 @@ Still backend-independent: namespaces are named here only as the lab's node iden
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Iterator
+from typing import Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
 
-class R(BaseModel):
+class Resolved(BaseModel):
+    """Every part of a resolved lab: frozen, and nothing but the fields named here."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class Qdisc(R):
+class Qdisc(Resolved):
     """Effective egress treatment of one interface (after scaling)."""
 
     shaper: Literal["netem", "tbf", "htb"] | None = None  # None: no rate limit
@@ -55,19 +58,23 @@ class Qdisc(R):
         return "tbf" if self.shaper == "tbf" else "bfifo"
 
 
-class Iface(R):
+class Iface(Resolved):
     node: str
     ifname: str
 
 
-class VethPair(R):
+class VethPair(Resolved):
     a: Iface
     b: Iface
     egress_a: Qdisc | None = None  # what traffic sent by a (out of a.ifname) goes through
     egress_b: Qdisc | None = None
 
+    def directions(self) -> tuple[tuple[Iface, Iface, Qdisc | None], tuple[Iface, Iface, Qdisc | None]]:
+        """(sending end, receiving end, the queue the sender's traffic goes through), a to b then b to a."""
+        return (self.a, self.b, self.egress_a), (self.b, self.a, self.egress_b)
 
-class BondEnd(R):
+
+class BondEnd(Resolved):
     node: str
     ifname: str
     mode: str
@@ -76,7 +83,7 @@ class BondEnd(R):
     role: Literal["host", "switch-lag"] = "host"
 
 
-class OvsBond(R):
+class OvsBond(Resolved):
     """An Open vSwitch bond port: the switch side of a host's bond, done by OVS itself."""
 
     name: str
@@ -86,7 +93,7 @@ class OvsBond(R):
     primary: str | None = None  # the member OVS keeps active (other_config:bond-primary)
 
 
-class LinkEnd(R):
+class LinkEnd(Resolved):
     node: str
     ifname: str  # the interface that carries addresses or joins the bridge (bond, veth or LAG)
     ipv4: str | None = None
@@ -97,7 +104,7 @@ class LinkEnd(R):
     ovs_bond: OvsBond | None = None  # OVS switch ends of a bond: the bond OVS makes of bridge_ports
 
 
-class Link(R):
+class Link(Resolved):
     index: int
     name: str
     kind: Literal["veth", "bond"]
@@ -109,8 +116,12 @@ class Link(R):
     bonds: list[BondEnd]
     segment: int
 
+    def bond_members(self, node: str) -> list[str]:
+        """The member interfaces of `node`'s bond on this link (none: `node` has no bond here)."""
+        return [m for b in self.bonds if b.node == node for m in b.members]
 
-class Node(R):
+
+class Node(Resolved):
     name: str
     kind: Literal["host", "switch"]
     switch_kind: Literal["bridge", "ovs"] | None = None
@@ -125,7 +136,7 @@ class Node(R):
     hosts: list[tuple[str, str]] = []  # /etc/hosts entries seen from this node: (address, name)
 
 
-class Lab(R):
+class Lab(Resolved):
     name: str
     scale: float
     scale_source: str
@@ -144,3 +155,37 @@ class Lab(R):
             if link.name == name:
                 return link
         raise KeyError(name)
+
+    # Questions code above the model asks of a lab: answered here once, not by each caller
+    # walking links, pairs and bonds itself.
+
+    def egress_queues(self, node: str | None = None) -> Iterator[Egress]:
+        """Every veth end's egress queue (both directions of every pair of every link), of one
+        node's ends when `node` is given."""
+        for link in self.links:
+            for pair in link.veths:
+                for end, peer, queue in pair.directions():
+                    if node is None or end.node == node:
+                        yield Egress(link, end, peer, queue)
+
+    def bond_members(self, node: str) -> list[str]:
+        """Every member interface of `node`'s bonds, link by link."""
+        return [m for link in self.links for m in link.bond_members(node)]
+
+    def address(self, node: str, family: int) -> str:
+        """`node`'s first address of that IP family (4 or 6), without its prefix length."""
+        for link in self.links:
+            for end in link.ends:
+                addr = end.ipv4 if family == 4 else end.ipv6
+                if end.node == node and addr:
+                    return addr.split("/")[0]
+        raise LookupError(f"{node} has no IPv{family} address")
+
+
+class Egress(NamedTuple):
+    """One direction of a veth pair: `end` sends through `queue` to `peer`, on `link`."""
+
+    link: Link
+    end: Iface
+    peer: Iface
+    queue: Qdisc | None

@@ -11,7 +11,7 @@ from typing import Any
 from linklab.report import cpu_model, findings, plots, published, render
 from linklab.report.points import Point, group, label_points
 from linklab.report.runs import Run
-from linklab.fsutil import write_atomic as write_text_atomic
+from linklab.fsutil import write_atomic
 
 REPORT_MD, REPORT_HTML, FIGURES = "report.md", "report.html", "figures"
 
@@ -40,13 +40,13 @@ def analyse(run: Run, tag: str, experiments_dir: Path | None = None, points: lis
     points = group(run) if points is None else points
     ref_path = run.reference_path(experiments_dir)
     ref = published.load_reference(ref_path) if ref_path and ref_path.is_file() else None
-    rr = RunReport(tag, run, points, ref_path, ref)
+    run_report = RunReport(tag, run, points, ref_path, ref)
     if ref is not None:
-        rr.published = published.compare(run, ref)
-        rr.verdicts = findings.evaluate(ref, points, run.scale)
+        run_report.published = published.compare(run, ref)
+        run_report.verdicts = findings.evaluate(ref, points, run.scale)
         if ref.get("cpu_model"):
-            rr.fit = cpu_model.fit_rows(run.ok_rows())
-    return rr
+            run_report.fit = cpu_model.fit_rows(run.ok_rows())
+    return run_report
 
 
 def build(run_dirs: list[Path], experiments_dir: Path | None = None) -> Report:
@@ -59,11 +59,11 @@ def build(run_dirs: list[Path], experiments_dir: Path | None = None) -> Report:
             for p in pts:
                 p.labels.clear()
         label_points([p for pts in grouped for p in pts])
-    rrs = [analyse(r, t, experiments_dir, pts) for r, t, pts in zip(runs, tags, grouped)]
-    ref = next((r.reference for r in rrs if r.reference), None)
-    sources = [plots.Source(r.tag or r.run.name, r.run, r.points) for r in rrs]
+    run_reports = [analyse(r, t, experiments_dir, pts) for r, t, pts in zip(runs, tags, grouped)]
+    ref = next((r.reference for r in run_reports if r.reference), None)
+    sources = [plots.Source(r.tag or r.run.name, r.run, r.points) for r in run_reports]
     figs = plots.render_all(plots.specs_from(ref), sources)
-    rep = Report(rrs, figs)
+    rep = Report(run_reports, figs)
     rep.markdown = render.markdown(rep)
     rep.html = render.html(rep)
     return rep
@@ -81,8 +81,8 @@ def write(rep: Report, out: Path) -> dict[str, Path]:
     loses nothing measured."""
     out.mkdir(parents=True, exist_ok=True)
     plots.write(rep.figures, out / FIGURES)
-    write_text_atomic(out / REPORT_MD, rep.markdown)
-    write_text_atomic(out / REPORT_HTML, rep.html)
+    write_atomic(out / REPORT_MD, rep.markdown)
+    write_atomic(out / REPORT_HTML, rep.html)
     return {"markdown": out / REPORT_MD, "html": out / REPORT_HTML, "figures": out / FIGURES}
 
 

@@ -1,4 +1,5 @@
-"""CLI commands for reports (registered into linklab.cli): report, compare, baseline."""
+"""CLI commands for reports (linklab.cli adds them to its parser; each names its handler):
+report, compare, baseline, noise."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import argparse
 import json
 from pathlib import Path
 
+from linklab.console import say
 from linklab.errors import UsageError
 
 REPORT_HELP = """\
@@ -72,7 +74,6 @@ machine: rows flagged host_disturbed are left out.
 
 
 def add_commands(sub) -> None:
-    from linklab import cli
     r = sub.add_parser(
         "report", help="a run's report: figures, statistics, beside the published figures and findings",
         description="Report one or more runs: provenance, the published findings checked on the run's data "
@@ -88,7 +89,7 @@ def add_commands(sub) -> None:
     r.add_argument("--out", help="where to write the report (default: the run directory; several runs: "
                                  "RESULTS/reports/<runs>)")
     r.add_argument("--quiet", action="store_true", help="do not print the markdown, only where it was written")
-    cli.register("report", cmd_report)
+    r.set_defaults(handler=cmd_report)
 
     c = sub.add_parser(
         "compare", help="the regression gate: exit 1 when a run differs from a baseline beyond its noise",
@@ -114,7 +115,7 @@ def add_commands(sub) -> None:
                         "floors)")
     c.add_argument("--all", action="store_true", help="list every check, not only the failures")
     c.add_argument("--json", action="store_true", help="machine-readable output")
-    cli.register("compare", cmd_compare)
+    c.set_defaults(handler=cmd_compare)
 
     b = sub.add_parser(
         "baseline", help="record a baseline (>= 5 repetitions per point) or store a run as one",
@@ -132,7 +133,7 @@ def add_commands(sub) -> None:
                    help=f"refuse a run with fewer repetitions measured on a quiet host at any point "
                         f"(default {MIN_REPETITIONS}; 1 stores any run)")
     b.add_argument("--results", default="results", help="results root directory (default ./results)")
-    cli.register("baseline", cmd_baseline)
+    b.set_defaults(handler=cmd_baseline)
 
     n = sub.add_parser(
         "noise", help="measure a baseline's noise floor from quiet reruns (BASELINE/noise.json)",
@@ -150,11 +151,10 @@ def add_commands(sub) -> None:
                    help="--record: where the reruns go (default ./results-noise, apart from ./results)")
     n.add_argument("--out", help="where to write the floor (default BASELINE/noise.json)")
     n.add_argument("--dry-run", action="store_true", help="print the floor, write nothing")
-    cli.register("noise", cmd_noise)
+    n.set_defaults(handler=cmd_noise)
 
 
 def cmd_report(args, argv) -> int:
-    from linklab import cli
     from linklab.report.build import build, default_out, write
     from linklab.report.runs import find_run
 
@@ -165,7 +165,7 @@ def cmd_report(args, argv) -> int:
     paths = write(rep, out)
     if not args.quiet:
         print(rep.markdown, end="")
-    cli.say(f"linklab: report written to {paths['html']} ({len(rep.figures)} figures; also {paths['markdown']})")
+    say(f"linklab: report written to {paths['html']} ({len(rep.figures)} figures; also {paths['markdown']})")
     return 0
 
 
@@ -190,7 +190,6 @@ MIN_REPETITIONS = 5
 
 
 def cmd_baseline(args, argv) -> int:
-    from linklab import cli
     from linklab.report.noise import NOISE_FILE
     from linklab.report.runs import Run, export, find_run
 
@@ -206,7 +205,7 @@ def cmd_baseline(args, argv) -> int:
         rc = _sweep([str(target), "--force", "--repetitions", str(reps), "--results", str(results)]
                     + (["--quick"] if args.quick else []))
         if rc != 0:
-            cli.say(f"linklab: the sweep exited {rc}; no baseline stored")
+            say(f"linklab: the sweep exited {rc}; no baseline stored")
             return rc
     elif args.quick:
         raise UsageError("--quick records a new run: give an experiment file, not a run")
@@ -220,12 +219,12 @@ def cmd_baseline(args, argv) -> int:
     dest = Path(args.dest)
     stale = dest / NOISE_FILE
     dest = export(run, dest)
-    cli.say(f"linklab: {len(run.rows)} rows of {run.name} stored in {dest} "
+    say(f"linklab: {len(run.rows)} rows of {run.name} stored in {dest} "
             f"(sweep took {_wall(run)})")
     if stale.exists():
         stale.unlink()
-        cli.say(f"  removed {stale}: it was measured against the previous baseline")
-    cli.say(f"  its noise floor: linklab noise {dest} --record 10   (quiet machine; or give reruns made already)")
+        say(f"  removed {stale}: it was measured against the previous baseline")
+    say(f"  its noise floor: linklab noise {dest} --record 10   (quiet machine; or give reruns made already)")
     return 0
 
 
@@ -240,13 +239,13 @@ def _sweep(argv: list[str]) -> int:
 
 
 def _forget_lab_of_stopped_vm(exp_file: str) -> None:
-    from linklab import cli, placement
+    from linklab import placement, state
     from linklab.sweep.experiment import load_experiment, raw_data, topology_path
 
     name = raw_data(topology_path(exp_file, load_experiment(exp_file)))["name"]
     if placement.lab_is_in_vm(name) and not placement.lab_vm().running():
-        cli.say(f"linklab: lab {name} went with the lab VM when it stopped: forgetting it, the sweep builds it again")
-        cli.main(["down", name])
+        say(f"linklab: lab {name} went with the lab VM when it stopped: forgetting it, the sweep builds it again")
+        state.remove(name)  # what `linklab down` does for a lab whose VM is gone
 
 
 def _thin_points(run, need: int) -> list[str]:
@@ -260,7 +259,6 @@ def _wall(run) -> str:
 
 
 def cmd_noise(args, argv) -> int:
-    from linklab import cli
     from linklab.report.noise import NOISE_FILE, load_reruns, measure, render
     from linklab.report.runs import Run, find_run
 
@@ -278,7 +276,7 @@ def cmd_noise(args, argv) -> int:
         return 0
     out = Path(args.out) if args.out else base.path / NOISE_FILE
     nf.save(out)
-    cli.say(f"linklab: noise floor written to {out} (`linklab compare {base.path} RUN` uses it)")
+    say(f"linklab: noise floor written to {out} (`linklab compare {base.path} RUN` uses it)")
     return 0
 
 
@@ -286,8 +284,7 @@ def _record_reruns(base, want: int, results: Path) -> Path:
     """Make sure `want` complete reruns of the baseline's experiment exist under results/:
     resume an interrupted one, record the missing ones. A sweep that fails twice in a row stops it."""
     import time
-    from linklab import cli
-    from linklab.sweep.store import ResultsStore
+    from linklab.results.store import ResultsStore
 
     exp_file = base.manifest.get("experiment_file")
     if not exp_file or not Path(exp_file).is_file():
@@ -302,10 +299,10 @@ def _record_reruns(base, want: int, results: Path) -> Path:
         if len(done) >= want:
             return results / name
         resume = runs and not runs[-1].manifest.get("complete")
-        cli.say(f"linklab noise: rerun {len(done) + 1} of {want}" + (" (resuming the interrupted one)" if resume else ""))
+        say(f"linklab noise: rerun {len(done) + 1} of {want}" + (" (resuming the interrupted one)" if resume else ""))
         t0 = time.monotonic()
         rc = _sweep([exp_file, "--results", str(results), *quick, *([] if resume else ["--force"])])
-        cli.say(f"linklab noise: sweep exited {rc} after {time.monotonic() - t0:.0f} s")
+        say(f"linklab noise: sweep exited {rc} after {time.monotonic() - t0:.0f} s")
         failures = failures + 1 if rc != 0 else 0
         if failures >= 2:
             raise UsageError(f"two sweeps in a row failed (exit {rc}); {len(done)} of {want} reruns complete in "

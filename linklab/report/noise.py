@@ -34,7 +34,7 @@ from linklab.report import metrics
 from linklab.report.bands import Floor, sample
 from linklab.report.points import Point, group
 from linklab.report.runs import Run
-from linklab.state import write_json_atomic
+from linklab.fsutil import write_json_atomic
 
 NOISE_FILE = "noise.json"
 FORMAT = "linklab-noise-floor/1"
@@ -184,7 +184,7 @@ def point_key(p: Point) -> str:
 def load_reruns(targets: list[str]) -> list[Run]:
     """Runs from what users type: run directories, or directories holding runs (every complete run
     in them, e.g. results-noise/e1_bonding_mtu)."""
-    from linklab.sweep.store import MANIFEST, ResultsStore
+    from linklab.results.store import MANIFEST, ResultsStore
 
     runs: list[Run] = []
     for t in targets:

@@ -433,12 +433,12 @@ RENDERERS: dict[str, Callable[[PlotSpec, list[Source]], Any]] = {
 
 
 def write(figs: list[Figure], out_dir: Path) -> list[Path]:
-    from linklab.fsutil import write_atomic as write_text_atomic
+    from linklab.fsutil import write_atomic
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = []
     for f in figs:
         for ext, data in (("svg", f.svg), ("png", f.png)):
             path = out_dir / f"{f.id}.{ext}"
-            write_text_atomic(path, data)
+            write_atomic(path, data)
             paths.append(path)
     return paths

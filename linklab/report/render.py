@@ -39,12 +39,12 @@ def document(rep: Report) -> list[Block]:
     if first.get("description"):
         b.append(Block("p", first["description"]))
     b += provenance(rep)
-    for rr in rep.runs:
-        if rr.verdicts:
-            b.append(Block("h2", f"Published findings, checked{_of(rr, rep)}"))
+    for run_report in rep.runs:
+        if run_report.verdicts:
+            b.append(Block("h2", f"Published findings, checked{_of(run_report, rep)}"))
             b.append(Block("table", [[_verdict(v.verdict), v.says, v.measured + (f" — mechanism: {v.mechanism}"
                                                                                    if v.mechanism else "")]
-                                     for v in rr.verdicts], ["verdict", "published finding", "linklab measured"]))
+                                     for v in run_report.verdicts], ["verdict", "published finding", "linklab measured"]))
     if rep.figures:
         b.append(Block("h2", "Figures"))
         if any(r.run.scale != 1 for r in rep.runs):
@@ -52,16 +52,16 @@ def document(rep: Report) -> list[Block]:
                                 "them on the original links' scale (÷ scale)."))
         for f in rep.figures:
             b.append(Block("figure", f))
-    for rr in rep.runs:
-        b += published_blocks(rr, rep)
-        b += cpu_model_blocks(rr, rep)
-    for rr in rep.runs:
-        b += point_tables(rr, rep)
+    for run_report in rep.runs:
+        b += published_blocks(run_report, rep)
+        b += cpu_model_blocks(run_report, rep)
+    for run_report in rep.runs:
+        b += point_tables(run_report, rep)
     return b
 
 
-def _of(rr: RunReport, rep: Report) -> str:
-    return f" — {rr.tag}: {rr.run.name}" if len(rep.runs) > 1 else ""
+def _of(run_report: RunReport, rep: Report) -> str:
+    return f" — {run_report.tag}: {run_report.run.name}" if len(rep.runs) > 1 else ""
 
 
 def _verdict(v: str) -> str:
@@ -72,68 +72,71 @@ def provenance(rep: Report) -> list[Block]:
     rows: list[tuple[str, list[str]]] = []
 
     def add(label: str, fn) -> None:
-        rows.append((label, [fn(rr) for rr in rep.runs]))
+        rows.append((label, [fn(run_report) for run_report in rep.runs]))
 
-    def m(rr, key, default="?"):
-        v = rr.run.manifest.get(key)
+    def m(run_report, key, default="?"):
+        v = run_report.run.manifest.get(key)
         return default if v in (None, "") else v
 
-    add("experiment", lambda rr: f"{m(rr, 'experiment')}{' (quick variant)' if m(rr, 'quick', False) else ''}")
-    add("run", lambda rr: f"{rr.run.path}")
-    add("kernel", lambda rr: f"{m(rr, 'kernel')} ({m(rr, 'machine')})")
-    add("where", lambda rr: rr.run.placement.replace("vm (tcg)", "lab VM, software emulation (TCG)")
+    add("experiment", lambda report: f"{m(report, 'experiment')}{' (quick variant)' if m(report, 'quick', False) else ''}")
+    add("run", lambda report: f"{report.run.path}")
+    add("kernel", lambda report: f"{m(report, 'kernel')} ({m(report, 'machine')})")
+    add("where", lambda report: report.run.placement.replace("vm (tcg)", "lab VM, software emulation (TCG)")
         .replace("vm (kvm)", "lab VM, KVM"))
-    add("scale", lambda rr: f"{rr.run.scale:g}" + (f" ({m(rr, 'scale_source')})" if m(rr, 'scale_source', '') else "")
-        + (" — rates are 1/scale below the original links'" if rr.run.scale != 1 else ""))
-    add("tools", lambda rr: ", ".join(f"{k} {v}" for k, v in (m(rr, 'tool_versions', {}) or {}).items())
-        + f"; linklab {m(rr, 'linklab')}")
-    add("experiment file", lambda rr: f"{m(rr, 'experiment_file')} sha256 {str(m(rr, 'experiment_sha256'))[:12]}")
-    add("topology file", lambda rr: f"{m(rr, 'topology_file')} sha256 {str(m(rr, 'topology_sha256'))[:12]}")
-    add("lab overrides", lambda rr: ", ".join(map(str, m(rr, 'lab_overrides', []) or [])) or "none")
-    add("repetitions", lambda rr: _reps(rr))
-    add("started / finished", lambda rr: f"{m(rr, 'created_at')} / {m(rr, 'finished_at', 'not finished')}")
-    add("iperf3 streams", lambda rr: str(m(rr, 'streams_note', '')))
-    header = ["", *(rr.tag or "run" for rr in rep.runs)] if len(rep.runs) > 1 else ["provenance", ""]
+    add("scale", lambda report: f"{report.run.scale:g}"
+        + (f" ({m(report, 'scale_source')})" if m(report, 'scale_source', '') else "")
+        + (" — rates are 1/scale below the original links'" if report.run.scale != 1 else ""))
+    add("tools", lambda report: ", ".join(f"{k} {v}" for k, v in (m(report, 'tool_versions', {}) or {}).items())
+        + f"; linklab {m(report, 'linklab')}")
+    add("experiment file",
+        lambda report: f"{m(report, 'experiment_file')} sha256 {str(m(report, 'experiment_sha256'))[:12]}")
+    add("topology file", lambda report: f"{m(report, 'topology_file')} sha256 {str(m(report, 'topology_sha256'))[:12]}")
+    add("lab overrides", lambda report: ", ".join(map(str, m(report, 'lab_overrides', []) or [])) or "none")
+    add("repetitions", lambda report: _reps(report))
+    add("started / finished", lambda report: f"{m(report, 'created_at')} / {m(report, 'finished_at', 'not finished')}")
+    add("iperf3 streams", lambda report: str(m(report, 'streams_note', '')))
+    header = ["", *(run_report.tag or "run" for run_report in rep.runs)] if len(rep.runs) > 1 else ["provenance", ""]
     out = [Block("table", [[label, *vals] for label, vals in rows], header, cls="prov")]
-    for rr in rep.runs:
-        fails = [r for p in rr.points for r in p.rows if r not in p.ok]
+    for run_report in rep.runs:
+        fails = [r for p in run_report.points for r in p.rows if r not in p.ok]
         if fails:
-            out.append(Block("p", f"Failed repetitions{_of(rr, rep)}: " + "; ".join(
-                f"{_point_of(rr, r)} rep {r.get('rep')}: {r.get('error') or 'pre-flight failed'}" for r in fails[:10])
+            out.append(Block("p", f"Failed repetitions{_of(run_report, rep)}: " + "; ".join(
+                f"{_point_of(run_report, r)} rep {r.get('rep')}: {r.get('error') or 'pre-flight failed'}" for r in fails[:10])
                 + (f" … and {len(fails) - 10} more" if len(fails) > 10 else "")))
     return out
 
 
-def _reps(rr: RunReport) -> str:
-    n, want = len(rr.run.rows), rr.run.expected_reps
-    failed = sum(p.failed for p in rr.points)
-    text = f"{n} of {want} recorded ({rr.run.manifest.get('repetitions')} per point × {rr.run.manifest.get('points')} points)"
+def _reps(run_report: RunReport) -> str:
+    n, want = len(run_report.run.rows), run_report.run.expected_reps
+    failed = sum(p.failed for p in run_report.points)
+    manifest = run_report.run.manifest
+    text = f"{n} of {want} recorded ({manifest.get('repetitions')} per point × {manifest.get('points')} points)"
     text += f", {failed} failed" if failed else ", none failed"
-    if not rr.run.manifest.get("complete"):
+    if not run_report.run.manifest.get("complete"):
         text += " — run incomplete: `linklab sweep` with the same experiment resumes it"
     return text
 
 
-def _point_of(rr: RunReport, row: dict[str, Any]) -> str:
-    return next((p.label for p in rr.points if row in p.rows), str(row.get("point_id")))
+def _point_of(run_report: RunReport, row: dict[str, Any]) -> str:
+    return next((p.label for p in run_report.points if row in p.rows), str(row.get("point_id")))
 
 
 def _fmt(v: float | None, fmt: str) -> str:
     return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else format(v, fmt)
 
 
-def published_blocks(rr: RunReport, rep: Report) -> list[Block]:
-    if rr.reference is None:
-        name = rr.run.manifest.get("reference")
-        return [Block("p", f"(reference {name} not found at {rr.reference_path}: no comparison)")] if name else []
-    pub = rr.published
-    src = rr.reference.get("source") or (rr.reference_path.name if rr.reference_path else "")
-    out = [Block("h2", f"Beside the published figures ({src}){_of(rr, rep)}")]
-    unscaled = bool(rr.reference.get("rates_unscaled"))
-    scale = 1.0 if unscaled else rr.run.scale
-    if unscaled and rr.run.scale != 1:
+def published_blocks(run_report: RunReport, rep: Report) -> list[Block]:
+    if run_report.reference is None:
+        name = run_report.run.manifest.get("reference")
+        return [Block("p", f"(reference {name} not found at {run_report.reference_path}: no comparison)")] if name else []
+    pub = run_report.published
+    src = run_report.reference.get("source") or (run_report.reference_path.name if run_report.reference_path else "")
+    out = [Block("h2", f"Beside the published figures ({src}){_of(run_report, rep)}")]
+    unscaled = bool(run_report.reference.get("rates_unscaled"))
+    scale = 1.0 if unscaled else run_report.run.scale
+    if unscaled and run_report.run.scale != 1:
         out.append(Block("p", f"The published figures were bound by CPU and the controller, not by a link: rates are "
-                              f"compared as measured, not divided by the lab's scale ({rr.run.scale:g})."))
+                              f"compared as measured, not divided by the lab's scale ({run_report.run.scale:g})."))
     if pub and pub.comparisons:
         rows = []
         for c in pub.comparisons:
@@ -161,13 +164,13 @@ def published_blocks(rr: RunReport, rep: Report) -> list[Block]:
     return out
 
 
-def cpu_model_blocks(rr: RunReport, rep: Report) -> list[Block]:
-    model = (rr.reference or {}).get("cpu_model")
+def cpu_model_blocks(run_report: RunReport, rep: Report) -> list[Block]:
+    model = (run_report.reference or {}).get("cpu_model")
     if not model:
         return []
-    out = [Block("h3", f"CPU model: CPU% = α·R + β, R = throughput / (MTU·8){_of(rr, rep)}")]
+    out = [Block("h3", f"CPU model: CPU% = α·R + β, R = throughput / (MTU·8){_of(run_report, rep)}")]
     pub = [["published", f"{model['alpha']:.4g}", "", f"{model['beta']:.4g}", "", "", ""]]
-    f = rr.fit
+    f = run_report.fit
     if f is None:
         out.append(Block("p", "Not fitted: fewer than 3 repetitions with both a packet rate and per-core CPU."))
         out.append(Block("table", pub, ["", "α (% per pkt/s)", "α 95 % CI", "β (%)", "β 95 % CI", "R²", "n"]))
@@ -175,29 +178,29 @@ def cpu_model_blocks(rr: RunReport, rep: Report) -> list[Block]:
     rows = [["linklab (this run, rates as measured)", f"{f.alpha:.4g} ±{f.alpha_se:.2g} (se)",
              f"{f.alpha_ci[0]:.3g} … {f.alpha_ci[1]:.3g}", f"{f.beta:.4g} ±{f.beta_se:.2g} (se)",
              f"{f.beta_ci[0]:.3g} … {f.beta_ci[1]:.3g}", f"{f.r2:.3f}", str(f.n)]]
-    if rr.run.scale != 1:
-        k = rr.run.scale
+    if run_report.run.scale != 1:
+        k = run_report.run.scale
         rows.append([f"linklab, α per original-scale pkt/s (α × {k:g})", f"{f.alpha * k:.4g}",
                      f"{f.alpha_ci[0] * k:.3g} … {f.alpha_ci[1] * k:.3g}", f"{f.beta:.4g}", "", "", ""])
     out.append(Block("table", rows + pub, ["", "α (% per pkt/s)", "α 95 % CI", "β (%)", "β 95 % CI", "R²", "n"]))
     ex = model.get("example") or {}
     if ex.get("packets_per_second"):
-        r = float(ex["packets_per_second"]) * rr.run.scale
+        r = float(ex["packets_per_second"]) * run_report.run.scale
         out.append(Block("p", f"Published example: MTU {ex.get('mtu')} at {ex.get('throughput_mbps')} Mbit/s = "
                               f"{ex['packets_per_second']} pkt/s → {ex.get('predicted_pct')} % predicted, "
                               f"{ex.get('measured_pct')} % measured. linklab's fit at the same packet rate scaled "
-                              f"by {rr.run.scale:g} ({r:.0f} pkt/s): {f.predict(r):.1f} %."))
+                              f"by {run_report.run.scale:g} ({r:.0f} pkt/s): {f.predict(r):.1f} %."))
     return out
 
 
-def point_tables(rr: RunReport, rep: Report) -> list[Block]:
-    rows_all = [r for p in rr.points for r in p.ok]
+def point_tables(run_report: RunReport, rep: Report) -> list[Block]:
+    rows_all = [r for p in run_report.points for r in p.ok]
     present = [m for m in metrics.present(rows_all) if m.table]
-    axes = rr.run.axes
-    out = [Block("h2", f"Per point{_of(rr, rep)}"),
+    axes = run_report.run.axes
+    out = [Block("h2", f"Per point{_of(run_report, rep)}"),
            Block("p", f"Mean over repetitions ± half-width of the 95 % confidence interval (Student's t); rates as "
-                      f"measured (at scale {rr.run.scale:g}).")]
-    flagged = any(p.flags for p in rr.points)
+                      f"measured (at scale {run_report.run.scale:g}).")]
+    flagged = any(p.flags for p in run_report.points)
     if flagged:
         out.append(Block("p", "Points marked ⚑ carry a disturbance flag in some repetitions (the emulator's core "
                               "saturated, a queue dropped what no impairment asked for, or the host was busy with "
@@ -205,7 +208,7 @@ def point_tables(rr: RunReport, rep: Report) -> list[Block]:
                               "the Flags table below; figures ring them in red."))
     header = ["point", "reps", *(m.title for m in present), *(["flags"] if flagged else [])]
     body = []
-    for p in rr.points:
+    for p in run_report.points:
         reps = f"{len(p.rows)}" + (f" ({p.failed} failed)" if p.failed else "")
         cells = []
         for m in present:
@@ -215,36 +218,36 @@ def point_tables(rr: RunReport, rep: Report) -> list[Block]:
     out.append(Block("table", body, header, cls="points"))
     # Every statistic for every metric in the tables.
     full = []
-    for p in rr.points:
+    for p in run_report.points:
         for m in present:
             st = describe([v for r in p.ok if (v := m.get(r)) is not None])
             if st:
                 full.append([p.label, m.title, str(st.n), format(st.mean, m.fmt), _fmt(st.sd, ".3g"),
                              _fmt(st.variance, ".3g"), _fmt(st.ci_low, m.fmt), _fmt(st.ci_high, m.fmt)])
-    out.append(Block("details", (f"Statistics: n, mean, sd, variance, 95 % CI per point and metric{_of(rr, rep)}",
+    out.append(Block("details", (f"Statistics: n, mean, sd, variance, 95 % CI per point and metric{_of(run_report, rep)}",
                                  Block("table", full, ["point", "metric", "n", "mean", "sd", "variance",
                                                        "95 % CI low", "95 % CI high"]))))
     others = metrics.other_columns(rows_all, axes)
     if others:
         orows = []
-        for p in rr.points:
+        for p in run_report.points:
             for c in others:
                 st = describe([v for r in p.ok if (v := metrics.num(r.get(c))) is not None])
                 if st:
                     orows.append([p.label, c, str(st.n), st.text(".4g"), _fmt(st.sd, ".3g")])
-        out.append(Block("details", (f"Every other measured column{_of(rr, rep)}",
+        out.append(Block("details", (f"Every other measured column{_of(run_report, rep)}",
                                      Block("table", orows, ["point", "column", "n", "mean ±95 % CI", "sd"]))))
-    flags = _flags(rr)
+    flags = _flags(run_report)
     if flags:
-        out.append(Block("h3", f"Flags raised during measurement{_of(rr, rep)}"))
+        out.append(Block("h3", f"Flags raised during measurement{_of(run_report, rep)}"))
         out.append(Block("table", flags, ["point", "rep", "flag", "evidence"]))
     return out
 
 
-def _flags(rr: RunReport) -> list[list[str]]:
+def _flags(run_report: RunReport) -> list[list[str]]:
     """One line per flagged repetition: its flags and their evidence, as the sweep recorded them."""
     out = []
-    for p in rr.points:
+    for p in run_report.points:
         for r in p.ok:
             found = row_flags(r)
             if found:

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from linklab.errors import UsageError
-from linklab.state import write_json_atomic
-from linklab.sweep.store import MANIFEST, ResultsStore
+from linklab.fsutil import write_json_atomic
+from linklab.results.store import MANIFEST, ResultsStore, read_manifest
 
 ROWS_FILE = "rows.json"  # a trimmed run's rows (a full run keeps one row.json per repetition)
 # Manifest fields a trimmed copy leaves out: large dumps that a report or compare never reads.
@@ -34,10 +34,7 @@ class Run:
         if not mpath.is_file():
             raise UsageError(f"{path} is not a run directory (no {MANIFEST})",
                              hint="give results/<experiment>/<timestamp> or a stored baseline directory")
-        try:
-            manifest = json.loads(mpath.read_text())
-        except ValueError as e:
-            raise UsageError(f"{mpath}: not valid JSON ({e})") from None
+        manifest = read_manifest(path)  # upgraded from the format it was written in
         if (path / "points").is_dir():
             rows = ResultsStore(path, manifest).rows()
         elif (path / ROWS_FILE).is_file():

@@ -1,17 +1,17 @@
-"""CLI commands for sweeps (registered into linklab.cli)."""
+"""CLI commands for sweeps (linklab.cli adds them to its parser; each names its handler)."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
+from linklab.console import say
 from linklab.errors import UsageError
 
 DEFAULT_EXPERIMENT = "experiments/e1_bonding_mtu.yaml"
 
 
 def add_commands(sub) -> None:
-    from linklab import cli
     p = sub.add_parser(
         "sweep", help="run an experiment matrix against its lab, resumably",
         description="Run an experiment: reconfigure the lab for each matrix point, check it (pre-flight), "
@@ -35,49 +35,52 @@ def add_commands(sub) -> None:
                         "disturbed attempt kept aside as rep<k>.disturbed-<n>)")
     p.add_argument("--results", default="results", help="results root directory (default ./results)")
     p.add_argument("--lab", help="run against this lab (default: the lab named by the experiment's topology)")
-    cli.register("sweep", cmd_sweep)
+    p.set_defaults(handler=cmd_sweep)
 
 
 
 def cmd_sweep(args, argv) -> int:
-    from linklab import cli, kernel, placement, state
+    from linklab import kernel, placement, state
+    from linklab.results.store import ResultsStore
     from linklab.sweep.experiment import load_experiment, raw_data, topology_path
-    from linklab.sweep.engine import Options, run
+    from linklab.sweep.engine import run
 
     if args.repetitions is not None and not 1 <= args.repetitions <= 1000:
         raise UsageError(f"--repetitions {args.repetitions}: a whole number from 1 to 1000")
     exp = load_experiment(args.experiment, quick=args.quick)  # bad input stops here, before any VM boots
-    if not kernel.in_lab_vm():
-        lab_name = args.lab or raw_data(topology_path(args.experiment, exp))["name"]
-        in_vm = placement.lab_is_in_vm(lab_name)
-        # No lab yet: the sweep brings it up where `linklab up` would.
-        use_vm, why = (False, "") if in_vm or state.load(lab_name) is not None else placement.want_vm_for_up(False, False)
-        if in_vm or use_vm:
-            placement.require_shared_with_vm(Path(args.results), "results directory")
-            if use_vm:
-                cli.say(f"linklab: the sweep runs in the lab VM ({why})")
-            if in_vm:
-                rc = placement.forward(argv, say=cli.say, boot=False)
-            else:
-                rc = placement.forward_booting(argv, say=cli.say)
-            if rc == 0:  # figures are drawn here: matplotlib under software emulation takes minutes
-                _report_newest(Path(args.results), exp.name)
-            return rc
-    run(args.experiment, Options(quick=args.quick, force=args.force, results=Path(args.results), lab_name=args.lab,
-                                 retry_failed=not args.no_retry, repetitions=args.repetitions,
-                                 rerun_disturbed=not args.no_rerun_disturbed),
-        say=cli.say)
-    return 0
+    if kernel.in_lab_vm():  # forwarded here: the host that forwarded it writes the report
+        run(args.experiment, _options(args), say=say)
+        return 0
+    lab_name = args.lab or raw_data(topology_path(args.experiment, exp))["name"]
+    in_vm = placement.lab_is_in_vm(lab_name)
+    # No lab yet: the sweep brings it up where `linklab up` would.
+    use_vm, why = (False, "") if in_vm or state.load(lab_name) is not None else placement.want_vm_for_up(False, False)
+    if not (in_vm or use_vm):
+        write_report(run(args.experiment, _options(args), say=say).path)
+        return 0
+    placement.require_shared_with_vm(Path(args.results), "results directory")
+    if use_vm:
+        say(f"linklab: the sweep runs in the lab VM ({why})")
+    rc = placement.forward(argv, say=say, boot=False) if in_vm else placement.forward_booting(argv, say=say)
+    newest = ResultsStore.latest(Path(args.results), exp.name) if rc == 0 else None
+    if newest is not None and newest.manifest.get("complete"):
+        write_report(newest.path)
+    return rc
 
 
-def _report_newest(results: Path, experiment: str) -> None:
-    from linklab import cli
-    from linklab.sweep.store import ResultsStore
-    newest = ResultsStore.latest(results, experiment)
-    if newest is None or not newest.manifest.get("complete"):
-        return
+def _options(args):
+    from linklab.sweep.engine import Options
+    return Options(quick=args.quick, force=args.force, results=Path(args.results), lab_name=args.lab,
+                   retry_failed=not args.no_retry, repetitions=args.repetitions,
+                   rerun_disturbed=not args.no_rerun_disturbed)
+
+
+def write_report(run_dir: Path) -> None:
+    """The report of a sweep's run, written where the sweep was started, after it: the one place
+    a sweep's report is made (under software emulation matplotlib takes minutes, so a sweep
+    forwarded into the lab VM is reported on the host)."""
     try:
-        from linklab.report.build import write_report
-        cli.say(f"  report: {write_report(newest.path)[0].with_name('report.html')} (`linklab report` prints it)")
+        from linklab.report.build import write_report as write
+        say(f"  report: {write(run_dir)[0].with_name('report.html')} (`linklab report` prints it)")
     except Exception as e:  # the results are safe on disk; a report can be made later
-        cli.say(f"  (no report: {e}; `linklab report {newest.path}` retries)")
+        say(f"  (no report: {e}; `linklab report {run_dir}` retries)")

@@ -7,24 +7,26 @@ from __future__ import annotations
 import platform
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from linklab import __version__, kernel, lab as labmod, runner, state
-from linklab.backends import get_backend
+from linklab import __version__, lab, runner, state
 from linklab.errors import LinklabError, StateError
+from linklab.handle import LabHandle
 from linklab.measure.iperf3 import Iperf3Client
 from linklab.measure.nstat import Nstat
 from linklab.measure.ping import Ping
+from linklab.measure.probes.base import Repetition
+from linklab.measure.traffic import ServerPool, stop_stale_iperf3
 from linklab.model.resolved import Lab
+from linklab.results.store import ResultsStore
 from linklab.sweep import measure_rep, preflight
 from linklab.sweep.experiment import Experiment, file_sha256, load_experiment, raw_data, topology_path
 from linklab.sweep.matrix import Point, expand
 from linklab.sweep.phases import PhaseClock
-from linklab.sweep.plan import plan_point
+from linklab.sweep.plan import PointPlan, plan_point
 from linklab.sweep.progress import Progress
-from linklab.sweep.store import ResultsStore
 
 DISTURBED_FLAG = "host_disturbed"  # linklab/measure/disturbance.py
 RECORDED_SYSCTLS = ("net.ipv4.tcp_congestion_control", "net.ipv4.tcp_reordering", "net.ipv4.tcp_rmem",
@@ -47,9 +49,7 @@ class Options:
 
 
 def run(exp_path: str | Path, opts: Options, say=print) -> ResultsStore:
-    # Time outside the repetitions' rows (start-up, recording, restoring the lab), kept in the
-    # manifest's `timing` so the whole wall time is accounted for.
-    totals = PhaseClock()
+    """Run (or resume) the experiment; returns its results. The caller writes the report."""
     started = time.monotonic()
     exp = load_experiment(exp_path, quick=opts.quick)
     if opts.repetitions:
@@ -57,179 +57,224 @@ def run(exp_path: str | Path, opts: Options, say=print) -> ResultsStore:
     tpath = topology_path(exp_path, exp)
     topo_raw = raw_data(tpath)
     lab_name = opts.lab_name or topo_raw["name"]
-    st = state.load(lab_name)
-    if st is None:
-        say(f"linklab: lab {lab_name} is not up; building it from {tpath}")
-        labmod.up(tpath, name=opts.lab_name, say=say)
-        st = state.require(lab_name)
-    elif Path(st["topology"]["path"]).resolve() != tpath.resolve():
-        raise StateError(f"lab {lab_name} is up from {st['topology']['path']}, but {exp_path} needs {tpath}",
-                         hint=f"`linklab down {lab_name}` first, or run the sweep against another lab with --lab")
-    base_overrides = labmod.base_overrides(st)
-
+    record = _lab_for(lab_name, tpath, exp_path, opts, say)
+    handle = LabHandle.from_record(record)  # the sweep's one backend, and its one view of the lab
     points = expand(exp.matrix, exclude=exp.exclude)
-    parts = fingerprint_parts(exp_path, tpath, opts, base_overrides, st)
-    fingerprint = "|".join(f"{k}={v}" for k, v in parts.items())
+    store, complete = _open_results(exp_path, exp, tpath, handle, points, opts, say)
+    if complete:
+        return store
+    with store.lock(), state.locked(lab_name):
+        sweep = Sweep(exp, topo_raw, handle, lab.remember_base_overrides(lab_name), store, Progress(0), say,
+                      rerun_disturbed=opts.rerun_disturbed)
+        _measure_all(sweep, points, opts, started)
+    rows = store.rows()
+    failed = sum(1 for r in rows if not r.get("preflight_ok", True) or r.get("error"))
+    say(f"linklab: {exp.name}: {len(rows)} repetitions recorded ({failed} failed) in {store.path}")
+    failed_reps = store.failed()
+    if failed_reps and opts.retry_failed:
+        say(f"  the run stays incomplete: rerun the same sweep to retry the {len(failed_reps)} failed "
+            "repetitions (--no-retry accepts them as they are)")
+    say(f"  table: {store.path / 'results.csv'}")
+    return store
+
+
+@dataclass
+class Sweep:
+    """What every point of one sweep shares: the experiment, the running lab (a handle
+    replaced after each reconfiguration), where results go, and what times and reports them."""
+
+    exp: Experiment
+    topo_raw: dict[str, Any]
+    handle: LabHandle
+    base_overrides: list[tuple[str, Any]]  # the lab's own settings, restored at the end
+    store: ResultsStore
+    progress: Progress
+    say: Any = print
+    # Time outside the repetitions' rows (start-up, recording, restoring the lab), kept in the
+    # manifest's `timing` so the whole wall time is accounted for.
+    totals: PhaseClock = field(default_factory=PhaseClock)
+    servers: ServerPool = field(default_factory=ServerPool)
+    applied: list[tuple[str, Any]] | None = None  # the overrides the lab has now (None: not set yet)
+    rerun_disturbed: bool = False  # Options.rerun_disturbed
+
+
+def _lab_for(lab_name: str, tpath: Path, exp_path, opts: Options, say) -> dict[str, Any]:
+    """The state record of the lab the experiment runs against, brought up if it is not."""
+    record = state.load(lab_name)
+    if record is None:
+        say(f"linklab: lab {lab_name} is not up; building it from {tpath}")
+        lab.up(tpath, name=opts.lab_name, say=say)
+        return state.require(lab_name)
+    if Path(record["topology"]["path"]).resolve() != tpath.resolve():
+        raise StateError(f"lab {lab_name} is up from {record['topology']['path']}, but {exp_path} needs {tpath}",
+                         hint=f"`linklab down {lab_name}` first, or run the sweep against another lab with --lab")
+    return record
+
+
+def _fingerprint(parts: dict[str, Any]) -> str:
+    return "|".join(f"{k}={v}" for k, v in parts.items())
+
+
+def _open_results(exp_path, exp: Experiment, tpath: Path, handle: LabHandle, points: list[Point],
+                  opts: Options, say) -> tuple[ResultsStore, bool]:
+    """The run to fill: the unfinished one made under the same conditions, or a new one; or the
+    complete one made under them (said; True: nothing to do)."""
+    parts = fingerprint_parts(exp_path, tpath, opts, lab.base_overrides(handle.record), handle.record)
+    fingerprint = _fingerprint(parts)
     store = None if opts.force else ResultsStore.find_resumable(opts.results, exp.name, fingerprint)
     if store is None and not opts.force:
         latest = ResultsStore.latest(opts.results, exp.name)
         if latest and latest.manifest.get("fingerprint") == fingerprint and latest.manifest.get("complete"):
             say(f"linklab: {exp.name} is already complete in {latest.path} (--force runs it again into a new directory)")
-            return latest
+            return latest, True
         if latest and not latest.manifest.get("complete"):
             refuse_mismatched_resume(latest, parts)
     if store is None:
         store = ResultsStore.create(opts.results, exp.name,
-                                    _manifest(exp_path, exp, tpath, st, points, fingerprint, opts, parts))
+                                    _manifest(exp_path, exp, tpath, handle, points, fingerprint, opts, parts))
         say(f"linklab: results go to {store.path}")
     else:
         say(f"linklab: resuming {store.path} ({len(store.completed(include_failed=not opts.retry_failed))} "
             "repetitions already recorded)")
+    return store, False
 
-    with store.lock(), state.locked(lab_name):
-        base_overrides = labmod.remember_base_overrides(lab_name)
-        for leftover in store.clean_partial():
-            say(f"  removed partial result {leftover}")
-        # iperf3s a killed sweep left running in the lab (they live in their own sessions).
-        live_lab = Lab.model_validate(st["resolved"])
-        for node in live_lab.nodes:
-            if measure_rep.stop_stale_iperf3(live_lab, node.name):
-                say(f"  stopped iperf3 left running on {node.name} by an interrupted sweep")
-        if opts.retry_failed:
-            for point_id, rep in sorted(store.failed()):
-                say(f"  retrying failed repetition (first attempt kept in {store.set_aside_failed(point_id, rep)})")
-        done = store.completed()
-        todo = [(p, r) for p in points for r in range(1, exp.repetitions + 1) if (p.id, r) not in done]
-        progress = Progress(len(points) * exp.repetitions, already_done=len(points) * exp.repetitions - len(todo))
-        totals.add("startup", time.monotonic() - started)
-        pool = measure_rep.ServerPool()
-        applied = _Applied()
-        try:
-            for point in points:
-                reps = [r for r in range(1, exp.repetitions + 1) if (point.id, r) not in done]
-                if reps:
-                    _run_point(exp, topo_raw, lab_name, base_overrides, point, reps, store, progress, say, totals,
-                               pool, applied, rerun_disturbed=opts.rerun_disturbed)
-        finally:
-            pool.stop()
-            progress.close()
-            with totals.phase("restore"):
-                # Put the lab back the way the user left it, whatever happened.
-                labmod.set_params(lab_name, base_overrides, replace=True, lock=False, say=lambda *_: None)
-                labmod.forget_base_overrides(lab_name)
-            store.write_table()
-            store.update_manifest(timing={"seconds": {k: round(v, 3) for k, v in totals.seconds.items()},
-                                          "sweep_wall_s": round(time.monotonic() - started, 3)})
-        failed_reps = store.failed()
-        if not failed_reps or not opts.retry_failed:
-            store.mark_complete()
-    rows = store.rows()
-    failed = sum(1 for r in rows if not r.get("preflight_ok", True) or r.get("error"))
-    say(f"linklab: {exp.name}: {len(rows)} repetitions recorded ({failed} failed) in {store.path}")
-    if failed_reps and opts.retry_failed:
-        say(f"  the run stays incomplete: rerun the same sweep to retry the {len(failed_reps)} failed "
-            "repetitions (--no-retry accepts them as they are)")
-    say(f"  table: {store.path / 'results.csv'}")
-    if kernel.in_lab_vm():
-        return store  # the host that forwarded this sweep writes the report (figures are slow under emulation)
+
+def _measure_all(sweep: Sweep, points: list[Point], opts: Options, started: float) -> None:
+    """Every missing repetition, point by point; then the lab as the user left it, the table,
+    the manifest's timing, and `complete` once nothing failed (or failures are accepted)."""
+    exp, store, say = sweep.exp, sweep.store, sweep.say
+    for leftover in store.clean_partial():
+        say(f"  removed partial result {leftover}")
+    # iperf3s a killed sweep left running in the lab (they live in their own sessions).
+    for node in sweep.handle.lab.nodes:
+        if stop_stale_iperf3(sweep.handle, node.name):
+            say(f"  stopped iperf3 left running on {node.name} by an interrupted sweep")
+    if opts.retry_failed:
+        for point_id, rep in sorted(store.failed()):
+            say(f"  retrying failed repetition (first attempt kept in {store.set_aside_failed(point_id, rep)})")
+    done = store.completed()
+    todo = [(p, r) for p in points for r in range(1, exp.repetitions + 1) if (p.id, r) not in done]
+    sweep.progress = Progress(len(points) * exp.repetitions, already_done=len(points) * exp.repetitions - len(todo))
+    sweep.totals.add("startup", time.monotonic() - started)
     try:
-        from linklab.report.build import write_report
-        say(f"  report: {write_report(store.path)[0]} (`linklab report` prints it)")
-    except Exception as e:  # the results are safe on disk; a report can be made later
-        say(f"  (no report: {e}; `linklab report {store.path}` retries)")
-    return store
+        for point in points:
+            reps = [r for r in range(1, exp.repetitions + 1) if (point.id, r) not in done]
+            if reps:
+                _run_point(sweep, point, reps)
+    finally:
+        sweep.servers.stop()
+        sweep.progress.close()
+        with sweep.totals.phase("restore"):
+            # Put the lab back the way the user left it, whatever happened.
+            lab.set_params(sweep.handle.name, sweep.base_overrides, replace=True, lock=False, say=lambda *_: None,
+                           backend=sweep.handle.backend)
+            lab.forget_base_overrides(sweep.handle.name)
+        store.write_table()
+        store.update_manifest(timing={"seconds": {k: round(v, 3) for k, v in sweep.totals.seconds.items()},
+                                      "sweep_wall_s": round(time.monotonic() - started, 3)})
+    if not store.failed() or not opts.retry_failed:
+        store.mark_complete()
 
 
-def _run_point(exp: Experiment, topo_raw: dict, lab_name: str, base_overrides, point: Point, reps: list[int],
-               store: ResultsStore, progress: Progress, say, totals: PhaseClock,
-               pool: measure_rep.ServerPool | None = None, applied: _Applied | None = None,
-               rerun_disturbed: bool = False) -> None:
-    own_pool = pool is None
-    applied = applied if applied is not None else _Applied()
-    pool = pool if pool is not None else measure_rep.ServerPool()
+def _run_point(sweep: Sweep, point: Point, reps: list[int]) -> None:
+    exp = sweep.exp
     # The point's one-off phases, charged to its first measured repetition (linklab/sweep/phases.py).
     clock = PhaseClock()
     with clock.phase("reconfigure"):
-        plan = plan_point(exp, topo_raw, point.axes)
-        wanted = base_overrides + list(plan.overrides)
-        if applied.rec is None or applied.overrides != wanted:
-            # A point that changes only tool settings (streams, cc...) leaves the lab as it is.
-            applied.rec = labmod.set_params(lab_name, wanted, replace=True, lock=False, say=lambda *_: None)
-            applied.overrides = wanted
-        lab = Lab.model_validate(applied.rec["resolved"])
+        plan = plan_point(exp, sweep.topo_raw, point.axes)
+        _reconfigure(sweep, sweep.base_overrides + list(plan.overrides))
+        fault_targets = _fault_targets(sweep, exp.events)
     with clock.phase("settle"):
         time.sleep(exp.settle)
     with clock.phase("preflight"):
-        pf = preflight.run(lab, plan.client, plan.server, plan.tool.ip)
+        pf = preflight.run(sweep.handle, plan.client, plan.server, plan.tool.ip)
     point_info = {"point_key": point.key, "mtu_varied": plan.mtu_varied, "client": plan.client,
-                  "server": plan.server, "scale": lab.scale, "repetitions": exp.repetitions}
-    tool_settings = tool_columns(plan)
+                  "server": plan.server, "scale": sweep.handle.lab.scale, "repetitions": exp.repetitions}
     with clock.phase("qdisc_dump"):
-        dumps = _qdisc_dumps(lab)
+        dumps = _qdisc_dumps(sweep.handle)
     with clock.phase("server_start"):
-        if pf.ok:
-            pool.get(lab, plan)  # kept up from the previous point when it wants the same servers
+        if pf.ok:  # kept up from the previous point when it wants the same servers
+            sweep.servers.get(sweep.handle, plan.server, plan.client, plan.tool.port,
+                              plan.tool.streams if plan.tool.parallel == "processes" else 1)
+    # (rep, attempt): a repetition flagged host_disturbed comes back once as attempt 2.
+    queue = [(rep, 1) for rep in reps]
+    while queue:
+        rep, attempt = queue.pop(0)
+        if attempt == 1:
+            sweep.progress.start_unit(f"{point.key} rep {rep}/{exp.repetitions}")
+            t0 = time.monotonic()
+        raw = {"qdisc.txt": dumps, "preflight.json": _json(pf.__dict__)}
+        row: dict[str, Any] = {**point_info, **pf.row(), "started_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
+        if attempt > 1:
+            row["disturbed_attempts"] = attempt - 1
+        if not pf.ok:
+            row["error"] = "pre-flight failed: " + "; ".join(pf.problems)
+            sweep.progress.log(f"  pre-flight failed, not measured: {row['error']}")
+        else:
+            _measure_rep(sweep, plan, fault_targets, clock, raw, row)
+        if row.get("error"):
+            raw["error.txt"] = row["error"] + "\n"
+        # Recording is timed too, but lands in the sweep's totals (manifest `timing`): a row
+        # cannot hold the time it takes to write itself.
+        raw["timings.json"] = clock.raw()
+        row.update(clock.row())
+        clock = PhaseClock()
+        with sweep.totals.phase("record"):
+            sweep.store.record(point, rep, raw, row, tool=tool_columns(plan))
+            sweep.store.write_table()
+        if sweep.rerun_disturbed and attempt == 1 and DISTURBED_FLAG in str(row.get("flags") or "").split(";"):
+            aside = sweep.store.set_aside_failed(point.id, rep, why="disturbed")
+            sweep.progress.log(f"  measuring rep {rep} once more: the host was busy ({aside.name} kept)")
+            queue.insert(0, (rep, 2))
+        else:
+            sweep.progress.finish_unit(time.monotonic() - t0)
+        if queue:
+            with clock.phase("pause"):
+                time.sleep(exp.pause)
+
+
+def _reconfigure(sweep: Sweep, overrides: list[tuple[str, Any]]) -> None:
+    """The lab set to `overrides`, unless it has them already (a point that changes only tool
+    settings, such as streams or cc, leaves the lab as it is)."""
+    if sweep.applied != overrides:
+        record = lab.set_params(sweep.handle.name, overrides, replace=True, lock=False, say=lambda *_: None,
+                                backend=sweep.handle.backend)
+        sweep.handle = sweep.handle.with_record(record)
+        sweep.applied = overrides
+
+
+def _fault_targets(sweep: Sweep, events) -> dict[int, Lab]:
+    """For each event that changes an impairment, the point's lab with it and every earlier one
+    applied, resolved once for all the point's repetitions (linklab/measure/probes/faults.py)."""
+    targets, applied = {}, []
+    for i, ev in enumerate(sorted(events, key=lambda e: e.at)):
+        if ev.kind == "impair":
+            applied.append(ev.override())
+            targets[i] = lab.preview(sweep.handle.record, applied)
+    return targets
+
+
+def _measure_rep(sweep: Sweep, plan: PointPlan, fault_targets: dict[int, Lab], clock: PhaseClock,
+                 raw: dict[str, str], row: dict[str, Any]) -> None:
+    """One repetition measured into `raw` and `row`; a failure is recorded in the row, with what
+    the tools printed before it (the raw output explains the error)."""
+    exp = sweep.exp
+    rep = Repetition(sweep.handle, plan.client, plan.server, plan.tool.ip, omit=exp.warmup)
     try:
-        # (rep, attempt): a repetition flagged host_disturbed comes back once as attempt 2.
-        queue = [(rep, 1) for rep in reps]
-        while queue:
-            rep, attempt = queue.pop(0)
-            if attempt == 1:
-                progress.start_unit(f"{point.key} rep {rep}/{exp.repetitions}")
-                t0 = time.monotonic()
-            raw = {"qdisc.txt": dumps, "preflight.json": _json(pf.__dict__)}
-            row: dict[str, Any] = {**point_info, **pf.row(), "started_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
-            if attempt > 1:
-                row["disturbed_attempts"] = attempt - 1
-            if not pf.ok:
-                row["error"] = "pre-flight failed: " + "; ".join(pf.problems)
-                progress.log(f"  pre-flight failed, not measured: {row['error']}")
-            else:
-                try:
-                    m_raw, m_row = measure_rep.measure(lab, plan, exp.measure, omit=exp.warmup, events=exp.events,
-                                                       clock=clock)
-                    raw.update(m_raw)
-                    row.update(m_row)
-                    if row.get("flags"):  # say it now: a disturbed point is worth rerunning
-                        progress.log(f"  warning: {row['flags']}: {row['flag_evidence']}")
-                except LinklabError as e:
-                    # Keep what the tools printed before it failed: the raw output explains the error.
-                    raw.update(getattr(e, "raw", None) or {})
-                    row["error"] = str(e)
-                    progress.log(f"  measurement failed: {e}")
-            if row.get("error"):
-                raw["error.txt"] = row["error"] + "\n"
-            # Recording is timed too, but lands in the sweep's totals (manifest `timing`): a row
-            # cannot hold the time it takes to write itself.
-            raw["timings.json"] = clock.raw()
-            row.update(clock.row())
-            clock = PhaseClock()
-            with totals.phase("record"):
-                store.record(point, rep, raw, row, tool=tool_settings)
-                store.write_table()
-            if rerun_disturbed and attempt == 1 and DISTURBED_FLAG in str(row.get("flags") or "").split(";"):
-                aside = store.set_aside_failed(point.id, rep, why="disturbed")
-                progress.log(f"  measuring rep {rep} once more: the host was busy ({aside.name} kept)")
-                queue.insert(0, (rep, 2))
-            else:
-                progress.finish_unit(time.monotonic() - t0)
-            if queue:
-                with clock.phase("pause"):
-                    time.sleep(exp.pause)
-    finally:
-        if own_pool:
-            pool.stop()
+        m_raw, m_row = measure_rep.measure(
+            rep, measure_rep.traffic_for(plan, sweep.handle, exp.warmup, exp.events),
+            measure_rep.probes_for(plan, exp.measure, sweep.handle, exp.events, fault_targets), clock)
+        raw.update(m_raw)
+        row.update(m_row)
+        if row.get("flags"):  # say it now: a disturbed point is worth rerunning
+            sweep.progress.log(f"  warning: {row['flags']}: {row['flag_evidence']}")
+    except LinklabError as e:
+        raw.update(getattr(e, "raw", None) or {})
+        row["error"] = str(e)
+        sweep.progress.log(f"  measurement failed: {e}")
 
 
-@dataclass
-class _Applied:
-    """The lab settings the sweep last applied, and the state record they produced."""
-
-    overrides: list | None = None
-    rec: dict | None = None
-
-
-def tool_columns(plan) -> dict[str, Any]:
+def tool_columns(plan: PointPlan) -> dict[str, Any]:
     """The tool settings a point asked for; stored as `tool.<name>`, apart from what was measured."""
     t = plan.tool
     return {"duration_s": t.duration, "cc": plan.cc, "protocol": t.protocol, "ip": t.ip, "streams": t.streams,
@@ -261,10 +306,10 @@ def refuse_mismatched_resume(latest: ResultsStore, parts: dict[str, Any]) -> Non
                      hint="restore those conditions to resume it, or --force to start a new run")
 
 
-def _qdisc_dumps(lab: Lab) -> str:
+def _qdisc_dumps(handle: LabHandle) -> str:
     out = []
-    for node in lab.nodes:
-        res = runner.run(["tc", "-n", get_backend().node_netns(lab, node.name), "-s", "-d", "qdisc", "show"],
+    for node in handle.lab.nodes:
+        res = runner.run(["tc", "-n", handle.ns(node.name), "-s", "-d", "qdisc", "show"],
                          check=False, timeout=10)  # tc's own -n: no `ip netns exec` process on top
         out.append(f"### {node.name}\n{res.stdout}")
     return "\n".join(out)
@@ -285,14 +330,11 @@ def _tool_versions() -> dict[str, str]:
     return out
 
 
-def _manifest(exp_path, exp: Experiment, tpath: Path, st: dict, points: list[Point], fingerprint: str,
+def _manifest(exp_path, exp: Experiment, tpath: Path, handle: LabHandle, points: list[Point], fingerprint: str,
               opts: Options, parts: dict[str, Any]) -> dict[str, Any]:
-    res = st["resolved"]
-    hosts = [n["name"] for n in res["nodes"] if n["kind"] == "host"]
-    sysctls = {}
-    lab = Lab.model_validate(res)
-    for h in hosts:
-        sysctls[h] = get_backend().read_sysctls(lab, h, list(RECORDED_SYSCTLS))
+    st, res = handle.record, handle.record["resolved"]
+    sysctls = {n.name: handle.backend.read_sysctls(handle.lab, n.name, list(RECORDED_SYSCTLS))
+               for n in handle.lab.nodes if n.kind == "host"}
     versions = parts["tools"]
     return {
         "fingerprint": fingerprint, "fingerprint_parts": parts, "linklab": __version__, "command": sys.argv,
@@ -309,6 +351,6 @@ def _manifest(exp_path, exp: Experiment, tpath: Path, st: dict, points: list[Poi
         "streams_note": ("iperf3 {} sends all -P streams from one thread (3.16+ uses one thread per stream); "
                          "`parallel: processes` runs one iperf3 per stream instead".format(versions.get("iperf3"))),
         "sysctls_at_start": sysctls,
-        "qdiscs_at_start": _qdisc_dumps(Lab.model_validate(res)),
+        "qdiscs_at_start": _qdisc_dumps(handle),
         "resolved_lab": res,
     }

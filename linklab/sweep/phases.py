@@ -24,6 +24,9 @@ ASKED = ("settle", "window", "pause")
 # every repetition. A sweep of 10 repetitions per point pays the first a tenth as often.
 PER_POINT = ("reconfigure", "settle", "preflight", "qdisc_dump", "server_start")
 PER_SWEEP = ("startup", "restore")
+# Reported by every measured repetition, 0 when nothing ran in it (a probe the experiment did not
+# ask for): the same phase columns in every row, whatever was measured.
+EVERY_REP = ("counters", "cc_read", "cpu_sampling", "window", "window_tail", "parse", "host_cpu")
 
 
 class PhaseClock:

@@ -13,9 +13,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from linklab.errors import LinklabError, ValidationFailed
+from linklab.measure.traffic import CC_SYSCTL
 from linklab.sweep.experiment import TOOL_AXES, Experiment, Tool, is_path_axis, one_of, topology_path
-
-CC_SYSCTL = "net.ipv4.tcp_congestion_control"
 
 
 @dataclass(frozen=True)

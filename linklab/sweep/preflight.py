@@ -13,8 +13,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from linklab.backends import get_backend
 from linklab.backends.base import bond_summary
+from linklab.handle import LabHandle
 from linklab.measure.ping import Ping
 from linklab.model.resolved import Lab
 
@@ -42,8 +42,9 @@ class Preflight:
                 "path_mtu": self.path_mtu, "preflight_wait_s": round(self.waited_s, 2)}
 
 
-def bond_problems(lab: Lab, nodes: set[str] | None = None) -> tuple[list[str], list[dict[str, Any]]]:
-    live = get_backend().inspect(lab)
+def bond_problems(handle: LabHandle, nodes: set[str] | None = None) -> tuple[list[str], list[dict[str, Any]]]:
+    lab = handle.lab
+    live = handle.backend.inspect(lab)
     problems, summaries = [], []
     for link in lab.links:
         for b in link.bonds:
@@ -78,12 +79,13 @@ def path_mtu(lab: Lab, client: str, server: str) -> int:
     return min([link.mtu for link in lab.links if link.segment in segs] + [m for m in ports if m])
 
 
-def run(lab: Lab, client: str, server: str, ip: int, deadline_s: float = 15.0) -> Preflight:
+def run(handle: LabHandle, client: str, server: str, ip: int, deadline_s: float = 15.0) -> Preflight:
+    lab = handle.lab
     pf = Preflight()
     t0 = time.monotonic()
     # Bonds: LACP takes a few seconds to converge after a mode change, so poll until a deadline.
     while True:
-        problems, pf.bonds = bond_problems(lab)
+        problems, pf.bonds = bond_problems(handle)
         if not problems or time.monotonic() - t0 > deadline_s:
             break
         time.sleep(0.2)
@@ -95,7 +97,7 @@ def run(lab: Lab, client: str, server: str, ip: int, deadline_s: float = 15.0) -
     if ip == 6 and mtu < 1280:
         pf.fail(f"IPv6 asked for, but the path MTU is {mtu} (< 1280: no IPv6)")
         return pf
-    ns = get_backend().node_netns(lab, client)
+    ns = handle.ns(client)
     target = server if ip == 4 else f"{server}-v6"
     size = mtu - IP_HEADER[ip]
     # 20 ms apart (root may go below ping's 200 ms floor): 0.7 s less per point under emulation.

@@ -346,8 +346,8 @@ class PortServer:
         exited_at = None
         timed_out = False
         # Once the command has closed its output, only its exit is awaited, and nothing wakes the
-        # poll for it: look again after 5 ms, 10, 20... up to the usual 100 (a short command's
-        # exit used to wait up to 100 ms here).
+        # poll for it: look again after 5 ms, 10, 20... up to the usual 100 (at a steady 100 ms,
+        # a short command's exit would wait up to that long).
         exit_wait_ms = EXIT_POLL_FIRST_MS
         while True:
             while self.pending:  # frames that arrived together with the request

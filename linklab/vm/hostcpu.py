@@ -16,10 +16,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from linklab.fsutil import write_json_atomic
 from linklab.measure.cpu import CLK_TCK, parse_pid_stat, parse_proc_stat
-from linklab.state import write_json_atomic
+from linklab.measure.probes.base import Probe, Repetition
 
 KEEP = 900  # samples (15 minutes at 1 s): longer than any repetition
+FILE = "host-cpu.json"  # in the lab VM's directory of the state directory
 
 
 def sample(qemu_pid: int, proc: str = "/proc") -> dict[str, Any] | None:
@@ -51,6 +53,26 @@ def window(samples: list[dict[str, Any]], t0: float, t1: float) -> dict[str, flo
     qemu = (b["qemu"] - a["qemu"]) / dt * 100
     return {"host_busy_pct": round(busy, 1), "host_qemu_pct": round(qemu, 1),
             "host_other_pct": round(max(busy - qemu, 0.0), 1), "host_cpus": b["ncpu"]}
+
+
+class HostCpu(Probe):
+    """The host's CPU during a repetition's window, as the host recorded it in `path`: a probe
+    of repetitions run in the lab VM (linklab/placement.py supplies it there; a guest cannot see
+    the host's other work, and natively there is no host apart from the lab's kernel)."""
+
+    phase = "host_cpu"
+    WAIT_S = 2.5  # the host samples once a second: wait for one after the window
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def row(self, rep: Repetition) -> dict[str, Any]:
+        deadline = time.monotonic() + self.WAIT_S
+        while True:
+            got = window(read(self.path), rep.wall_opened, rep.wall_closed)
+            if got is not None or time.monotonic() > deadline:
+                return got or {"host_busy_pct": None}
+            time.sleep(0.1)
 
 
 def read(path: Path) -> list[dict[str, Any]]:

@@ -375,7 +375,7 @@ class LabVM:
             ch, _ = open_channel(sock, time.monotonic() + 60, alive)
             # Host CPU is sampled for sweeps (disturbance.host_disturbed). A user's command in a node
             # (`linklab exec`) has no measurement window, and a sample costs two fsyncs at its start.
-            recorder = (hostcpu.Recorder(self.dir / "host-cpu.json", info["pid"]) if netns is None
+            recorder = (hostcpu.Recorder(self.dir / hostcpu.FILE, info["pid"]) if netns is None
                         else contextlib.nullcontext())
             with ch, recorder:
                 return ch.run([str(a) for a in argv], str(cwd), forwarded_env() if env is None else env,

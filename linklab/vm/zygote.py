@@ -41,11 +41,11 @@ from pathlib import Path
 log = logging.getLogger("linklab.vm.zygote")
 
 # A module that does not exist only means a colder run.
-# linklab.backends.linux: every lab command reaches the backend, and importing it (with its kinds,
-# qdisc, bond and netlink modules) in each forked run cost ~1 s under TCG.
+# linklab.backends.linux.backend: every lab command reaches the backend, and importing it (with its
+# kinds, tc, bond and netlink modules) in each forked run cost ~1 s under TCG.
 # "module:function" imports the module and calls the function once: linklab.cli:warm builds the
 # command-line parser, 0.25 s of every forked run under TCG.
-PRELOAD = ("linklab.cli", "yaml", "pydantic", "pyroute2", "linklab.lab", "linklab.backends.linux", "linklab.cli:warm")
+PRELOAD = ("linklab.cli", "yaml", "pydantic", "pyroute2", "linklab.lab", "linklab.backends.linux.backend", "linklab.cli:warm")
 # The host puts a digest of linklab's sources in a warm run's environment (tree_digest: ~10 ms
 # on the host). The zygote compares it with the digest it took before importing, instead of stat'ing
 # its loaded files over 9p before every run (0.17 s under TCG).
@@ -134,9 +134,9 @@ def serve(sock: socket.socket, modules: list[str], roots: list[Path]) -> None:
     signal.signal(signal.SIGCHLD, lambda *_: reap(sock))
     tree = tree_digest(roots)  # before importing: a file edited meanwhile then shows as stale
     failed = preload(modules)
-    # From here the loop reaps. A child's exit wakes it at once (its exit report used to wait for
-    # the next 0.2 s tick, the largest part of a short forwarded command): SIGCHLD gets a handler
-    # that does nothing, so Python writes to the wakeup pipe for it.
+    # From here the loop reaps. A child's exit wakes it at once (waiting for a 0.2 s tick would be
+    # the largest part of a short forwarded command): SIGCHLD gets a handler that does nothing, so
+    # Python writes to the wakeup pipe for it.
     wake_r, wake_w = os.pipe()
     for fd in (wake_r, wake_w):
         os.set_blocking(fd, False)

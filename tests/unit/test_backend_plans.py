@@ -1,7 +1,7 @@
 """Pure parts of the Linux backend: tc call plans and bond option translation."""
 
 from linklab.backends.linux import bond as b
-from linklab.backends.linux import qdisc as tc
+from linklab.linux import tc
 from linklab.backends.linux.inspect import bond_summary
 from linklab.backends.linux.names import mark, parse_mark
 from linklab.model.resolved import Qdisc
@@ -112,7 +112,7 @@ def test_netlink_batch_builds_the_requests_iproute2_would_send(tmp_path, monkeyp
     from pyroute2.netlink.rtnl.ifaddrmsg import ifaddrmsg
     from pyroute2.netlink.rtnl.ifinfmsg import IFF_UP, ifinfmsg
 
-    from linklab.backends.linux import netlink
+    from linklab.linux import netlink
 
     monkeypatch.setattr(netlink.netns, "NETNS_RUN_DIR", str(tmp_path))
     (tmp_path / "ll-x-h2").write_text("")  # stands in for the peer's namespace file
@@ -161,7 +161,7 @@ def test_netlink_batch_packs_the_bytes_pyroute2_would(tmp_path, monkeypatch):
     from pyroute2.netlink.rtnl.ifaddrmsg import IFA_F_NODAD, ifaddrmsg
     from pyroute2.netlink.rtnl.ifinfmsg import IFF_UP, ifinfmsg
 
-    from linklab.backends.linux import netlink
+    from linklab.linux import netlink
 
     def encoded(m, kind, flags, seq):
         m["header"].update({"type": kind, "flags": NLM_F_REQUEST | NLM_F_ACK | flags, "sequence_number": seq})
@@ -227,7 +227,7 @@ def test_the_loopback_mark_is_read_from_a_raw_link_reply():
     # `down` reads each namespace's mark from one raw RTM_GETLINK reply (captured: kernel 6.18).
     from pathlib import Path
 
-    from linklab.backends.linux import netlink
+    from linklab.linux import netlink
 
     data = Path(__file__).resolve().parent.parent / "data" / "tools"
     reply = bytes.fromhex((data / "rtm_newlink_lo_alias.hex").read_text().strip())
@@ -240,7 +240,7 @@ def test_the_loopback_mark_is_read_from_a_raw_link_reply():
 def test_a_raw_link_dump_gives_names_indexes_mtus_states_and_masters():
     from pathlib import Path
 
-    from linklab.backends.linux import netlink
+    from linklab.linux import netlink
 
     data = Path(__file__).resolve().parent.parent / "data" / "tools" / "rtm_getlink_dump.hex"
     chunks = [bytes.fromhex(line) for line in data.read_text().split()]
@@ -290,7 +290,7 @@ def test_a_raw_link_dump_gives_the_counters_pyroute2_decodes():
     from pyroute2.netlink.rtnl import RTM_NEWLINK
     from pyroute2.netlink.rtnl.ifinfmsg import ifinfmsg
 
-    from linklab.backends.linux import netlink
+    from linklab.linux import netlink
 
     data = Path(__file__).resolve().parent.parent / "data" / "tools" / "rtm_getlink_dump_traffic.hex"
     done, got, chunks = _dump_messages(data, netlink.parse_link_dump)
@@ -314,7 +314,7 @@ def test_a_raw_qdisc_dump_gives_the_counters_pyroute2_and_tc_show():
     from pyroute2.netlink.rtnl import RTM_NEWQDISC
     from pyroute2.netlink.rtnl.tcmsg import tcmsg
 
-    from linklab.backends.linux import netlink
+    from linklab.linux import netlink
 
     data = Path(__file__).resolve().parent.parent / "data" / "tools" / "rtm_getqdisc_dump.hex"
     done, got, chunks = _dump_messages(data, netlink.parse_qdisc_dump)

@@ -6,7 +6,7 @@ import time
 import pytest
 
 from linklab import cli, state
-from linklab.sweep.store import ResultsStore
+from linklab.results.store import ResultsStore
 
 BOMB = "\n".join(['a0: &a0 ["x","x","x","x","x","x","x","x","x"]'] +
                  [f"a{i}: &a{i} [{','.join([f'*a{i-1}'] * 9)}]" for i in range(1, 10)]) + "\n"

@@ -4,7 +4,7 @@
 import pytest
 from pydantic import ValidationError
 
-from linklab.backends.linux import qdisc as tc
+from linklab.linux import tc
 from linklab.model.resolved import Qdisc
 from linklab.sweep.experiment import Event
 

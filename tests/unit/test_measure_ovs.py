@@ -2,8 +2,8 @@
 
 from pathlib import Path
 
-from linklab.backends.linux import _ovs_tool
-from linklab.measure import ovs
+from linklab.backends.linux.kinds.ovs import tool_args
+from linklab.linux import ovs
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "tools"
 
@@ -48,10 +48,10 @@ def test_port_delta_by_name():
 
 
 def test_linklab_ovs_command_reaches_the_right_tool():
-    assert _ovs_tool(["dump-flows"], "s1") == ("ovs-ofctl", ["-O", "OpenFlow13", "dump-flows", "s1"])
-    assert _ovs_tool(["vsctl", "show"], "s1") == ("ovs-vsctl", ["show"])
-    assert _ovs_tool(["appctl", "dpctl/show"], "s1") == ("ovs-appctl", ["dpctl/show"])
-    assert _ovs_tool(["ofctl", "dump-groups", "s1"], "s1") == ("ovs-ofctl", ["-O", "OpenFlow13", "dump-groups", "s1"])
+    assert tool_args(["dump-flows"], "s1") == ("ovs-ofctl", ["-O", "OpenFlow13", "dump-flows", "s1"])
+    assert tool_args(["vsctl", "show"], "s1") == ("ovs-vsctl", ["show"])
+    assert tool_args(["appctl", "dpctl/show"], "s1") == ("ovs-appctl", ["dpctl/show"])
+    assert tool_args(["ofctl", "dump-groups", "s1"], "s1") == ("ovs-ofctl", ["-O", "OpenFlow13", "dump-groups", "s1"])
 
 
 def _lab(path):

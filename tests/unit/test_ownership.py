@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-import linklab.backends.linux as linux
+import linklab.backends.linux.backend as linux
 from linklab import cli, lab, placement, state
 from linklab.backends.linux.names import current_home, mark, netns_name
 from linklab.errors import StateError
@@ -23,9 +23,9 @@ class World:
         # Never the real kernel from a unit test: creating anything is a test failure.
         monkeypatch.setattr(linux.netns, "create", lambda ns, *a: (_ for _ in ()).throw(AssertionError(f"created {ns}")))
         monkeypatch.setattr(linux.netlink, "create", lambda ns, *a: (_ for _ in ()).throw(AssertionError(f"created {ns}")))
-        monkeypatch.setattr(linux, "_read_mark", lambda ns: self.ns.get(ns))
-        monkeypatch.setattr(linux, "_remove_netns", lambda ns, *table: self.ns.pop(ns, None))
-        monkeypatch.setattr(linux, "_remove_hosts_dir", lambda d, name: False)
+        monkeypatch.setattr(linux, "read_mark", lambda ns: self.ns.get(ns))
+        monkeypatch.setattr(linux, "remove_netns", lambda ns, *table: self.ns.pop(ns, None))
+        monkeypatch.setattr(linux.hostsfile, "remove_dir", lambda d, name: False)
 
 
 @pytest.fixture
@@ -201,12 +201,12 @@ def test_a_vm_the_user_started_is_kept_with_no_lab(world, monkeypatch, tmp_path)
 
 
 def test_hosts_dir_left_empty_by_a_killed_down_is_removed_but_not_one_with_files(tmp_path):
-    from linklab.backends.linux import _remove_hosts_dir
+    from linklab.backends.linux.hostsfile import remove_dir
     empty = tmp_path / "ll-lab-h2"
     empty.mkdir()
     (empty / ".hosts.tmp").write_text("partial")
-    assert _remove_hosts_dir(empty, "lab") is True and not empty.exists()
+    assert remove_dir(empty, "lab") is True and not empty.exists()
     someone = tmp_path / "ll-lab-h3"
     someone.mkdir()
     (someone / "resolv.conf").write_text("nameserver 1.1.1.1\n")  # not ours: kept
-    assert _remove_hosts_dir(someone, "lab") is False and (someone / "resolv.conf").exists()
+    assert remove_dir(someone, "lab") is False and (someone / "resolv.conf").exists()

@@ -3,7 +3,7 @@
 import pytest
 
 from linklab import units
-from linklab.backends.linux import qdisc as tc
+from linklab.linux import tc
 from linklab.model import Context, load_topology, queues, resolve
 
 

@@ -12,7 +12,7 @@ from linklab.report.build import build, write, write_report
 from linklab.report.points import axis_texts, group
 from linklab.report.runs import Run, export, find_run
 from linklab.sweep.matrix import expand
-from linklab.sweep.store import ResultsStore
+from linklab.results.store import ResultsStore
 
 POINTS = expand({"bond_mode": ["802.3ad", "balance-rr"], "streams": [1]})
 REFERENCE = """\

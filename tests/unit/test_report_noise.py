@@ -144,16 +144,16 @@ def test_baseline_names_the_points_short_of_quiet_repetitions_in_a_real_run(tmp_
 def test_recording_forgets_a_lab_whose_vm_stopped_before_sweeping(monkeypatch):
     # `linklab sweep` refuses (exit 3) a lab recorded in a lab VM that has stopped since; an
     # unattended `linklab noise --record` forgets it first, so the sweep builds it again.
-    from linklab import cli, placement
+    from linklab import placement, state
     from linklab.report import cli as report_cli
 
     calls = []
-    monkeypatch.setattr(cli, "main", lambda argv: calls.append(argv) or 0)
+    monkeypatch.setattr(state, "remove", lambda name: calls.append(name))
     monkeypatch.setattr(placement, "lab_is_in_vm", lambda name: name == "bond2")
     for running in (True, False):
         monkeypatch.setattr(placement, "lab_vm", lambda running=running: type("VM", (), {"running": lambda self: running})())
         report_cli._forget_lab_of_stopped_vm("experiments/e1_bonding_mtu.yaml")
-    assert calls == [["down", "bond2"]]
+    assert calls == ["bond2"]
 
 
 def test_baseline_records_at_least_5_repetitions_or_the_experiments_own(monkeypatch, tmp_path):

@@ -3,14 +3,17 @@
 import io
 import json
 import time
+from pathlib import Path
 
 import pytest
 
+from linklab.handle import LabHandle
+from linklab.measure import traffic
+from linklab.results.store import ResultsStore
 from linklab.sweep import engine, measure_rep, phases, preflight
 from linklab.sweep.matrix import Point
 from linklab.sweep.phases import PhaseClock
 from linklab.sweep.progress import Progress
-from linklab.sweep.store import ResultsStore
 
 
 def test_clock_accumulates_repeated_phases_in_first_run_order():
@@ -69,65 +72,79 @@ class _Plan:
 
     class tool:  # noqa: N801 -- stands in for the experiment's tool settings
         duration, protocol, ip, streams, parallel, mss, length, port = 5.0, "tcp", 4, 1, "threads", None, None, 5201
+        interval, udp_rate, ping_count, ping_interval = None, "1gbit", 3, 0.2
 
 
 class _Exp:
     settle, pause, warmup, measure, events, repetitions = 0.05, 0.05, 1.0, ["throughput"], (), 2
 
 
-def _stub_point(monkeypatch, fake_measure):
-    """_run_point against stubs: no lab, no pre-flight, measure() is `fake_measure`."""
-    lab = {"name": "t", "scale": 1.0}
-    monkeypatch.setattr(engine, "plan_point", lambda exp, topo, axes: _Plan)
-    monkeypatch.setattr(engine.labmod, "set_params", lambda *a, **k: {"resolved": lab})
-    monkeypatch.setattr(engine.Lab, "model_validate", staticmethod(lambda d: type("L", (), {"scale": 1.0, "name": "t"})()))
+def _record():
+    from linklab.model import Context, load_topology, resolve
+    lab = resolve(load_topology(Path(__file__).resolve().parents[2] / "tests/integration/data/one_link.yaml"), Context())
+    return {"lab": lab.name, "backend": "linux", "resolved": lab.model_dump(mode="json"),
+            "netns": {n.name: f"ns-{n.name}" for n in lab.nodes}, "topology": {"path": "t.yaml", "overrides": []}}
+
+
+def _sweep(tmp_path, monkeypatch, exp=None, record=None):
+    """A sweep over a lab that is only a state record: nothing reaches a kernel."""
+    record = record or _record()
     monkeypatch.setattr(preflight, "run", lambda *a, **k: preflight.Preflight())
-    monkeypatch.setattr(engine, "_qdisc_dumps", lambda lab: "")
-    monkeypatch.setattr(measure_rep, "start_servers", lambda lab, plan: None)
-    monkeypatch.setattr(measure_rep, "measure", fake_measure)
+    monkeypatch.setattr(engine, "_qdisc_dumps", lambda handle: "")
+    monkeypatch.setattr(engine.ServerPool, "get", lambda self, *a: None)
+    store = ResultsStore.create(tmp_path, "e", {"fingerprint": "f"})
+    return engine.Sweep(exp or _Exp, {}, LabHandle.from_record(record, backend=object()), [], store,
+                        Progress(3, stream=io.StringIO()), print)
 
 
 def test_run_point_charges_one_off_phases_to_the_first_rep_and_pause_to_the_next(tmp_path, monkeypatch):
-    def fake_measure(lab, plan, what, omit, events=(), clock=None):
+    monkeypatch.setattr(engine, "plan_point", lambda exp, topo, axes: _Plan)
+    monkeypatch.setattr(engine.lab, "set_params", lambda *a, **k: _record())
+
+    def fake_measure(rep, traffic, probes, clock=None):
+        assert rep.client == "h1" and rep.client_ns == "ns-h1" and rep.target == "h2"
         with clock.phase("window"):
             time.sleep(0.01)
         return {"iperf3.json": "{}"}, {"window_s": 0.01}
 
-    _stub_point(monkeypatch, fake_measure)
-    store = ResultsStore.create(tmp_path, "e", {"fingerprint": "f"})
-    totals = PhaseClock()
+    monkeypatch.setattr(measure_rep, "measure", fake_measure)
+    monkeypatch.setattr(measure_rep, "probes_for", lambda *a, **k: [])
+    sweep = _sweep(tmp_path, monkeypatch)
     point = Point(index=0, id="p0", key="k", axes={})
-    engine._run_point(_Exp, {}, "t", [], point, [1, 2], store, Progress(2, stream=io.StringIO()), print, totals)
-    first, second = store.rows()
+    engine._run_point(sweep, point, [1, 2])
+    first, second = sweep.store.rows()
     assert {"phase_reconfigure_s", "phase_settle_s", "phase_preflight_s", "phase_server_start_s",
             "phase_window_s"} <= set(first)
     assert "phase_pause_s" not in first
     assert "phase_pause_s" in second and "phase_reconfigure_s" not in second
     assert second["phase_pause_s"] >= 0.05
-    timings = json.loads((store.rep_dir("p0", 1) / "timings.json").read_text())
+    timings = json.loads((sweep.store.rep_dir("p0", 1) / "timings.json").read_text())
     assert timings["seconds"]["window"] == first["phase_window_s"]
-    assert totals.seconds["record"] > 0
+    assert sweep.totals.seconds["record"] > 0
 
 
 def _flagged(monkeypatch, flags_per_call):
     """measure() returns rows flagged as `flags_per_call` says, in order."""
     calls = iter(flags_per_call)
 
-    def fake_measure(lab, plan, what, omit, events=(), clock=None):
+    def fake_measure(rep, traffic, probes, clock=None):
         flags = next(calls)
         return {"iperf3.json": "{}"}, {"throughput_bps": 1e6, "flags": flags, "flag_evidence": flags and "busy"}
 
-    _stub_point(monkeypatch, fake_measure)
+    monkeypatch.setattr(engine, "plan_point", lambda exp, topo, axes: _Plan)
+    monkeypatch.setattr(engine.lab, "set_params", lambda *a, **k: _record())
+    monkeypatch.setattr(measure_rep, "measure", fake_measure)
+    monkeypatch.setattr(measure_rep, "probes_for", lambda *a, **k: [])
 
 
 def test_a_disturbed_repetition_is_measured_once_more_and_the_first_attempt_kept(tmp_path, monkeypatch):
     # rep 1: disturbed, then quiet; rep 2: quiet; rep 3: disturbed twice (kept as it is, flagged).
     _flagged(monkeypatch, ["host_disturbed", "", "queue_dropped", "core_saturated;host_disturbed", "host_disturbed"])
-    store = ResultsStore.create(tmp_path, "e", {"fingerprint": "f"})
-    point = Point(index=0, id="p0", key="k", axes={})
+    sweep = _sweep(tmp_path, monkeypatch)
     log = io.StringIO()
-    engine._run_point(_Exp, {}, "t", [], point, [1, 2, 3], store, Progress(3, stream=log), print, PhaseClock(),
-                      rerun_disturbed=True)
+    sweep.progress, sweep.rerun_disturbed = Progress(3, stream=log), True
+    engine._run_point(sweep, Point(index=0, id="p0", key="k", axes={}), [1, 2, 3])
+    store = sweep.store
     rows = {r["rep"]: r for r in store.rows()}
     assert [rows[k]["flags"] for k in (1, 2, 3)] == ["", "queue_dropped", "host_disturbed"]
     assert rows[1]["disturbed_attempts"] == 1 and "disturbed_attempts" not in rows[2]
@@ -141,10 +158,9 @@ def test_a_disturbed_repetition_is_measured_once_more_and_the_first_attempt_kept
 
 def test_without_the_option_a_disturbed_repetition_stays(tmp_path, monkeypatch):
     _flagged(monkeypatch, ["host_disturbed", "host_disturbed"])
-    store = ResultsStore.create(tmp_path, "e", {"fingerprint": "f"})
-    engine._run_point(_Exp, {}, "t", [], Point(index=0, id="p0", key="k", axes={}), [1, 2], store,
-                      Progress(2, stream=io.StringIO()), print, PhaseClock())
-    assert [r["flags"] for r in store.rows()] == ["host_disturbed", "host_disturbed"]
+    sweep = _sweep(tmp_path, monkeypatch)
+    engine._run_point(sweep, Point(index=0, id="p0", key="k", axes={}), [1, 2])
+    assert [r["flags"] for r in sweep.store.rows()] == ["host_disturbed", "host_disturbed"]
 
 
 class _Proc:
@@ -158,38 +174,32 @@ class _Proc:
 def test_server_pool_keeps_servers_up_across_points_that_want_the_same_ones(monkeypatch):
     started = []
 
-    def fake_start(lab, plan):
-        s = measure_rep.Servers([_Proc()], [plan.tool.port])
+    def fake_start(handle, server, client, port, count):
+        s = traffic.Servers([_Proc()], [port])
         started.append(s)
         return s
 
     stopped = []
-    monkeypatch.setattr(measure_rep, "start_servers", fake_start)
-    monkeypatch.setattr(measure_rep.Servers, "stop", lambda self: stopped.append(self))
-    lab = type("L", (), {"name": "t"})()
-    pool = measure_rep.ServerPool()
-    first = pool.get(lab, _Plan)
-    assert pool.get(lab, _Plan) is first and len(started) == 1  # same servers wanted: reused
+    monkeypatch.setattr(traffic, "start_servers", fake_start)
+    monkeypatch.setattr(traffic.Servers, "stop", lambda self: stopped.append(self))
+    handle = type("H", (), {"name": "t"})()
+    pool = traffic.ServerPool()
+    first = pool.get(handle, "h2", "h1", 5201, 1)
+    assert pool.get(handle, "h2", "h1", 5201, 1) is first and len(started) == 1  # same servers wanted: reused
     first.procs[0].alive = False  # a server died: started again
-    second = pool.get(lab, _Plan)
+    second = pool.get(handle, "h2", "h1", 5201, 1)
     assert second is not first and stopped == [first]
-
-    class Other(_Plan):
-        server = "h3"
-    assert pool.get(lab, Other) is not second and stopped == [first, second]  # another node
+    assert pool.get(handle, "h3", "h1", 5201, 1) is not second and stopped == [first, second]  # another node
     pool.stop()
     assert len(stopped) == 3 and pool.servers is None
 
 
 def test_a_point_that_changes_only_tool_settings_does_not_reconfigure_the_lab(tmp_path, monkeypatch):
     applied_sets = []
-    monkeypatch.setattr(engine.labmod, "set_params",
-                        lambda name, overrides, **k: applied_sets.append(list(overrides)) or {"resolved": {}})
-    monkeypatch.setattr(engine.Lab, "model_validate", staticmethod(lambda d: type("L", (), {"scale": 1.0, "name": "t"})()))
-    monkeypatch.setattr(preflight, "run", lambda *a, **k: preflight.Preflight())
-    monkeypatch.setattr(engine, "_qdisc_dumps", lambda lab: "")
-    monkeypatch.setattr(measure_rep, "start_servers", lambda lab, plan: None)
+    monkeypatch.setattr(engine.lab, "set_params",
+                        lambda name, overrides, **k: applied_sets.append(list(overrides)) or _record())
     monkeypatch.setattr(measure_rep, "measure", lambda *a, **k: ({}, {}))
+    monkeypatch.setattr(measure_rep, "probes_for", lambda *a, **k: [])
 
     class Mtu1500(_Plan):
         overrides = (("links[*].mtu", 1500),)
@@ -199,14 +209,11 @@ def test_a_point_that_changes_only_tool_settings_does_not_reconfigure_the_lab(tm
 
     plans = {"a": Mtu1500, "b": Mtu1500, "c": Mtu9000}
     monkeypatch.setattr(engine, "plan_point", lambda exp, topo, axes: plans[axes["p"]])
-    store = ResultsStore.create(tmp_path, "e", {"fingerprint": "f"})
-    applied = engine._Applied()
+    sweep = _sweep(tmp_path, monkeypatch)
     for i, p in enumerate("abc"):
-        point = Point(index=i, id=f"p{i}", key=p, axes={"p": p})
-        engine._run_point(_Exp, {}, "t", [], point, [1], store, Progress(3, stream=io.StringIO()), print,
-                          PhaseClock(), None, applied)
+        engine._run_point(sweep, Point(index=i, id=f"p{i}", key=p, axes={"p": p}), [1])
     assert applied_sets == [[("links[*].mtu", 1500)], [("links[*].mtu", 9000)]]
-    rows = store.rows()
+    rows = sweep.store.rows()
     assert [("phase_reconfigure_s" in r) for r in rows] == [True, True, True]  # timed even when it was a no-op
 
 

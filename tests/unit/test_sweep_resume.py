@@ -7,7 +7,7 @@ import pytest
 
 from linklab.errors import StateError
 from linklab.sweep import engine
-from linklab.sweep.store import ResultsStore
+from linklab.results.store import ResultsStore
 
 
 def _parts(tmp_path, monkeypatch, scale=0.1, kind="vm", iperf="iperf3 3.12"):

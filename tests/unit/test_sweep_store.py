@@ -6,7 +6,7 @@ from datetime import datetime
 import pytest
 
 from linklab.sweep.matrix import expand
-from linklab.sweep.store import AlreadyRecorded, ResultsStore, RunLocked
+from linklab.results.store import AlreadyRecorded, ResultsStore, RunLocked
 
 NOW = datetime(2024, 5, 6, 7, 8, 9)
 POINTS = expand({"bond_mode": ["802.3ad", "balance-rr"], "mtu": [1500, 9000]})

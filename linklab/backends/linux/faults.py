@@ -1,12 +1,12 @@
 """Faults applied during a measurement: a bond member (a veth pair) taken down or up, as a
 pulled cable would be. Setting one end down takes the peer's carrier too, so both bonds see it
 (through miimon) the way two NICs on one cable do. A bond's active member chosen, and a link's
-impairment changed in place. Through netlink (pyroute2), tc for the qdiscs (qdisc.py says why)."""
+impairment changed in place. Through netlink (pyroute2), tc for the qdiscs (linklab/linux/tc.py says why)."""
 
 from __future__ import annotations
 
-from linklab.backends.linux import netlink
-from linklab.backends.linux import qdisc as tc
+from linklab.linux import netlink
+from linklab.linux import tc
 from linklab.backends.linux.names import netns_name
 from linklab.model.resolved import Lab, Link
 
@@ -59,7 +59,7 @@ def change_impairments(old: Lab, new: Lab) -> list[str]:
             was = before.get((lk.name, i))
             if was is None:
                 raise LookupError(f"link {lk.name} member {i} is not in the running lab")
-            for end, q, q0 in ((pair.a, pair.egress_a, was.egress_a), (pair.b, pair.egress_b, was.egress_b)):
+            for (end, _, q), (_, _, q0) in zip(pair.directions(), was.directions()):
                 if q != q0:
                     how = tc.change(netns_name(new.name, end.node), end.ifname, q0, q, lk.mtu)
                     done.append(f"{end.node}/{end.ifname} {how}")

@@ -8,8 +8,9 @@ from pyroute2 import IPRoute, netns
 
 from linklab.backends.base import bond_summary  # noqa: F401  (kept importable from here)
 from linklab.backends.linux import bond as bondopt
-from linklab.backends.linux import kinds, netlink
-from linklab.backends.linux import qdisc as tc
+from linklab.backends.linux import kinds
+from linklab.linux import netlink
+from linklab.linux import tc
 from linklab.backends.linux.names import netns_name
 from linklab.model.resolved import Lab
 
@@ -29,9 +30,10 @@ def inspect_lab(lab: Lab) -> dict[str, Any]:
         with netlink.iproute(ns) as ipr:
             nodes[node.name] = {"netns": ns, "present": True, "kind": node.kind,
                                 "interfaces": _interfaces(ipr)}
-        extra = kinds.module(kinds.kind_of(node)).inspect(lab, node, ns)
+        kind = kinds.of(node)[0]
+        extra = kind.inspect(lab, node, ns)
         if extra:
-            nodes[node.name][kinds.kind_of(node)] = extra
+            nodes[node.name][kind.name] = extra
     return {"lab": lab.name, "nodes": nodes}
 
 

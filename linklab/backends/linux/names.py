@@ -25,6 +25,12 @@ def netns_name(lab: str, node: str) -> str:
     return f"{PREFIX}-{lab}-{node}"
 
 
+def node_of(lab: str, ns: str) -> str | None:
+    """The node of `lab` whose namespace `ns` is (None: not one of the lab's)."""
+    prefix = netns_name(lab, "")
+    return ns[len(prefix):] or None if ns.startswith(prefix) else None
+
+
 def current_home() -> str:
     from linklab import state
     return state.home()

@@ -20,7 +20,7 @@ import pytest
 from pyroute2 import netns
 
 from linklab import lab, state
-from linklab.backends.linux import _read_mark
+from linklab.backends.linux.ownership import read_mark
 from linklab.backends.linux.names import current_home, mark, netns_name, parse_mark
 from linklab.errors import LinklabError
 from linklab.sweep.engine import Options, run
@@ -75,7 +75,7 @@ def root_snapshot() -> str:
 def residue(name: str, expect_up: bool) -> list[str]:
     """Everything wrong with lab `name` after recovery: [] when clean."""
     problems = []
-    marked = {ns: parse_mark(_read_mark(ns)) for ns in netns.listnetns()}
+    marked = {ns: parse_mark(read_mark(ns)) for ns in netns.listnetns()}
     mine = sorted(ns for ns, m in marked.items() if m and m.lab == name)
     st = state.load(name)
     want = sorted(netns_name(name, n) for n in ("h1", "h2"))
@@ -244,7 +244,7 @@ def test_clean_next_to_live_labs_removes_only_a_crashed_labs_leftovers():
                                  capture_output=True, text=True)
             assert res.returncode == 0, res.stdout + res.stderr
         assert residue("cleanc", expect_up=False) == []
-        assert current_home() in _read_mark(netns_name("cleana", "h1"))
+        assert current_home() in read_mark(netns_name("cleana", "h1"))
     finally:
         for ns in (foreign, user_ns):
             if ns in netns.listnetns():

@@ -33,9 +33,9 @@ def _burst(lb, src, dst, count=BURST):
 def _settled(lb, deadline_s=20.0) -> bool:
     """Until pre-flight finds the bonds as planned (802.3ad: every member distributing)."""
     from linklab.sweep import preflight
-    _, resolved = lab.load_lab(lb.name)
+    handle = lab.handle(lb.name)
     deadline = time.monotonic() + deadline_s
-    while preflight.bond_problems(resolved)[0]:
+    while preflight.bond_problems(handle)[0]:
         if time.monotonic() > deadline:
             return False
         time.sleep(0.2)
@@ -158,9 +158,9 @@ def test_after_preflight_an_802_3ad_bond_spreads_flows_from_their_first_second(m
     from linklab.sweep import preflight
     lb = make_lab("bond2.yaml", "itlacpwait", [("links[bond].bond.options.xmit_hash_policy", "layer3+4")])
     lb.set(("links[bond].bond.mode", "802.3ad"))
-    _, resolved = lab.load_lab(lb.name)
+    handle = lab.handle(lb.name)
     deadline = time.monotonic() + 20
-    while (problems := preflight.bond_problems(resolved)[0]) and time.monotonic() < deadline:
+    while (problems := preflight.bond_problems(handle)[0]) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not problems, problems
     members = ["bond0-m0", "bond0-m1"]

@@ -15,8 +15,8 @@ from linklab import lab, runner
 from linklab.backends import get_backend
 from linklab.backends.base import bond_summary
 from linklab.backends.linux import daemons, ovsd
-from linklab.backends.linux import netns_pids
-from linklab.measure import ovs as ovsparse
+from linklab.backends.linux.daemons import netns_pids
+from linklab.linux import ovs as ovsparse
 
 DATA_REL = "../tests/integration/data"  # make_lab reads topologies/<name>: this reaches the test data
 

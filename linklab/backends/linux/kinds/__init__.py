@@ -1,45 +1,42 @@
 """What each kind of lab node is made of, one module a kind (as containerlab keeps one package
-per kind). Every module offers the same verbs:
+per kind), each a subclass of Kind (base.py: the verbs, with their defaults).
 
-  check(lab, node)        what cannot be built on this machine (empty: buildable)
-  configure(build, node)  make the node match the resolved lab, idempotently
-  inspect(lab, node, ns)  extra live state for `status` and pre-flight ({} if none)
-  remove(lab, node, ns, owned)  stop/remove what the node owns beyond its namespace
-
-The namespace itself (one per node), veth pairs, bonds, MTUs and qdiscs are common to every
-kind and stay in linklab/backends/linux/__init__.py.
+The namespace every node has, veth pairs, bonds, MTUs and queues are common to every kind and
+are built by linklab/backends/linux/build.py; a kind adds what is its own in the build phase it
+names. Add a kind by writing its module and listing it here.
 """
 
 from __future__ import annotations
 
-from types import ModuleType
-
-from linklab.backends.linux.kinds import bridge, controller, host, ovs
+from linklab.backends.linux.kinds.base import Kind
+from linklab.backends.linux.kinds.bridge import Bridge
+from linklab.backends.linux.kinds.controller import Controller
+from linklab.backends.linux.kinds.host import Host
+from linklab.backends.linux.kinds.ovs import Ovs
 from linklab.errors import UsageError
 from linklab.model.resolved import Node
 
-REGISTRY: dict[str, ModuleType] = {
-    "host": host,              # a namespace with addresses, sysctls and /etc/hosts names
-    "bridge": bridge,          # a Linux bridge switch
-    "ovs": ovs,                # an Open vSwitch switch with its own ovsdb-server/ovs-vswitchd
-    "controller": controller,  # an os-ken OpenFlow controller beside an OVS switch
-}
+# In order: a kind that runs beside another in the same node comes after it (it is built after
+# it, and removed before it).
+REGISTRY: dict[str, Kind] = {k.name: k for k in (
+    Host(),        # a namespace with addresses, sysctls and /etc/hosts names
+    Bridge(),      # a Linux bridge switch
+    Ovs(),         # an Open vSwitch switch with its own ovsdb-server/ovs-vswitchd
+    Controller(),  # an os-ken OpenFlow controller beside an OVS switch
+)}
 
 
 def kind_of(node: Node) -> str:
     return node.kind if node.kind == "host" else (node.switch_kind or "bridge")
 
 
-def module(kind: str) -> ModuleType:
+def get(name: str) -> Kind:
     try:
-        return REGISTRY[kind]
+        return REGISTRY[name]
     except KeyError:
-        raise UsageError(f"unknown node kind {kind!r} (valid: {', '.join(REGISTRY)})") from None
+        raise UsageError(f"unknown node kind {name!r} (valid: {', '.join(REGISTRY)})") from None
 
 
-def kinds_of(node: Node) -> list[str]:
+def of(node: Node) -> list[Kind]:
     """The kinds a node is built from, in order: an OVS switch with a controller is both."""
-    out = [kind_of(node)]
-    if node.controller:
-        out.append("controller")
-    return out
+    return [get(kind_of(node))] + ([get("controller")] if node.controller else [])

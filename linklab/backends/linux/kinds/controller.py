@@ -9,18 +9,27 @@ import json
 import re
 import shutil
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 from linklab import controllers, runner
 from linklab.backends.linux import daemons, ovsd
+from linklab.backends.linux.build import Build
 from linklab.backends.linux.kinds import ovs
+from linklab.backends.linux.kinds.base import Kind
+from linklab.backends.linux.names import netns_name
 from linklab.errors import CommandFailed, EnvironmentProblem, LinklabError
+from linklab.linux.ovs import parse_dump_flows
+from linklab.model.resolved import Lab, Node
 
 # Measured ~20 s in a quiet VM; over 5 min while four VMs shared two cores. A controller still
 # importing when this passes is adopted by the next `up`, not restarted.
 LISTEN_DEADLINE_S = 900.0
 CONNECT_DEADLINE_S = 60.0
+LEARNED_FLOWS = "cookie=0x1/-1"  # the cookie the bundled controller apps put on what they learn
+RESET_ATTEMPTS = 5
+RESET_SETTLE_S = 0.3  # long enough for a packet-in already at the controller to come back as a flow
 
 
 def manager() -> str:
@@ -31,63 +40,11 @@ def manager() -> str:
     return found
 
 
-def check(lab, node) -> list[str]:
-    problem = controllers.app_problem(node.controller)
-    return [f"switches.{node.name}.controller: {problem}"] if problem else []
-
-
 def argv(app: str, port: int, layout: dict[str, Any], dpid: int) -> list[str]:
     """The app learns the switch's port layout from the environment (see controllers/_grouped.py)."""
     return ["env", f"LINKLAB_SWITCH={json.dumps(layout, separators=(',', ':'))}", f"LINKLAB_DPID={dpid}",
             manager(), "--ofp-listen-host", "127.0.0.1", "--ofp-tcp-listen-port", str(port),
             str(controllers.app_path(app))]
-
-
-def configure(b, node) -> None:
-    d = ovsd.OvsDirs(ns=b.ns[node.name], lab=b.lab.name, node=node.name)
-    mine = [r for r in b.owned.get("processes", []) if r["node"] == node.name and r["role"] == "controller"]
-    keep = [r for r in mine if daemons.alive(r) and r.get("app") == node.controller and r.get("port") == node.controller_port]
-    if not keep:
-        daemons.stop(mine)
-        # A controller an interrupted `up` started but never recorded lives in this lab's own
-        # namespace, so it is this lab's: adopt it if it runs this app on this port (starting
-        # one costs ~20 s of imports under emulation), else stop it (it would hold the port).
-        found = daemons.netns_pids_running(d.ns, "osken-manager")
-        same = [pid for pid in found if _runs(pid, node.controller, node.controller_port)]
-        daemons.stop([daemons.record(node.name, "controller", pid) for pid in found if pid not in same[:1]])
-        if same:
-            keep = [{**daemons.record(node.name, "controller", same[0]), "app": node.controller,
-                     "port": node.controller_port}]
-    if keep:
-        b.new.setdefault("processes", []).extend(keep)
-        rec = keep[0]
-        log = d.logs / "controller.log"
-    else:
-        # What an earlier app installed (flows, groups) is not this app's: start from an empty table.
-        for what in ("del-flows", "del-groups"):
-            ovsd.ofctl(d, what, node.name, check=False)
-        d.logs.mkdir(parents=True, exist_ok=True)
-        log = d.logs / "controller.log"
-        with open(log, "ab") as f:
-            cmd = argv(node.controller, node.controller_port, ovs.openflow_layout(b.lab, node), ovs.dpid(b.lab, node))
-            p = runner.start(cmd, netns=d.ns, stdout=f, stderr=f)
-        rec = {**daemons.record(node.name, "controller", p.pid), "app": node.controller, "port": node.controller_port}
-        b.new.setdefault("processes", []).append(rec)
-
-    def listening() -> bool:
-        if not daemons.alive(rec):
-            raise LinklabError(f"controller {node.controller} for {node.name} exited",
-                               hint=f"its log: {log}\n" + _tail(log))
-        try:
-            out = runner.run(["ss", "-Hltn"], netns=d.ns, check=False, timeout=30).stdout
-        except CommandFailed:  # timed out: a loaded machine, try again
-            return False
-        return re.search(rf":{node.controller_port}\s", out) is not None
-    ovsd.wait_for(listening, LISTEN_DEADLINE_S, f"controller {node.controller} listening on {node.name}",
-                  interval=0.3, why=lambda: _tail(log))
-    ovsd.wait_for(lambda: connected(d, node.name), CONNECT_DEADLINE_S,
-                  f"switch {node.name} connecting to controller {node.controller}", interval=0.2,
-                  why=lambda: _tail(d.logs / "ovs-vswitchd.log"))
 
 
 def _runs(pid: int, app: str, port: int) -> bool:
@@ -110,10 +67,97 @@ def _tail(path: Path, n: int = 8) -> str:
         return ""
 
 
-def inspect(lab, node, ns: str) -> dict[str, Any]:
-    return {}  # the OVS kind reports whether its controller is connected
+class Controller(Kind):
+    """Runs beside its switch's OVS, in the switch's namespace (the OVS kind reports whether it
+    is connected)."""
+
+    name = "controller"
+    phase = "daemons"  # last: the switch it serves is built, its ports up and queued
+
+    def check(self, lab: Lab, node: Node) -> list[str]:
+        problem = controllers.app_problem(node.controller)
+        return [f"switches.{node.name}.controller: {problem}"] if problem else []
+
+    def configure(self, b: Build, node: Node) -> None:
+        d = ovsd.OvsDirs(ns=b.ns[node.name], lab=b.lab.name, node=node.name)
+        mine = [r for r in b.previous_processes(node.name) if r["role"] == "controller"]
+        keep = [r for r in mine if daemons.alive(r) and r.get("app") == node.controller and r.get("port") == node.controller_port]
+        if not keep:
+            daemons.stop(mine)
+            # A controller an interrupted `up` started but never recorded lives in this lab's own
+            # namespace, so it is this lab's: adopt it if it runs this app on this port (starting
+            # one costs ~20 s of imports under emulation), else stop it (it would hold the port).
+            found = daemons.netns_pids_running(d.ns, "osken-manager")
+            same = [pid for pid in found if _runs(pid, node.controller, node.controller_port)]
+            daemons.stop([daemons.record(node.name, "controller", pid) for pid in found if pid not in same[:1]])
+            if same:
+                keep = [{**daemons.record(node.name, "controller", same[0]), "app": node.controller,
+                         "port": node.controller_port}]
+        if keep:
+            b.keep_processes(keep)
+            rec = keep[0]
+            log = d.logs / "controller.log"
+        else:
+            # What an earlier app installed (flows, groups) is not this app's: start from an empty table.
+            for what in ("del-flows", "del-groups"):
+                ovsd.ofctl(d, what, node.name, check=False)
+            d.logs.mkdir(parents=True, exist_ok=True)
+            log = d.logs / "controller.log"
+            with open(log, "ab") as f:
+                cmd = argv(node.controller, node.controller_port, ovs.openflow_layout(b.lab, node), ovs.dpid(b.lab, node))
+                p = runner.start(cmd, netns=d.ns, stdout=f, stderr=f)
+            rec = {**daemons.record(node.name, "controller", p.pid), "app": node.controller, "port": node.controller_port}
+            b.keep_processes([rec])
+
+        def listening() -> bool:
+            if not daemons.alive(rec):
+                raise LinklabError(f"controller {node.controller} for {node.name} exited",
+                                   hint=f"its log: {log}\n" + _tail(log))
+            try:
+                out = runner.run(["ss", "-Hltn"], netns=d.ns, check=False, timeout=30).stdout
+            except CommandFailed:  # timed out: a loaded machine, try again
+                return False
+            return re.search(rf":{node.controller_port}\s", out) is not None
+        ovsd.wait_for(listening, LISTEN_DEADLINE_S, f"controller {node.controller} listening on {node.name}",
+                      interval=0.3, why=lambda: _tail(log))
+        ovsd.wait_for(lambda: connected(d, node.name), CONNECT_DEADLINE_S,
+                      f"switch {node.name} connecting to controller {node.controller}", interval=0.2,
+                      why=lambda: _tail(d.logs / "ovs-vswitchd.log"))
+
+    def remove(self, lab_name: str, node: str, ns: str, owned: dict[str, Any]) -> list[str]:
+        mine = [r for r in owned.get("processes", []) if r["node"] == node and r["role"] == "controller"]
+        return [f"controller {r.get('app')} {r['pid']} ({node})" for r in daemons.stop(mine)]
 
 
-def remove(lab_name: str, node: str, ns: str, owned: dict[str, Any]) -> list[str]:
-    mine = [r for r in owned.get("processes", []) if r["node"] == node and r["role"] == "controller"]
-    return [f"controller {r.get('app')} {r['pid']} ({node})" for r in daemons.stop(mine)]
+def reset_forwarding(lab: Lab) -> None:
+    """Forget what switches and hosts learned (flows an app installed with the learned cookie,
+    neighbour caches), so the next packet crosses the controller again.
+
+    A TCP run that collapsed (hosts' MTU above the switch ports') leaves orphaned connections
+    retransmitting their FIN for minutes; their packets re-learned everything between the
+    reset and the measurement (measured: the next repetition saw 0 packet-ins). They are
+    aborted first, and the reset repeats until no learned flow comes back (a packet-in the
+    controller was still handling when the flows went installs its flow afterwards)."""
+    switches = [n for n in lab.nodes if n.controller]
+    if not switches:
+        return
+    hosts = [netns_name(lab.name, n.name) for n in lab.nodes if n.kind == "host"]
+    for ns in hosts:
+        # ss -K (sock_diag SOCK_DESTROY): pyroute2 can list sockets but not destroy them.
+        # Only connections already closing: a user's own sessions and listeners stay.
+        runner.run(["ss", "-K", "-t", "state", "fin-wait-1", "state", "last-ack", "state", "closing"],
+                   netns=ns, check=False, timeout=10)
+    dirs = [ovsd.OvsDirs(ns=netns_name(lab.name, n.name), lab=lab.name, node=n.name) for n in switches]
+    for _ in range(RESET_ATTEMPTS):
+        for d in dirs:
+            ovsd.ofctl(d, "del-flows", d.node, LEARNED_FLOWS, check=False)
+        for ns in hosts:
+            runner.run(["ip", "neigh", "flush", "all"], netns=ns, check=False, timeout=10)
+        time.sleep(RESET_SETTLE_S)
+        if not any(_learned_flows(d) for d in dirs):
+            return
+
+
+def _learned_flows(d: ovsd.OvsDirs) -> int:
+    res = ovsd.ofctl(d, "dump-flows", d.node, LEARNED_FLOWS, check=False)
+    return len(parse_dump_flows(res.stdout)) if res.ok else 0

@@ -8,18 +8,18 @@ from typing import Any
 
 from linklab import runner
 from linklab.backends.linux import daemons, ovsd
-from linklab.measure import ovs as parse
+from linklab.backends.linux.build import Build
+from linklab.backends.linux.kinds.base import Kind
+from linklab.errors import LinklabError
+from linklab.linux import ovs as parse
+from linklab.model.resolved import Lab, Node
 
 
 def dirs(lab_name: str, node: str, ns: str) -> ovsd.OvsDirs:
     return ovsd.OvsDirs(ns=ns, lab=lab_name, node=node)
 
 
-def check(lab, node) -> list[str]:
-    return []
-
-
-def port_mtus(lab, node) -> dict[str, int]:
+def port_mtus(lab: Lab, node: Node) -> dict[str, int]:
     out = {}
     for link in lab.links:
         for end in link.ends:
@@ -29,11 +29,11 @@ def port_mtus(lab, node) -> dict[str, int]:
     return out
 
 
-def dpid(lab, node) -> int:
+def dpid(lab: Lab, node: Node) -> int:
     return 1 + [n.name for n in lab.nodes].index(node.name)
 
 
-def openflow_layout(lab, node) -> dict[str, Any]:
+def openflow_layout(lab: Lab, node: Node) -> dict[str, Any]:
     """OpenFlow port numbers (eth1 -> 1, in port order) and the groups a controller should
     treat as one logical port: a host bond's members, parallel links to one neighbour."""
     number = {p: k for k, p in enumerate(port_mtus(lab, node), start=1)}
@@ -52,103 +52,136 @@ def openflow_layout(lab, node) -> dict[str, Any]:
     return {"ports": list(number.values()), "groups": groups}
 
 
-def _bonds(lab, node) -> list:
+OFCTL_BRIDGE_COMMANDS = ("show", "dump-flows", "dump-ports", "dump-ports-desc", "dump-tables", "dump-groups",
+                         "dump-group-stats", "add-flow", "del-flows", "mod-flows", "add-group", "dump-meters")
+
+
+def tool_argv(lab: Lab, node: str, argv: list[str], ns: str) -> list[str]:
+    """argv running an OVS tool against `node`'s own OVS (`linklab ovs`), in namespace `ns`."""
+    n = lab.node(node)
+    if n.switch_kind != "ovs":
+        raise LinklabError(f"{node} is not an Open vSwitch switch (kind {n.switch_kind or n.kind})")
+    tool, args = tool_args(argv, node)
+    d = dirs(lab.name, node, ns)
+    return runner.netns_argv(d.argv(tool, *args), d.ns)
+
+
+def tool_args(argv: list[str], bridge: str) -> tuple[str, list[str]]:
+    """`linklab ovs s1 -- dump-flows` -> ovs-ofctl -O OpenFlow13 dump-flows s1; `vsctl ...`,
+    `ofctl ...`, `appctl ...`, `dpctl ...` reach the other tools as they are."""
+    if not argv:
+        raise LinklabError("no OVS command given", hint="e.g. linklab ovs s1 -- dump-flows  |  vsctl show  |  appctl dpctl/show")
+    head, rest = argv[0], list(argv[1:])
+    if head in ("vsctl", "appctl", "dpctl"):
+        return f"ovs-{head}", rest
+    if head == "ofctl":
+        return "ovs-ofctl", ["-O", "OpenFlow13", *rest]
+    if head.startswith("ovs-"):
+        return head, rest
+    if head in OFCTL_BRIDGE_COMMANDS:
+        return "ovs-ofctl", ["-O", "OpenFlow13", head, bridge, *rest]
+    raise LinklabError(f"unknown OVS command {head!r}",
+                       hint="valid: vsctl ARGS, ofctl ARGS, appctl ARGS, dpctl ARGS, or an ovs-ofctl bridge command "
+                            f"({', '.join(OFCTL_BRIDGE_COMMANDS)})")
+
+
+def _bonds(lab: Lab, node: Node) -> list:
     return [end.ovs_bond for link in lab.links for end in link.ends if end.node == node.name and end.ovs_bond]
 
 
-def configure(b, node) -> None:
-    d = dirs(b.lab.name, node.name, b.ns[node.name])
-    recs = ovsd.running(d, b.owned.get("processes", []))
-    if len(recs) < 2:
-        daemons.stop(recs)
-        recs = ovsd.start(d, node.datapath or "kernel")
-    b.new.setdefault("processes", []).extend(recs)
-    br = node.name
-    dp_type = "netdev" if node.datapath == "netdev" else "system"
-    ovsd.vsctl(d, "--may-exist", "add-br", br, "--", "set", "bridge", br, f"datapath_type={dp_type}",
-               "protocols=OpenFlow13", f"fail_mode={node.fail_mode or 'standalone'}",
-               "other_config:disable-in-band=true", f"other_config:datapath-id={dpid(b.lab, node):016x}")
-    mtus = port_mtus(b.lab, node)
-    bonds = _bonds(b.lab, node)
-    in_bond = {m for bond in bonds for m in bond.members}
-    want_ports = [p for p in mtus if p not in in_bond] + [bond.name for bond in bonds]
-    have = ovsd.vsctl(d, "list-ports", br).stdout.split()
-    for p in have:
-        if p not in want_ports:
-            ovsd.vsctl(d, "--if-exists", "del-port", br, p)
-    args: list[str] = []
-    for k, p in enumerate(mtus, start=1):
-        if p not in in_bond:
-            args += ["--", "--may-exist", "add-port", br, p]
-        # Stable OpenFlow port numbers (eth1 -> 1...): apps and flow dumps read the same way each time.
-        args += ["--", "set", "interface", p, f"ofport_request={k}"] if p not in in_bond else []
-    for bond in bonds:
-        args += ["--", "--may-exist", "add-bond", br, bond.name, *bond.members,
-                 "--", "set", "port", bond.name, f"bond_mode={bond.mode}", f"lacp={bond.lacp}",
-                 "other_config:lacp-time=fast", "other_config:bond-detect-mode=carrier"]
-        # Without LACP nothing tells OVS which member the host uses. active-backup: OVS accepts
-        # only on its active member, pinned here to the host's primary (OVS reads bond-primary
-        # for active-backup only).
-        args += (["--", "set", "port", bond.name, f"other_config:bond-primary={bond.primary}"] if bond.primary
-                 else ["--", "remove", "port", bond.name, "other_config", "bond-primary"])
-        # balance-slb takes broadcasts on its active member only (against a switch that floods
-        # them back on the other member). A host bond floods nothing back, and a balance-xor host
-        # hashes its ARP broadcasts to either member: measured, h1 -> h2 lost every ping in 2 of 3
-        # labs without this. So every member takes them.
-        args += ["--", "set", "port", bond.name,
-                 f"other_config:all-members-active={'true' if bond.mode == 'balance-slb' else 'false'}"]
-    for p, mtu in mtus.items():
-        args += ["--", "set", "interface", p, f"mtu_request={mtu}"]
-    if args:
-        ovsd.vsctl(d, *args[1:])
-    if node.controller:
-        ovsd.vsctl(d, "set-controller", br, f"tcp:127.0.0.1:{node.controller_port}", "--", "set", "controller",
-                   br, "connection_mode=out-of-band")
-    else:
-        ovsd.vsctl(d, "del-controller", br)
-    if node.datapath == "netdev":
-        _checksum_offload_off(b, node, mtus)
-
-
-def _checksum_offload_off(b, node, ports) -> None:
+def _checksum_offload_off(b: Build, node: Node, ports) -> None:
     """The userspace datapath forwards what the veths hand it as is: TCP needs checksums filled
     in by the sender (measured: with tx offload on, TCP through a netdev bridge stalls).
     ethtool, not pyroute2: pyroute2's ethtool module cannot reach a namespace."""
-    for link in b.lab.links:
-        for pair in link.veths:
-            for end in (pair.a, pair.b):
-                runner.run(["ethtool", "-K", end.ifname, "tx", "off"], netns=b.ns[end.node], timeout=10)
+    for e in b.lab.egress_queues():
+        runner.run(["ethtool", "-K", e.end.ifname, "tx", "off"], netns=b.ns[e.end.node], timeout=10)
 
 
-def inspect(lab, node, ns: str) -> dict[str, Any]:
-    d = dirs(lab.name, node.name, ns)
-    out: dict[str, Any] = {"bridge": node.name}
-    res = ovsd.vsctl(d, "get", "controller", node.name, "is_connected", check=False) if node.controller else None
-    out["controller"] = node.controller
-    out["controller_connected"] = (res.stdout.strip() == "true") if res is not None and res.ok else None
-    flows = ovsd.ofctl(d, "dump-flows", node.name, check=False)
-    ports = ovsd.ofctl(d, "dump-ports", node.name, check=False)
-    dp = d.run_tool("ovs-appctl", "dpctl/show", check=False)
-    ifaces = ovsd.vsctl(d, *parse.INTERFACE_COLUMNS, "list", "interface", check=False)
-    if not (flows.ok and ports.ok):
-        out["error"] = (flows.stderr or ports.stderr).strip()
+class Ovs(Kind):
+    name = "ovs"
+    phase = "switches"  # after the veth pairs and bonds it takes as ports, before MTUs
+
+    def configure(self, b: Build, node: Node) -> None:
+        d = dirs(b.lab.name, node.name, b.ns[node.name])
+        recs = ovsd.running(d, b.previous_processes(node.name))
+        if len(recs) < 2:
+            daemons.stop(recs)
+            recs = ovsd.start(d, node.datapath or "kernel")
+        b.keep_processes(recs)
+        br = node.name
+        dp_type = "netdev" if node.datapath == "netdev" else "system"
+        ovsd.vsctl(d, "--may-exist", "add-br", br, "--", "set", "bridge", br, f"datapath_type={dp_type}",
+                   "protocols=OpenFlow13", f"fail_mode={node.fail_mode or 'standalone'}",
+                   "other_config:disable-in-band=true", f"other_config:datapath-id={dpid(b.lab, node):016x}")
+        mtus = port_mtus(b.lab, node)
+        bonds = _bonds(b.lab, node)
+        in_bond = {m for bond in bonds for m in bond.members}
+        want_ports = [p for p in mtus if p not in in_bond] + [bond.name for bond in bonds]
+        have = ovsd.vsctl(d, "list-ports", br).stdout.split()
+        for p in have:
+            if p not in want_ports:
+                ovsd.vsctl(d, "--if-exists", "del-port", br, p)
+        args: list[str] = []
+        for k, p in enumerate(mtus, start=1):
+            if p not in in_bond:
+                args += ["--", "--may-exist", "add-port", br, p]
+            # Stable OpenFlow port numbers (eth1 -> 1...): apps and flow dumps read the same way each time.
+            args += ["--", "set", "interface", p, f"ofport_request={k}"] if p not in in_bond else []
+        for bond in bonds:
+            args += ["--", "--may-exist", "add-bond", br, bond.name, *bond.members,
+                     "--", "set", "port", bond.name, f"bond_mode={bond.mode}", f"lacp={bond.lacp}",
+                     "other_config:lacp-time=fast", "other_config:bond-detect-mode=carrier"]
+            # Without LACP nothing tells OVS which member the host uses. active-backup: OVS accepts
+            # only on its active member, pinned here to the host's primary (OVS reads bond-primary
+            # for active-backup only).
+            args += (["--", "set", "port", bond.name, f"other_config:bond-primary={bond.primary}"] if bond.primary
+                     else ["--", "remove", "port", bond.name, "other_config", "bond-primary"])
+            # balance-slb takes broadcasts on its active member only (against a switch that floods
+            # them back on the other member). A host bond floods nothing back, and a balance-xor host
+            # hashes its ARP broadcasts to either member: measured, h1 -> h2 lost every ping in 2 of 3
+            # labs without this. So every member takes them.
+            args += ["--", "set", "port", bond.name,
+                     f"other_config:all-members-active={'true' if bond.mode == 'balance-slb' else 'false'}"]
+        for p, mtu in mtus.items():
+            args += ["--", "set", "interface", p, f"mtu_request={mtu}"]
+        if args:
+            ovsd.vsctl(d, *args[1:])
+        if node.controller:
+            ovsd.vsctl(d, "set-controller", br, f"tcp:127.0.0.1:{node.controller_port}", "--", "set", "controller",
+                       br, "connection_mode=out-of-band")
+        else:
+            ovsd.vsctl(d, "del-controller", br)
+        if node.datapath == "netdev":
+            _checksum_offload_off(b, node, mtus)
+
+    def inspect(self, lab: Lab, node: Node, ns: str) -> dict[str, Any]:
+        d = dirs(lab.name, node.name, ns)
+        out: dict[str, Any] = {"bridge": node.name}
+        res = ovsd.vsctl(d, "get", "controller", node.name, "is_connected", check=False) if node.controller else None
+        out["controller"] = node.controller
+        out["controller_connected"] = (res.stdout.strip() == "true") if res is not None and res.ok else None
+        flows = ovsd.ofctl(d, "dump-flows", node.name, check=False)
+        ports = ovsd.ofctl(d, "dump-ports", node.name, check=False)
+        dp = d.run_tool("ovs-appctl", "dpctl/show", check=False)
+        ifaces = ovsd.vsctl(d, *parse.INTERFACE_COLUMNS, "list", "interface", check=False)
+        if not (flows.ok and ports.ok):
+            out["error"] = (flows.stderr or ports.stderr).strip()
+            return out
+        fl = parse.parse_dump_flows(flows.stdout)
+        out["flows"] = len(fl)
+        out["packet_ins"] = parse.packet_in_count(fl)
+        names = parse.parse_interfaces_csv(ifaces.stdout) if ifaces.ok else {}
+        out["ports"] = [{**p, **names.get(p["port"], {"name": p["port"], "mtu": None})}
+                        for p in parse.parse_dump_ports(ports.stdout)]
+        out["datapath"] = parse.parse_dpctl_show(dp.stdout) if dp.ok else {}
         return out
-    fl = parse.parse_dump_flows(flows.stdout)
-    out["flows"] = len(fl)
-    out["packet_ins"] = parse.packet_in_count(fl)
-    names = parse.parse_interfaces_csv(ifaces.stdout) if ifaces.ok else {}
-    out["ports"] = [{**p, **names.get(p["port"], {"name": p["port"], "mtu": None})}
-                    for p in parse.parse_dump_ports(ports.stdout)]
-    out["datapath"] = parse.parse_dpctl_show(dp.stdout) if dp.ok else {}
-    return out
 
-
-def remove(lab_name: str, node: str, ns: str, owned: dict[str, Any]) -> list[str]:
-    mine = [r for r in owned.get("processes", []) if r["node"] == node and r["role"] != "controller"]
-    # ovs-vswitchd first: with ovsdb-server gone first it would retry its database for seconds.
-    stopped = daemons.stop([r for r in mine if r["role"] == "ovs-vswitchd"]) + daemons.stop(
-        [r for r in mine if r["role"] == "ovsdb-server"])
-    out = [f"{r['role']} {r['pid']} ({node})" for r in stopped]
-    if ovsd.remove_rundir(ns):
-        out.append(f"ovs db {ovsd.RUN_ROOT / ns}")
-    return out
+    def remove(self, lab_name: str, node: str, ns: str, owned: dict[str, Any]) -> list[str]:
+        mine = [r for r in owned.get("processes", []) if r["node"] == node and r["role"] != "controller"]
+        # ovs-vswitchd first: with ovsdb-server gone first it would retry its database for seconds.
+        stopped = daemons.stop([r for r in mine if r["role"] == "ovs-vswitchd"]) + daemons.stop(
+            [r for r in mine if r["role"] == "ovsdb-server"])
+        out = [f"{r['role']} {r['pid']} ({node})" for r in stopped]
+        if ovsd.remove_rundir(ns):
+            out.append(f"ovs db {ovsd.RUN_ROOT / ns}")
+        return out

@@ -147,8 +147,8 @@ def apply_many(netns: str, changes: list[tuple[str, Qdisc | None, int, bool]]) -
     namespace. tc's own -n enters the namespace (no `ip netns exec`: no /etc/hosts needed).
 
     A root qdisc is only removed where the caller saw one of ours (`remove_root`): removing the
-    kernel's default fails, which is why `apply` used to ignore that error. Without -force,
-    tc stops at the first failing line and exits non-zero: the error is raised."""
+    kernel's default fails, and a failure must mean something. Without -force, tc stops at the
+    first failing line and exits non-zero: the error is raised."""
     _run_batch(netns, batch_lines(changes))
 
 

@@ -35,12 +35,11 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterator, Mapping, Protocol
 
 from linklab import fsutil, procs
 from linklab.errors import LinklabError, StateError, UsageError
-from linklab.state import write_json_atomic
-from linklab.sweep.matrix import Point
+from linklab.results import manifest as manifest_format
 
 MANIFEST = "manifest.json"
 TABLE = "results.csv"
@@ -52,6 +51,15 @@ WRITE_THREADS = 8
 _RUN_NAME = re.compile(r"^(\d{8}-\d{6})(?:-(\d+))?$")
 _REP_DIR = re.compile(r"^rep(\d+)$")
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9_+-][A-Za-z0-9._+-]*$")
+
+
+class Point(Protocol):
+    """What the store records of a point (a sweep's are linklab/sweep/matrix.py's Point)."""
+
+    index: int
+    id: str
+    key: str
+    axes: Mapping[str, Any]
 
 
 class AlreadyRecorded(StateError):
@@ -93,9 +101,9 @@ class ResultsStore:
         n = 1
         while True:
             name = stamp if n == 1 else f"{stamp}-{n}"
-            data = {**manifest, "experiment": experiment, "run": name,
+            data = {**manifest, "format": manifest_format.FORMAT, "experiment": experiment, "run": name,
                     "created_at": now.isoformat(timespec="seconds"), "complete": False}
-            write_json_atomic(tmp / MANIFEST, data)
+            fsutil.write_json_atomic(tmp / MANIFEST, data)
             if not (base / name).exists():
                 try:
                     # rename(2) onto an existing non-empty dir fails: two racing processes cannot both win.
@@ -106,12 +114,12 @@ class ResultsStore:
                         raise
             n += 1
         path = base / name
-        _fsync_dir(base)
+        fsutil.fsync_dir(base)
         return cls.open(path)  # what is on disk (JSON-normalised), not what we were handed
 
     @classmethod
     def open(cls, path: Path) -> ResultsStore:
-        return cls(Path(path), _read_json_input(Path(path) / MANIFEST))
+        return cls(Path(path), read_manifest(Path(path)))
 
     @classmethod
     def runs(cls, root: Path, experiment: str) -> list[ResultsStore]:
@@ -152,7 +160,7 @@ class ResultsStore:
 
     def update_manifest(self, **fields: Any) -> None:
         data = {**self.manifest, **fields}
-        write_json_atomic(self.path / MANIFEST, data)
+        fsutil.write_json_atomic(self.path / MANIFEST, data)
         self.manifest = json.loads((self.path / MANIFEST).read_text())
 
     def mark_complete(self) -> None:
@@ -207,7 +215,7 @@ class ResultsStore:
                 if e.errno not in (errno.EEXIST, errno.ENOTEMPTY):
                     raise
                 n += 1
-        _fsync_dir(src.parent)
+        fsutil.fsync_dir(src.parent)
         if self._rows_cache is not None:
             self._rows_cache.pop((point_id, rep), None)
         return dst
@@ -242,9 +250,9 @@ class ResultsStore:
             # Side by side: in the lab VM each write and fsync is a round trip to the host over
             # 9p, and a repetition has about ten files.
             with ThreadPoolExecutor(WRITE_THREADS) as pool:
-                for _ in pool.map(lambda item: _write_synced(tmp / item[0], item[1]), files):
+                for _ in pool.map(lambda item: fsutil.write_bytes_synced(tmp / item[0], item[1]), files):
                     pass
-            _fsync_dir(tmp)
+            fsutil.fsync_dir(tmp)
             try:
                 # rename(2) of a directory fails if the target exists and is non-empty, so two
                 # writers racing for one rep cannot both succeed.
@@ -256,7 +264,7 @@ class ResultsStore:
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
-        _fsync_dir(pdir)
+        fsutil.fsync_dir(pdir)
         if self._rows_cache is not None:
             self._rows_cache[(point.id, rep)] = json.loads(row_text)  # as a reader would get it back
         return final
@@ -300,7 +308,7 @@ class ResultsStore:
         for r in rows:
             writer.writerow([_cell(r.get(c)) for c in columns])
         path = self.path / TABLE
-        write_text_atomic(path, buf.getvalue())
+        fsutil.write_atomic(path, buf.getvalue())
         return path
 
     # -- internals -----------------------------------------------------------------------
@@ -324,8 +332,8 @@ class ResultsStore:
                 # Same id, different point: the matrix changed under a resumed run.
                 raise ValueError(f"{path} is for {have.get('key')!r}, not {point.key!r}")
             return
-        # write_json_atomic sorts keys, so the axis order is kept separately.
-        write_json_atomic(path, {"index": point.index, "id": point.id, "key": point.key,
+        # fsutil.write_json_atomic sorts keys, so the axis order is kept separately.
+        fsutil.write_json_atomic(path, {"index": point.index, "id": point.id, "key": point.key,
                                  "axes": point.axes, "axis_order": list(point.axes)})
         self._axis_cache = None
 
@@ -354,11 +362,6 @@ def experiment_dir(root: Path, experiment: str) -> Path:
     return Path(root) / experiment
 
 
-write_text_atomic = fsutil.write_atomic  # one atomic writer for the package (linklab/fsutil.py)
-_write_synced = fsutil.write_bytes_synced
-_fsync_dir = fsutil.fsync_dir
-
-
 TOOL_PREFIX = "tool."
 MEASURED_PREFIX = "measured."
 
@@ -380,6 +383,12 @@ def _full_row(point: Point, rep: int, row: Mapping[str, Any], tool: Mapping[str,
             raise ValueError(f"row field {name!r} given twice")
         full[key] = value
     return full
+
+
+def read_manifest(run_dir: Path) -> dict[str, Any]:
+    """A run's manifest, upgraded to the current format (linklab/results/manifest.py)."""
+    path = run_dir / MANIFEST
+    return manifest_format.upgrade(_read_json_input(path), path)
 
 
 def _read_json_input(path: Path) -> dict[str, Any]:

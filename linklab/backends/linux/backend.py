@@ -1,0 +1,190 @@
+"""The Linux backend: one network namespace per node, veth pairs, Linux bonds and bridges,
+tc qdiscs, all through netlink (pyroute2).
+
+Every object lives inside a namespace the lab owns; veth pairs are created directly inside
+them, so nothing ever appears in the host's own namespace. `apply` reconciles: it compares the
+live kernel with the resolved lab and changes only what differs, which is what lets a sweep
+change an MTU, a bond mode or an impairment without rebuilding the lab.
+"""
+
+from __future__ import annotations
+
+import functools
+import uuid
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+from pyroute2 import netns
+
+from linklab import runner
+from linklab.backends.base import Backend
+from linklab.backends.linux import build, daemons, hostsfile, kinds, sysctl
+from linklab.backends.linux.kinds import controller, ovs
+from linklab.backends.linux.names import Mark, current_home, hosts_dir, mark, netns_name, node_of, parse_mark
+from linklab.backends.linux.ownership import is_ours, read_mark, remove_netns
+from linklab.errors import StateError
+from linklab.linux import netlink
+from linklab.model.resolved import Lab
+
+
+class LinuxBackend(Backend):
+    name = "linux"
+
+    # ---- checks -------------------------------------------------------------------------
+    def problems(self, lab: Lab) -> list[str]:
+        out = []
+        for n in lab.nodes:
+            for kind in kinds.of(n):
+                out += kind.check(lab, n)
+        out += sysctl.problems(lab)
+        return out
+
+    # ---- ownership ---------------------------------------------------------------------------
+    def claim(self, lab: Lab, owned: dict[str, Any]) -> dict[str, Any]:
+        """Refuse, before anything is recorded or changed, to build over namespaces that are not
+        this lab's; returns `owned` with the namespaces apply is about to make or keep. Only what
+        passed this check is ever listed in the state file, so `down` never removes a user's own
+        namespace that happened to carry a lab's name."""
+        lab_id = owned.get("id") or uuid.uuid4().hex[:8]
+        want = [netns_name(lab.name, n.name) for n in lab.nodes]
+        existing = set(netns.listnetns())
+        listed = set(owned.get("namespaces", []))
+        for ns in want:
+            found = parse_mark(read_mark(ns)) if ns in existing else None
+            # Unmarked and already listed: this lab made it and was killed before marking it.
+            if ns in existing and not (is_ours(found, Mark(lab.name, lab_id, current_home()))
+                                       or (found is None and ns in listed)):
+                raise StateError(f"namespace {ns} exists but is not this lab's (mark {read_mark(ns)!r}); nothing was changed",
+                                 hint="another lab, another checkout or a crashed run owns it: `linklab clean "
+                                      "--dry-run` shows what linklab can prove abandoned; a namespace without a "
+                                      "linklab mark is not linklab's to remove")
+        return {**owned, "id": lab_id, "namespaces": sorted(set(owned.get("namespaces", [])) | set(want))}
+
+    # ---- build / reconcile ---------------------------------------------------------------
+    def apply(self, lab: Lab, owned: dict[str, Any], say=print) -> dict[str, Any]:
+        owned = self.claim(lab, owned)
+        want_ns = {n.name: netns_name(lab.name, n.name) for n in lab.nodes}
+        for ns in set(owned.get("namespaces", [])) - set(want_ns.values()):
+            self._remove_if_ours(ns, Mark(lab.name, owned["id"], current_home()))
+        new = {"id": owned["id"], "home": current_home(), "namespaces": list(want_ns.values()), "interfaces": [],
+               "qdiscs": {}, "hosts_files": [], "sysctl_originals": {}, "processes": []}
+        with ExitStack() as stack:
+            # A node's pyroute2 handle is opened when a step first needs it (~6 ms each under
+            # emulation; a fresh lab without bonds or impairments needs none).
+            ipr = {node: functools.partial(lambda ns: stack.enter_context(netlink.iproute(ns)), ns)
+                   for node, ns in want_ns.items()}
+            build.run(build.Build(lab, ipr, want_ns, mark(lab.name, owned["id"]),
+                                  kinds={n.name: kinds.of(n) for n in lab.nodes}, previous=owned, owned=new,
+                                  present=netns.listnetns(), say=say))
+        new["sysctl_originals"] = sysctl.apply(lab, want_ns, owned.get("sysctl_originals", {}))
+        return new
+
+    # ---- teardown ------------------------------------------------------------------------
+    def destroy(self, lab_name: str, owned: dict[str, Any], say=print) -> list[str]:
+        """Remove what `owned` lists and still carries this lab's mark (name, id and checkout);
+        an unmarked listed namespace is one `claim` vouched for and a crash left unmarked."""
+        removed = []
+        me = Mark(lab_name, owned.get("id"), owned.get("home") or current_home())
+        # What nodes own beyond their namespaces (processes the lab started, exactly those):
+        # each kind removes its own, in reverse order of the registry (a controller before the
+        # switch's OVS it runs beside). The model is not needed: a kind finds its own in `owned`.
+        nodes = {p["node"] for p in owned.get("processes", [])}
+        nodes |= {n for n in (node_of(lab_name, ns) for ns in owned.get("namespaces", [])) if n}
+        for node in sorted(nodes):
+            ns = netns_name(lab_name, node)
+            for kind in reversed(kinds.REGISTRY.values()):
+                removed += kind.remove(lab_name, node, ns, owned)
+        present = set(netns.listnetns())
+        table = daemons.processes_by_netns()  # one walk of /proc for every namespace
+        for ns in owned.get("namespaces", []):
+            if ns in present:
+                if not self._remove_if_ours(ns, me, say, table):
+                    continue
+                removed.append(f"netns {ns}")
+        for d in owned.get("hosts_files", []):
+            if hostsfile.remove_dir(Path(d), lab_name):
+                removed.append(f"hosts {d}")
+        return removed
+
+    def _remove_if_ours(self, ns: str, me: Mark, say=print, table: dict | None = None) -> bool:
+        found = parse_mark(read_mark(ns))
+        if found is not None and not is_ours(found, me):
+            say(f"  leaving {ns}: it belongs to {found.lab}/{found.id} of checkout {found.home}")
+            return False
+        remove_netns(ns, table)
+        return True
+
+    def marked(self) -> dict[str, Mark]:
+        """Every namespace carrying a linklab mark, with its mark."""
+        out = {}
+        for ns in netns.listnetns():
+            found = parse_mark(read_mark(ns))
+            if found:
+                out[ns] = found
+        return out
+
+    def orphans(self, lab_name: str | None, lab_id: str | None = None, home: str | None = None) -> list[str]:
+        """Namespaces marked for this lab (any lab if None), of this id and checkout when given."""
+        return sorted(ns for ns, m in self.marked().items()
+                      if (lab_name is None or m.lab == lab_name) and (lab_id is None or m.id == lab_id)
+                      and (home is None or m.home == home))
+
+    def remove_orphans(self, names: list[str], say=print) -> list[str]:
+        removed = []
+        for ns in names:
+            found = parse_mark(read_mark(ns))
+            remove_netns(ns)
+            removed.append(f"netns {ns}")
+            if found and hostsfile.remove_dir(Path(hosts_dir(ns)), found[0]):
+                removed.append(f"hosts {hosts_dir(ns)}")
+        return removed
+
+    # ---- read back -----------------------------------------------------------------------
+    def inspect(self, lab: Lab) -> dict[str, Any]:
+        from linklab.backends.linux.inspect import inspect_lab
+        return inspect_lab(lab)
+
+    def exec_argv(self, lab: Lab, node: str, argv: list[str]) -> list[str]:
+        lab.node(node)  # KeyError for unknown nodes; the CLI turns it into a usage error
+        return runner.netns_argv(argv, netns_name(lab.name, node))
+
+    def node_netns(self, lab: Lab, node: str) -> str:
+        return netns_name(lab.name, node)
+
+    def node_pids(self, lab: Lab, node: str) -> list[int]:
+        return daemons.netns_pids(netns_name(lab.name, node))
+
+    def read_sysctls(self, lab: Lab, node: str, keys: list[str]) -> dict[str, str | None]:
+        return sysctl.read(netns_name(lab.name, node), keys)
+
+    def switch_tool_argv(self, lab: Lab, node: str, argv: list[str]) -> list[str]:
+        return ovs.tool_argv(lab, node, argv, netns_name(lab.name, node))
+
+    def switch_counters(self, lab: Lab) -> dict[str, Any]:
+        out: dict[str, Any] = {"switches": {}}
+        for n in lab.nodes:
+            for kind in kinds.of(n) if n.kind == "switch" else ():
+                got = kind.inspect(lab, n, netns_name(lab.name, n.name))
+                if got:
+                    out["switches"][n.name] = got
+        if out["switches"]:
+            from linklab.linux.ovs import over_mtu_lines
+            res = runner.run(["dmesg"], check=False, timeout=10)
+            out["kernel_over_mtu_lines"] = len(over_mtu_lines(res.stdout)) if res.ok else None
+        return out
+
+    def set_member_state(self, lab: Lab, link: str, member: int, up: bool) -> str:
+        from linklab.backends.linux import faults
+        return faults.set_member_state(lab, link, member, up)
+
+    def set_active_member(self, lab: Lab, link: str, member: int) -> str:
+        from linklab.backends.linux import faults
+        return faults.set_active_member(lab, link, member)
+
+    def change_impairments(self, old: Lab, new: Lab) -> list[str]:
+        from linklab.backends.linux import faults
+        return faults.change_impairments(old, new)
+
+    def reset_forwarding(self, lab: Lab) -> None:
+        controller.reset_forwarding(lab)

@@ -1,0 +1,347 @@
+"""One reconcile pass of the Linux backend over a lab: the build context every node kind is
+handed (`Build`), and the build's phases.
+
+The build runs phase by phase (PHASES). Each phase first runs the steps every lab needs, whatever
+its kinds (namespaces, veth pairs and bonds, MTUs, queues), then the `configure` of each kind that
+names the phase (linklab/backends/linux/kinds/base.py). The backend loops over phases and kinds;
+it never asks which kind a node is.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+from pyroute2 import IPRoute
+from pyroute2.netlink.exceptions import NetlinkError
+
+from linklab import runner
+from linklab.backends.linux import bond as bondopt
+from linklab.backends.linux import daemons, sysctl
+from linklab.errors import LinklabError
+from linklab.linux import netlink, tc
+from linklab.model.resolved import Lab
+
+if TYPE_CHECKING:
+    from linklab.backends.linux.kinds.base import Kind
+
+# In order. A kind's `phase` is one of these; "namespaces", "links", "mtu", "queues" and
+# "leftovers" also run steps of their own (STEPS) before the kinds of the phase.
+PHASES = ("namespaces", "links", "switches", "mtu", "addresses", "queues", "daemons", "leftovers")
+
+
+class Build:
+    """What one reconcile pass knows and keeps, handed to every kind's `create` and `configure`.
+
+    lab       the resolved lab being built
+    ns        node name -> its network namespace
+    mark      the ownership mark every interface and namespace of the lab carries
+    kinds     node name -> the kinds it is built from, in order (an OVS switch with a controller: two)
+    previous  what the previous build recorded that the lab owns (empty on the first `up`)
+    owned     what the lab owns after this build, filled as it goes (recorded in the state file)
+    present   the namespaces that existed when the build started
+    say       what tells the user of slow steps (a kind starting a daemon or pulling an image)
+    created   (node, ifname) of the interfaces this build creates: they have no address and the
+              kernel's default qdisc, so nothing needs to be read back to reconcile them
+    ipr       node -> its pyroute2 handle, opened on first use
+    """
+
+    def __init__(self, lab: Lab, ipr: dict[str, Callable[[], IPRoute]], ns: dict[str, str], mark: str,
+                 kinds: dict[str, list[Kind]], previous: dict[str, Any], owned: dict[str, Any],
+                 present: Iterable[str], say: Callable[[str], None] = print):
+        self.lab, self.ns, self.mark, self.kinds, self.say = lab, ns, mark, kinds, say
+        self.previous, self.owned, self.present = previous, owned, set(present)
+        self._batches: dict[str, netlink.Batch] = {}
+        # Interface indexes, asked for hundreds of times per build (each ask a netlink round
+        # trip, slow under emulation); forgotten whenever a link is removed anywhere (removing
+        # a veth end removes its peer in another namespace). Adding one changes no index.
+        self._indexes: dict[tuple[str, str], int] = {}
+        # Nodes whose interfaces were all read with one dump since the last change: a name
+        # missing there does not exist (no request per name asked for).
+        self._dumped: set[str] = set()
+        self.ipr = {node: _IndexKeeping(h, self._indexes, self._dumped) for node, h in ipr.items()}
+        self.created: set[tuple[str, str]] = set()
+        self._mtus: dict[tuple[str, int], int] = {}
+
+    def idx(self, node: str, ifname: str) -> int | None:
+        """The index of `node`'s interface `ifname` (None: there is none)."""
+        key = (node, ifname)
+        if key not in self._indexes and node not in self._dumped:
+            for x in netlink.links(self.ns[node]):
+                self._indexes[(node, x["ifname"])] = x["index"]
+            self._dumped.add(node)
+        return self._indexes.get(key)
+
+    def batch(self, node: str) -> netlink.Batch:
+        """Requests for `node`'s namespace sent back to back by `send_batches` (see netlink.Batch)."""
+        if node not in self._batches:
+            self._batches[node] = netlink.Batch(self.ns[node])
+        return self._batches[node]
+
+    def send_batches(self) -> None:
+        """Send every node's batched requests. The index cache stays true: batches create
+        interfaces only with indexes chosen by `new_index` and learned at once."""
+        batches, self._batches = self._batches, {}
+        for b in batches.values():
+            b.send()
+
+    def new_index(self, node: str, ifname: str) -> int:
+        """An interface index free in `node`'s namespace for `ifname`, learned now (the kernel
+        creates it with that index or fails): nothing to ask after creating it."""
+        self.idx(node, ifname)  # the namespace's interfaces dumped once, if not yet
+        i = max([1] + [v for (n, _), v in self._indexes.items() if n == node]) + 1
+        self._indexes[(node, ifname)] = i
+        self.created.add((node, ifname))
+        return i
+
+    def own(self, node: str, ifname: str) -> None:
+        """Record `node`'s interface `ifname` as the lab's (a later build removes it when the
+        lab no longer has it)."""
+        self.owned["interfaces"].append(f"{node}/{ifname}")
+
+    def previous_processes(self, node: str) -> list[dict[str, Any]]:
+        """The process records (linklab/backends/linux/daemons.py) the previous build left on `node`."""
+        return [r for r in self.previous.get("processes", []) if r["node"] == node]
+
+    def keep_processes(self, records: Iterable[dict[str, Any]]) -> None:
+        """Processes the lab owns after this build; any earlier one not kept is stopped at the end."""
+        self.owned["processes"].extend(records)
+
+
+def run(b: Build) -> None:
+    """The build, phase by phase: the phase's own steps, then each kind that names it."""
+    for phase in PHASES:
+        for step in STEPS.get(phase, ()):
+            step(b)
+        for node in b.lab.nodes:
+            for kind in b.kinds[node.name]:
+                if kind.phase == phase:
+                    kind.configure(b, node)
+
+
+# ---- the steps every lab needs -----------------------------------------------------------------
+
+def namespaces(b: Build) -> None:
+    """Every node's namespace, made by the first of its kinds (most make a plain named one), then
+    no IPv6 duplicate address detection in it: it would delay every lab address by ~1-2 s."""
+    for node in b.lab.nodes:
+        b.kinds[node.name][0].create(b, node)
+        sysctl.set_in_netns(b.ns[node.name], {"net.ipv6.conf.all.accept_dad": "0",
+                                              "net.ipv6.conf.default.accept_dad": "0"})
+
+
+def veth_pairs(b: Build) -> None:
+    """Every link's veth pairs, made where missing (half a pair from an interrupted build is
+    removed first), each end marked as the lab's."""
+    marks: list[tuple[str, str]] = []
+    for link in b.lab.links:
+        for pair in link.veths:
+            ia, ib = b.idx(pair.a.node, pair.a.ifname), b.idx(pair.b.node, pair.b.ifname)
+            if not (ia is not None and ib is not None and _peers(b, pair, ia)):
+                for node, ifname, i in ((pair.a.node, pair.a.ifname, ia), (pair.b.node, pair.b.ifname, ib)):
+                    if i is not None:  # half of a pair from an interrupted build
+                        b.ipr[node].link("del", index=i)
+                # The first end made up at once (a bond member is downed before it is enslaved).
+                b.batch(pair.a.node).veth(pair.a.ifname, pair.b.ifname, b.ns[pair.b.node],
+                                             index=b.new_index(pair.a.node, pair.a.ifname),
+                                             peer_index=b.new_index(pair.b.node, pair.b.ifname))
+            marks += [(end.node, end.ifname) for end in (pair.a, pair.b)]
+    b.send_batches()  # every pair exists before its ends are marked
+    for node, ifname in marks:
+        b.batch(node).set(ifname, alias=b.mark)
+        b.own(node, ifname)
+    b.send_batches()
+
+
+def _peers(b: Build, pair, ia: int) -> bool:
+    link = b.ipr[pair.a.node].get_links(ia)[0]
+    info = link.get_attr("IFLA_LINKINFO")
+    return info is not None and info.get_attr("IFLA_INFO_KIND") == "veth"
+
+
+def remove_stale(b: Build) -> None:
+    """Interfaces an earlier apply made that the lab no longer has (fewer bond members...)."""
+    keep = set(b.owned["interfaces"])
+    keep |= {f"{bond.node}/{bond.ifname}" for link in b.lab.links for bond in link.bonds}
+    # What kinds make beside the link ends (a Linux bridge's br0) is theirs to keep.
+    keep |= {f"{n.name}/{ifname}" for n in b.lab.nodes for kind in b.kinds[n.name] for ifname in kind.interfaces}
+    for item in b.previous.get("interfaces", []):
+        node, _, ifname = item.partition("/")
+        if item not in keep and node in b.ipr:
+            i = b.idx(node, ifname)
+            if i is not None:
+                b.ipr[node].link("del", index=i)
+
+
+def bonds(b: Build) -> None:
+    """Each bond made or changed to its mode and options, its members enslaved."""
+    for link in b.lab.links:
+        for bond in link.bonds:
+            ipr = b.ipr[bond.node]
+            bi = b.idx(bond.node, bond.ifname)
+            if bi is None:
+                ipr.link("add", ifname=bond.ifname, kind="bond", bond_mode=bondopt.mode_number(bond.mode))
+                bi = b.idx(bond.node, bond.ifname)
+            b.own(bond.node, bond.ifname)
+            members = {m: b.idx(bond.node, m) for m in bond.members}
+            actual = bondopt.from_netlink(_info_data(ipr.get_links(bi)[0]))
+            wanted = bondopt.desired_options(bond.mode, bond.options)
+            names = {i: n for n, i in members.items()}
+            diff = bondopt.differs(actual, bond.mode, wanted, names)
+            enslaved = {x["index"] for x in ipr.get_links() if x.get_attr("IFLA_MASTER") == bi}
+            if diff:
+                # Mode and many options can change only on a downed bond without members.
+                for m in enslaved:
+                    ipr.link("set", index=m, master=0)
+                enslaved = set()
+                ipr.link("set", index=bi, state="down")
+                nl = bondopt.to_netlink({k: v for k, v in wanted.items() if k != "primary"}, members)
+                ipr.link("set", index=bi, kind="bond", bond_mode=bondopt.mode_number(bond.mode), **nl)
+            for m, mi in members.items():
+                if mi not in enslaved:
+                    ipr.link("set", index=mi, state="down")
+                    ipr.link("set", index=mi, master=bi)
+            if "primary" in wanted and ("primary" in diff or not enslaved):
+                ipr.link("set", index=bi, kind="bond", **bondopt.to_netlink({"primary": wanted["primary"]}, members))
+            ipr.link("set", index=bi, ifalias=b.mark)
+
+
+def mtus_and_up(b: Build) -> None:
+    """Every interface's MTU, then every interface up: one dump per namespace (not one request
+    per interface; setting an MTU changes no interface's state, so the same dump says which to
+    bring up)."""
+    dump = {node: netlink.links(b.ns[node]) for node in b.ipr}
+    b._mtus = {(node, x["index"]): x["mtu"] for node, links in dump.items() for x in links}
+    for link in b.lab.links:
+        for pair in link.veths:
+            for end in (pair.a, pair.b):
+                if end.ifname not in link.bond_members(end.node):
+                    # A switch's port_mtu (Mininet leaves switch ports at 1500) beats the link's.
+                    _set_mtu(b, end.node, end.ifname, b.lab.node(end.node).port_mtu or link.mtu)
+        for bond in link.bonds:
+            _set_mtu(b, bond.node, bond.ifname, link.mtu)  # a bond's MTU is pushed to its members
+    for node in b.lab.nodes:
+        for ifname in (ifname for kind in b.kinds[node.name] for ifname in kind.interfaces):
+            if node.mtu:
+                # A kind's own interface (a Linux bridge) takes the switch's MTU. Set, not
+                # compared: a bridge's MTU follows its ports' until set, so the dump may be
+                # stale, and setting the MTU it has changes nothing.
+                b.batch(node.name).set(ifname, mtu=node.port_mtu or node.mtu)
+    for node, links in dump.items():
+        for x in links:
+            if x["ifname"] != "lo" and not x["up"]:
+                b.batch(node).set(x["ifname"], up=True)
+    b.send_batches()
+
+
+def _set_mtu(b: Build, node: str, ifname: str, mtu: int) -> None:
+    i = b.idx(node, ifname)
+    have = b._mtus.get((node, i))
+    if have != mtu:
+        try:
+            b.ipr[node].link("set", index=i, mtu=mtu)
+        except NetlinkError as e:
+            raise LinklabError(f"{node}:{ifname}: the kernel refused MTU {mtu}: {e.args[1] if len(e.args) > 1 else e}") from None
+
+
+def qdiscs(b: Build) -> None:
+    """Every egress queue the lab asks for, rebuilt where it differs from what the previous
+    build made (linklab/linux/tc.py)."""
+    changes: dict[str, list] = {}  # node -> its interfaces' changes, one tc process per namespace
+    roots: dict[str, dict[int, list]] = {}  # node -> index -> its root qdiscs: one dump per namespace
+    for link, end, _, q in b.lab.egress_queues():
+        key = f"{end.node}/{end.ifname}"
+        sig = json.dumps([q.model_dump() if q else None, link.mtu], sort_keys=True)
+        created = (end.node, end.ifname) in b.created
+        if created:
+            mine = []  # the kernel's default: nothing to dump
+        else:
+            if end.node not in roots:
+                roots[end.node] = _root_qdiscs(b.ipr[end.node])
+            mine = roots[end.node].get(b.idx(end.node, end.ifname), [])
+        if created or b.previous.get("qdiscs", {}).get(key) != sig or not _root_kind_matches(mine, q):
+            has_root = any(x["handle"] != 0 for x in mine)  # the kernel's default has handle 0
+            if q is not None or has_root:  # None on the kernel's default: nothing to do
+                changes.setdefault(end.node, []).append((end.ifname, q, link.mtu, has_root))
+        b.owned["qdiscs"][key] = sig
+    for node, node_changes in changes.items():
+        tc.apply_many(b.ns[node], node_changes)
+
+
+def interface_settings(b: Build) -> None:
+    """Transmit queue lengths and offload features the links ask for."""
+    for link in b.lab.links:
+        for end in link.ends:
+            ipr, i = b.ipr[end.node], b.idx(end.node, end.ifname)
+            if end.txqueuelen is not None:
+                ipr.link("set", index=i, txqlen=end.txqueuelen)
+                for m in link.bond_members(end.node):
+                    ipr.link("set", index=b.idx(end.node, m), txqlen=end.txqueuelen)
+            if end.offloads:
+                # Offload features: pyroute2's ethtool module cannot reach a namespace, so this
+                # is one of the few shell-outs (argv list, in the node's namespace).
+                args = [x for k, v in sorted(end.offloads.items()) for x in (k, "on" if v else "off")]
+                for ifname in [end.ifname, *link.bond_members(end.node)]:
+                    runner.run(["ethtool", "-K", ifname, *args], netns=b.ns[end.node], timeout=10)
+
+
+def stop_leftover_processes(b: Build) -> None:
+    """Processes an earlier build started that this one did not keep (a switch that lost its
+    controller)."""
+    kept = {(r["node"], r["pid"]) for r in b.owned["processes"]}
+    daemons.stop([r for r in b.previous.get("processes", []) if (r["node"], r["pid"]) not in kept])
+
+
+STEPS: dict[str, tuple[Callable[[Build], None], ...]] = {
+    "namespaces": (namespaces,),
+    "links": (veth_pairs, remove_stale, bonds),
+    "mtu": (mtus_and_up,),
+    "queues": (qdiscs, interface_settings),
+    "leftovers": (stop_leftover_processes,),
+}
+
+
+class _IndexKeeping:
+    """A node's IPRoute, opened on first use, that empties the build's index cache when it
+    removes a link."""
+
+    def __init__(self, open_ipr: Callable[[], IPRoute], indexes: dict, dumped: set):
+        self._open, self._handle, self._indexes, self._dumped = open_ipr, None, indexes, dumped
+
+    @property
+    def _ipr(self) -> IPRoute:
+        if self._handle is None:
+            self._handle = self._open()
+        return self._handle
+
+    def link(self, command: str, **kwargs):
+        if command in ("del", "delete", "remove"):
+            self._indexes.clear()
+        if command in ("del", "delete", "remove", "add"):
+            self._dumped.clear()  # a dump no longer lists every interface there is
+        return self._ipr.link(command, **kwargs)
+
+    def __getattr__(self, name: str):
+        return getattr(self._ipr, name)
+
+
+def _info_data(link_msg):
+    info = link_msg.get_attr("IFLA_LINKINFO")
+    return info.get_attr("IFLA_INFO_DATA") if info is not None else None
+
+
+def _root_qdiscs(ipr: IPRoute) -> dict[int, list]:
+    """Every interface's root qdisc(s) in a namespace, by interface index (one dump)."""
+    out: dict[int, list] = {}
+    for x in ipr.get_qdiscs():
+        if x["parent"] == 0xFFFFFFFF:
+            out.setdefault(x["index"], []).append(x)
+    return out
+
+
+def _root_kind_matches(root_qdiscs: list, q) -> bool:
+    want = None if q is None else (q.shaper if q.shaper in ("tbf", "htb") else "netem")
+    roots = [x.get_attr("TCA_KIND") for x in root_qdiscs]
+    have = roots[0] if roots and roots[0] in ("netem", "tbf", "htb") else None
+    return have == want

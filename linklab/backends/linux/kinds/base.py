@@ -1,0 +1,61 @@
+"""What every kind of lab node is: a few verbs, each with a default that does nothing (or, for
+`create`, what most kinds need), so a kind writes only what differs (containerlab's
+DefaultNode). The backend calls these; a kind never calls the backend.
+
+  check(lab, node)        what cannot be built on this machine (empty: buildable)
+  create(build, node)     the node's network namespace, made if missing and marked as the lab's
+                          (default: a plain named namespace). A kind whose node lives elsewhere (a
+                          container) makes that instead and gives its namespace the same name, so
+                          everything after it (veth pairs, addresses, queues) works unchanged
+  configure(build, node)  make the node match the resolved lab, idempotently, in the build phase
+                          the kind names in `phase` (linklab/backends/linux/build.py: PHASES)
+  inspect(lab, node, ns)  live state beyond interfaces, for `status`, pre-flight and a switch's
+                          counters ({}: none)
+  remove(lab_name, node, ns, owned)  stop or remove what the node owns beyond its namespace;
+                          returns what was removed
+
+Only the first kind of a node creates its namespace; a kind that runs beside another in the same
+node (a controller beside its switch's OVS) configures and removes only what is its own.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from linklab.backends.linux.ownership import mark_loopback
+from linklab.linux import netlink
+from linklab.model.resolved import Lab, Node
+
+if TYPE_CHECKING:
+    from linklab.backends.linux.build import Build
+
+
+class Kind:
+    name: ClassVar[str]
+    # The build phase `configure` runs in; None: the kind has nothing to configure.
+    phase: ClassVar[str | None] = None
+    # Interfaces the kind makes in its node's namespace besides the link ends (a Linux bridge's
+    # br0): reconciling keeps them, and they take the node's MTU.
+    interfaces: ClassVar[tuple[str, ...]] = ()
+
+    def check(self, lab: Lab, node: Node) -> list[str]:
+        return []
+
+    def create(self, b: Build, node: Node) -> None:
+        ns = b.ns[node.name]
+        if ns in b.present and netlink.is_placeholder(ns):
+            netlink.remove_placeholder(ns)  # a kill between the file and its mount: claimed before the build
+            b.present.discard(ns)
+        if ns not in b.present:
+            netlink.create(ns)
+        # Marked at once: an unmarked namespace is only ever one `claim` just vouched for.
+        mark_loopback(ns, b.mark)
+
+    def configure(self, b: Build, node: Node) -> None:
+        pass
+
+    def inspect(self, lab: Lab, node: Node, ns: str) -> dict[str, Any]:
+        return {}
+
+    def remove(self, lab_name: str, node: str, ns: str, owned: dict[str, Any]) -> list[str]:
+        return []

@@ -1,0 +1,110 @@
+"""Faults on the window's timeline: the experiment's events applied at their times in a thread,
+and per event its effect in iperf3's short-interval time series (linklab/measure/timeline.py):
+for a failure the outage it caused, for a change how long the flow took to settle at its new
+level."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from linklab.measure import timeline
+from linklab.measure.probes.base import Probe, Repetition
+from linklab.model.resolved import Lab
+
+# iperf3's finest report interval: the time series an outage is read from.
+INTERVAL_S = 0.1
+
+
+class Event(Protocol):
+    """An experiment's timeline event (linklab/sweep/experiment.py: Event)."""
+
+    at: float
+    set: str
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def is_failure(self) -> bool: ...
+
+    def action(self) -> tuple[str, int, bool]: ...
+
+    def active(self) -> tuple[str, int]: ...
+
+
+class FaultTimeline(Probe):
+    """Applies the events in a thread from iperf3's omitted warm-up on; `finish` waits for it,
+    brings back up every member it took down and restores every impairment it changed, so the
+    next repetition starts as the point was. `targets`: for the i-th event that changes an
+    impairment, the lab as it is with that event and every earlier one applied, resolved before
+    the window opens (applying it then costs only the tc calls)."""
+
+    phase = "window_tail"
+
+    def __init__(self, events: Sequence[Event], targets: Mapping[int, Lab]):
+        self.events, self.targets = sorted(events, key=lambda e: e.at), dict(targets)
+        self.log: list[dict[str, Any]] = []
+        self.down: set[tuple[str, int]] = set()
+        self.current: Lab | None = None
+        self.stop = threading.Event()
+        self.thread: threading.Thread | None = None
+
+    def start(self, rep: Repetition) -> None:
+        self.current = rep.lab
+        zero = time.monotonic() + rep.omit
+        self.thread = threading.Thread(target=self._run, args=(rep, zero), daemon=True)
+        self.thread.start()
+
+    def _apply(self, rep: Repetition, i: int, ev: Event) -> str:
+        backend = rep.handle.backend
+        if ev.kind == "member_state":
+            link, member, up = ev.action()
+            what = backend.set_member_state(rep.lab, link, member, up)
+            (self.down.discard if up else self.down.add)((link, member))
+            return what
+        if ev.kind == "active_member":
+            return backend.set_active_member(rep.lab, *ev.active())
+        target = self.targets[i]
+        what = "; ".join(backend.change_impairments(self.current, target)) or "no queue changed"
+        self.current = target
+        return what
+
+    def _run(self, rep: Repetition, zero: float) -> None:
+        for i, ev in enumerate(self.events):
+            if self.stop.wait(max(zero + ev.at - time.monotonic(), 0)):
+                self.log.append({"set": ev.set, "at_s": ev.at, "applied_s": None, "note": "window ended first"})
+                continue
+            try:
+                what = self._apply(rep, i, ev)
+                self.log.append({"set": ev.set, "at_s": ev.at, "applied_s": round(time.monotonic() - zero, 3),
+                                 "did": what})
+            except Exception as e:  # recorded, not fatal: the row says the fault did not happen
+                self.log.append({"set": ev.set, "at_s": ev.at, "applied_s": None, "error": str(e)})
+
+    def finish(self, rep: Repetition) -> None:
+        if self.thread is None:
+            return
+        self.stop.set()
+        self.thread.join(timeout=30)
+        for link, member in sorted(self.down):
+            rep.handle.backend.set_member_state(rep.lab, link, member, True)
+        if self.current is not rep.lab:
+            rep.handle.backend.change_impairments(self.current, rep.lab)
+        rep.raw["events.json"] = json.dumps(self.log, indent=1)
+
+    def row(self, rep: Repetition) -> dict[str, Any]:
+        if self.thread is None:
+            return {}
+        ivs = timeline.series(json.loads(rep.traffic_json)) if rep.traffic_json.strip() else []
+        row: dict[str, Any] = {}
+        for i, (ev, done) in enumerate(zip(self.events, self.log), start=1):
+            row[f"fault{i}_action"] = ev.set
+            row[f"fault{i}_applied_s"] = done.get("applied_s")
+            until = min((e.at for e in self.events if e.at > ev.at), default=None)
+            row.update(timeline.effect(ivs, ev.at, ev.is_failure, until).row(f"fault{i}_"))
+        row["fault_outage_fraction"] = timeline.OUTAGE_FRACTION
+        return row

@@ -1,0 +1,136 @@
+"""Imports point one way: down the layers named here, never up (a unit test that walks every
+import of linklab/, including those inside functions).
+
+The layers, bottom first. A module may import its own layer and those below it. Imports under
+`if TYPE_CHECKING:` are for annotations only and are not followed.
+"""
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "linklab"
+
+LAYERS: list[tuple[str, tuple[str, ...]]] = [
+    # what everything may use: errors and exit codes, units, files, processes, the console, the
+    # kernel's features, the bundled controller apps, lab state files
+    ("foundation", ("linklab", "linklab.errors", "linklab.units", "linklab.fsutil", "linklab.runner",
+                    "linklab.procs", "linklab.console", "linklab.kernel", "linklab.controllers", "linklab.state")),
+    ("model", ("linklab.model",)),                # topology in, resolved lab out: pure
+    ("linux", ("linklab.linux",)),                # netlink, tc plans, OVS output: no lab knowledge
+    ("tools", ("linklab.measure",)),              # one class per measurement tool, pure parsers
+    ("backends", ("linklab.backends",)),          # realize a resolved lab; node kinds
+    ("handle", ("linklab.handle",)),              # a running lab: model, backend, namespaces
+    ("probes", ("linklab.measure.probes", "linklab.measure.traffic")),  # a repetition, against a handle
+    ("vm", ("linklab.vm",)),                      # the lab VM, its agent, the host's CPU
+    ("lab", ("linklab.lab", "linklab.placement", "linklab.status_view")),  # lifecycle, where it runs
+    ("results", ("linklab.results",)),            # a run on disk
+    ("sweep", ("linklab.sweep",)),                # experiments run against a lab
+    ("report", ("linklab.report",)),              # reading runs back
+    ("interop", ("linklab.interop",)),            # other tools' formats
+    ("commands", ("linklab.validate", "linklab.sweep.cli", "linklab.report.cli", "linklab.interop.cli")),
+    ("cli", ("linklab.cli", "linklab.__main__")),  # the parser the sub-commands add themselves to
+]
+
+# Packages reached only through one door, whatever the layers allow: code above the backend
+# talks to the registry and the Backend interface (linklab/backends/__init__.py, base.py), and
+# only placement (and the CLI's own `vm` and `clean`) reach into the lab VM.
+ONLY_THROUGH: dict[str, tuple[str, ...]] = {
+    "linklab.backends.linux": ("linklab.backends",),
+    "linklab.vm": ("linklab.vm", "linklab.placement", "linklab.cli"),
+}
+
+
+def layer_of(module: str) -> int:
+    """The rank of the layer naming the longest prefix of `module`."""
+    best, rank = "", None
+    for i, (_, prefixes) in enumerate(LAYERS):
+        for p in prefixes:
+            if (module == p or module.startswith(p + ".")) and len(p) > len(best):
+                best, rank = p, i
+    assert rank is not None, f"{module} is in no layer: name it in LAYERS"
+    return rank
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _type_checking_lines(tree: ast.AST) -> set[int]:
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING"):
+            for child in node.body:
+                lines.update(range(child.lineno, (child.end_lineno or child.lineno) + 1))
+    return lines
+
+
+def imports(path: Path) -> list[tuple[int, str]]:
+    """(line, module) of every linklab module `path` imports, wherever in the file."""
+    me = module_name(path)
+    tree = ast.parse(path.read_text())
+    skip = _type_checking_lines(tree)
+    out = []
+    for node in ast.walk(tree):
+        if getattr(node, "lineno", None) in skip:
+            continue
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, a.name) for a in node.names if a.name.split(".")[0] == "linklab"]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = me.split(".") if path.name == "__init__.py" else me.split(".")[:-1]
+                base = base[:len(base) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if target.split(".")[0] != "linklab":
+                continue
+            for a in node.names:  # `from linklab import lab` imports the module linklab.lab
+                sub = f"{target}.{a.name}"
+                is_module = (PACKAGE.parent / (sub.replace(".", "/") + ".py")).exists() or \
+                    (PACKAGE.parent / sub.replace(".", "/")).is_dir()
+                out.append((node.lineno, sub if is_module else target))
+    return out
+
+
+def test_every_module_is_in_a_layer():
+    for path in PACKAGE.rglob("*.py"):
+        layer_of(module_name(path))
+
+
+def test_no_import_points_up_a_layer():
+    upward = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        me = module_name(path)
+        for line, target in imports(path):
+            if layer_of(target) > layer_of(me):
+                upward.append(f"{path.relative_to(ROOT)}:{line}: {me} ({LAYERS[layer_of(me)][0]}) imports "
+                              f"{target} ({LAYERS[layer_of(target)][0]})")
+    assert not upward, "imports that point up a layer:\n" + "\n".join(upward)
+
+
+def test_packages_reached_only_through_their_door():
+    strays = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        me = module_name(path)
+        for line, target in imports(path):
+            for package, doors in ONLY_THROUGH.items():
+                inside = target == package or target.startswith(package + ".")
+                if inside and not any(me == d or me.startswith(d + ".") for d in doors):
+                    strays.append(f"{path.relative_to(ROOT)}:{line}: {me} imports {target} "
+                                  f"(only {', '.join(doors)} may)")
+    assert not strays, "\n".join(strays)
+
+
+def test_the_walk_sees_imports_inside_functions_and_relative_ones(tmp_path):
+    """The test itself: it must catch an upward import wherever it hides."""
+    mod = PACKAGE / "measure" / "_layers_probe.py"
+    mod.write_text("def f():\n    from linklab.sweep import engine\n    from ..report import build\n"
+                   "    from linklab import lab\n")
+    try:
+        found = [t for _, t in imports(mod)]
+        assert found == ["linklab.sweep.engine", "linklab.report.build", "linklab.lab"]
+        assert all(layer_of(t) > layer_of("linklab.measure._layers_probe") for t in found)
+    finally:
+        mod.unlink()

@@ -1,0 +1,194 @@
+"""One repetition as a loop over probes (linklab/sweep/measure_rep.py, linklab/measure/probes/):
+which probes an experiment's `measure` list asks for, in which order their steps run, and what
+a failure keeps. Fakes only: nothing here starts a process or reads a kernel."""
+
+from pathlib import Path
+
+import pytest
+
+from linklab.handle import LabHandle
+from linklab.measure.iperf3 import Iperf3Error
+from linklab.measure.probes.base import Probe, Repetition
+from linklab.measure.probes.counters import QueueCounters
+from linklab.measure.probes.cpu import CpuLoad
+from linklab.measure.probes.faults import FaultTimeline
+from linklab.measure.probes.judgement import Disturbance
+from linklab.measure.probes.nstat import StackCounters
+from linklab.measure.probes.ping import IdlePing, LoadPing
+from linklab.measure.probes.reorder import Reordering
+from linklab.measure.probes.switches import SwitchCounters
+from linklab.model import Context, load_topology, resolve
+from linklab.sweep import measure_rep, phases
+from linklab.sweep.experiment import Event
+from linklab.sweep.phases import PhaseClock
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def handle(topology="topologies/bond2.yaml"):
+    lab = resolve(load_topology(ROOT / topology), Context())
+    return LabHandle(lab, backend=object(), netns={n.name: f"ns-{n.name}" for n in lab.nodes})
+
+
+class Plan:
+    client, server, cc = "h1", "h2", None
+
+    class tool:  # noqa: N801 -- the experiment's tool settings
+        duration, port, ping_count, ping_interval = 5.0, 5201, 3, 0.2
+
+
+@pytest.mark.parametrize("wanted,kinds", [
+    (["throughput"], [QueueCounters, Disturbance]),
+    # E1: bond spread, TCP counters, CPU
+    (["throughput", "cpu", "bond_counters", "nstat"], [QueueCounters, StackCounters, CpuLoad, Disturbance]),
+    # E2/E5: the load ping after the idle one it is compared with, the CPU sampler last
+    (["throughput", "ping", "ping_load", "reorder", "cpu", "bond_counters", "nstat"],
+     [IdlePing, QueueCounters, StackCounters, Reordering, LoadPing, CpuLoad, Disturbance]),
+    # E3: the switches reset before the idle ping, whose first packet then crosses the controller
+    (["throughput", "ping", "switch_counters"], [SwitchCounters, IdlePing, QueueCounters, Disturbance]),
+    # a load ping alone still measures the idle RTT it is compared with
+    (["ping_load"], [IdlePing, QueueCounters, LoadPing, Disturbance]),
+])
+def test_an_experiments_measure_list_chooses_the_probes_in_their_order(monkeypatch, wanted, kinds):
+    monkeypatch.delenv("LINKLAB_IN_VM", raising=False)  # natively: no host-CPU probe
+    probes = measure_rep.probes_for(Plan, wanted, handle())
+    assert [type(p) for p in probes] == kinds
+    queues = next(p for p in probes if isinstance(p, QueueCounters))
+    assert set(queues.members) == ({"h1", "h2"} if "bond_counters" in wanted else set())
+    load = next((p for p in probes if isinstance(p, LoadPing)), None)
+    assert load is None or load.idle is probes[kinds.index(IdlePing)]
+
+
+def test_in_the_lab_vm_placement_adds_the_host_cpu_probe_before_the_judgement(monkeypatch, tmp_path):
+    from linklab.vm.hostcpu import HostCpu
+    monkeypatch.setenv("LINKLAB_IN_VM", "1")
+    monkeypatch.setenv("LINKLAB_STATE_DIR", str(tmp_path))
+    probes = measure_rep.probes_for(Plan, ["throughput"], handle())
+    assert [type(p) for p in probes] == [QueueCounters, HostCpu, Disturbance]
+    assert probes[1].path == tmp_path / "vm" / "host-cpu.json"
+
+
+def test_events_add_the_fault_timeline_with_their_targets(monkeypatch):
+    monkeypatch.delenv("LINKLAB_IN_VM", raising=False)
+    events = [Event(at=2, set="links[bond].bond.member[0].state=down")]
+    probes = measure_rep.probes_for(Plan, ["throughput"], handle(), events, {})
+    assert [type(p) for p in probes] == [QueueCounters, FaultTimeline, Disturbance]
+
+
+class Recorder(Probe):
+    def __init__(self, name, log, fail_in=None):
+        self.name, self.log, self.fail_in = name, log, fail_in
+        self.phase = f"p_{name}"
+
+    def _step(self, step, rep):
+        self.log.append((step, self.name))
+        if step == self.fail_in:
+            raise Iperf3Error(f"{self.name} failed in {step}")
+
+    def before(self, rep):
+        self._step("before", rep)
+
+    def start(self, rep):
+        self._step("start", rep)
+
+    def finish(self, rep):
+        self._step("finish", rep)
+        rep.raw[f"{self.name}.txt"] = "output"
+
+    def row(self, rep):
+        self._step("row", rep)
+        return {f"{self.name}_seen": sorted(rep.row)}
+
+
+class FakeTraffic:
+    def __init__(self, log, fail=False):
+        self.log, self.fail = log, fail
+
+    def prepare(self, rep):
+        self.log.append(("prepare", "traffic"))
+
+    def start(self, rep):
+        self.log.append(("start", "traffic"))
+
+    def wait(self, rep):
+        self.log.append(("wait", "traffic"))
+        rep.raw["iperf3.json"] = "{}"
+
+    def row(self, rep):
+        self.log.append(("row", "traffic"))
+        if self.fail:
+            raise Iperf3Error("iperf3: the server is busy")
+        return {"throughput_bps": 1e8}
+
+
+def rep():
+    return Repetition(handle(), "h1", "h2", 4, omit=1.0)
+
+
+def test_steps_run_in_probe_order_and_finish_in_reverse():
+    log = []
+    clock = PhaseClock()
+    raw, row = measure_rep.measure(rep(), FakeTraffic(log), [Recorder("a", log), Recorder("b", log)], clock)
+    assert log == [("prepare", "traffic"), ("before", "a"), ("before", "b"), ("start", "traffic"),
+                   ("start", "a"), ("start", "b"), ("wait", "traffic"), ("finish", "b"), ("finish", "a"),
+                   ("row", "traffic"), ("row", "a"), ("row", "b")]
+    # A probe's row sees the fields of those before it
+    assert row["a_seen"] == ["throughput_bps", "window_s"] and "a_seen" in row["b_seen"]
+    assert set(raw) == {"iperf3.json", "a.txt", "b.txt"}
+    # Every repetition reports the same phases, whatever its probes; each probe's time in its own
+    assert set(phases.EVERY_REP) | {"p_a", "p_b"} <= set(clock.seconds)
+
+
+def test_a_probe_that_fails_before_the_window_still_finishes_those_begun():
+    log = []
+    with pytest.raises(Iperf3Error) as e:
+        measure_rep.measure(rep(), FakeTraffic(log), [Recorder("a", log), Recorder("b", log, fail_in="before"),
+                                                      Recorder("c", log)])
+    assert ("start", "traffic") not in log and ("before", "c") not in log
+    assert [x for x in log if x[0] == "finish"] == [("finish", "b"), ("finish", "a")]
+    assert set(e.value.raw) == {"a.txt", "b.txt"}
+
+
+def test_a_failed_parse_keeps_what_every_tool_printed():
+    log = []
+    with pytest.raises(Iperf3Error) as e:
+        measure_rep.measure(rep(), FakeTraffic(log, fail=True), [Recorder("a", log)])
+    assert ("row", "a") not in log  # nothing after the window is read for a repetition that failed
+    assert set(e.value.raw) == {"iperf3.json", "a.txt"}
+
+
+def test_queue_counters_and_the_judgement_read_the_same_window(monkeypatch):
+    """Two snapshots of every node's qdiscs (and the bond members of client and server): the
+    drops between them are the row's and the judgement's."""
+    from linklab.measure import counters
+    zero = dict.fromkeys(counters.FIELDS, 0)
+    # (bond members' link counters, qdisc counters) of h1, before then after; h2 has nothing
+    h1 = iter([({"bond0-m0": zero, "bond0-m1": zero}, {"bond0-m0 bfifo 10:": {"sent_pkts": 0, "dropped": 0}}),
+               ({"bond0-m0": {**zero, "tx_bytes": 300}, "bond0-m1": {**zero, "tx_bytes": 100}},
+                {"bond0-m0 bfifo 10:": {"sent_pkts": 900, "dropped": 100}})])
+    monkeypatch.setattr(counters, "snapshot", lambda ns, members: next(h1) if ns == "ns-h1" else ({}, {}))
+    r = rep()
+    queues = QueueCounters({"h1": r.lab.bond_members("h1"), "h2": []})
+    queues.before(r)
+    row = queues.row(r)
+    assert row["qdisc_dropped_pkts"] == 100
+    assert row["client_member_tx_share_bond0-m0"] == 0.75 and "bond_counters.json" in r.raw
+    r.row.update(row)
+    flags = Disturbance(queues).row(r)
+    assert flags["flags"] == "queue_dropped" and "h1/bond0-m0 bfifo 10:: 100 (10%)" in flags["flag_evidence"]
+    # a ping's 98-byte frame sent at 1 Gbit/s each way: all the unimpaired bond2 asks for
+    assert flags["path_asked_rtt_ms"] == pytest.approx(2 * 98 * 8 / 1e9 * 1e3, abs=1e-4)
+    assert flags["client_queue_holder"] == "bfifo"
+
+
+def test_host_cpu_probe_reads_the_hosts_samples_around_the_window(tmp_path):
+    import json
+    from linklab.vm.hostcpu import HostCpu
+    path = tmp_path / "host-cpu.json"
+    # 2 cores at 100 ticks/s: 1 s apart, 200 ticks of which 50 idle and 100 QEMU's
+    path.write_text(json.dumps({"samples": [{"t": 10.0, "total": 0, "idle": 0, "qemu": 0, "ncpu": 2},
+                                            {"t": 11.0, "total": 200, "idle": 50, "qemu": 100, "ncpu": 2}]}))
+    r = rep()
+    r.wall_opened, r.wall_closed = 10.2, 10.8
+    assert HostCpu(path).row(r) == {"host_busy_pct": 75.0, "host_qemu_pct": 50.0, "host_other_pct": 25.0,
+                                    "host_cpus": 2}
