@@ -60,14 +60,17 @@ class _Iperf3Tool(Tool):
 class Iperf3Server(_Iperf3Tool):
     """A foreground server for the caller to runner.start() and later kill.
 
-    json_output=True makes clients' --get-server-output return the sender's JSON in reverse mode;
-    its own stdout is not needed (send it to DEVNULL). one_off exits after one test.
+    json_output=True makes clients' --get-server-output return the server's JSON ("server_output_json":
+    the sender's view in reverse mode, the receiver's otherwise); its own stdout is not needed (send
+    it to DEVNULL). one_off exits after one test. interval: the server's own -i, which its JSON
+    intervals follow whatever the client's -i (1 s by default).
     """
 
     port: int = DEFAULT_PORT
     one_off: bool = False
     bind: str | None = None
     json_output: bool = True
+    interval: float | None = None
 
     def argv(self) -> list[str]:
         argv = ["iperf3", "-s", "-p", str(self.port)]
@@ -77,6 +80,8 @@ class Iperf3Server(_Iperf3Tool):
             argv += ["-B", self.bind]
         if self.json_output:
             argv.append("-J")
+        if self.interval is not None:
+            argv += ["-i", f"{self.interval:g}"]
         return argv
 
     @staticmethod

@@ -83,12 +83,13 @@ class ServerPool:
         self.key: tuple | None = None
         self.servers: Servers | None = None
 
-    def get(self, handle: LabHandle, server: str, client: str, port: int, count: int) -> Servers:
-        key = (handle.name, server, client, port, count)
+    def get(self, handle: LabHandle, server: str, client: str, port: int, count: int,
+            interval: float | None = None) -> Servers:
+        key = (handle.name, server, client, port, count, interval)
         if self.servers is not None and self.key == key and all(p.poll() is None for p in self.servers.procs):
             return self.servers
         self.stop()
-        self.servers, self.key = start_servers(handle, server, client, port, count), key
+        self.servers, self.key = start_servers(handle, server, client, port, count, interval), key
         return self.servers
 
     def stop(self) -> None:
@@ -105,9 +106,13 @@ def stop_stale_iperf3(handle: LabHandle, node: str) -> int:
     return len(stale)
 
 
-def start_servers(handle: LabHandle, server: str, client: str, port: int, count: int) -> Servers:
-    """`count` iperf3 servers on `server` from `port` on, once no stale iperf3 holds either side."""
-    fleet = Iperf3Server.fleet(count, base_port=port, json_output=False)
+def start_servers(handle: LabHandle, server: str, client: str, port: int, count: int,
+                  interval: float | None = None) -> Servers:
+    """`count` iperf3 servers on `server` from `port` on, once no stale iperf3 holds either side.
+    With `interval`, each reports every `interval` s in JSON: the receiver's time series, which a
+    client asking --get-server-output gets back (the sender's own intervals show what left its
+    socket, not what arrived: they dip and catch up around a fault that the receiver saw whole)."""
+    fleet = Iperf3Server.fleet(count, base_port=port, json_output=interval is not None, interval=interval)
     ns = handle.ns(server)
     for node in {client, server}:
         stop_stale_iperf3(handle, node)

@@ -195,7 +195,8 @@ def _run_point(sweep: Sweep, point: Point, reps: list[int]) -> None:
     with clock.phase("server_start"):
         if pf.ok:  # kept up from the previous point when it wants the same servers
             sweep.servers.get(sweep.handle, plan.server, plan.client, plan.tool.port,
-                              plan.tool.streams if plan.tool.parallel == "processes" else 1)
+                              plan.tool.streams if plan.tool.parallel == "processes" else 1,
+                              measure_rep.report_interval(plan, exp.events))
     # (rep, attempt): a repetition flagged host_disturbed comes back once as attempt 2.
     queue = [(rep, 1) for rep in reps]
     while queue:

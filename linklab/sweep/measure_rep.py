@@ -70,16 +70,24 @@ def probes_for(plan: PointPlan, wanted: Collection[str], handle: LabHandle, even
     return probes
 
 
+def report_interval(plan: PointPlan, events: Sequence[Event] = ()) -> float | None:
+    """How often the point's iperf3 ends report (None: once, at the end): the experiment's
+    `interval`, or EVENT_INTERVAL_S when the point has events (the time series a fault's effect is
+    read from). The servers must be started with it too (linklab/measure/traffic.py: ServerPool)."""
+    return plan.tool.interval or (EVENT_INTERVAL_S if events else None)
+
+
 def traffic_for(plan: PointPlan, handle: LabHandle, omit: float, events: Sequence[Event] = ()) -> Traffic:
-    """The point's iperf3 clients; with events, reporting every EVENT_INTERVAL_S (the time
-    series an outage is read from)."""
+    """The point's iperf3 clients; with a report interval, each also asks for the server's
+    report (the receiver's series, which linklab/measure/timeline.py prefers)."""
     tool = plan.tool
+    interval = report_interval(plan, events)
     client = Iperf3Client(
         server=plan.server if tool.ip == 4 else f"{plan.server}-v6", port=tool.port, duration=tool.duration,
         streams=tool.streams, protocol=tool.protocol,
         bitrate=parse_rate(tool.udp_rate) * handle.lab.scale if tool.protocol == "udp" else None,
         mss=tool.mss, length=tool.length, congestion=plan.cc, ipv6=tool.ip == 6, omit=omit,
-        interval=tool.interval or (EVENT_INTERVAL_S if events else None))
+        interval=interval, get_server_output=True if interval is not None else None)
     return Traffic(client, processes=tool.streams if tool.parallel == "processes" else None, parallel=tool.parallel,
                    timeout=tool.duration + omit + 30)
 

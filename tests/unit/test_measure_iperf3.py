@@ -1,5 +1,6 @@
 """iperf3 argv and parsing, against output captured from iperf3 3.12 (tests/data/tools/README.md)."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -280,12 +281,29 @@ def test_a_rate_change_is_judged_by_how_long_the_flow_takes_to_settle_not_as_an_
     ivs = [Interval(t / 10, t / 10 + 0.1, rate(t), retransmits=3 if t == 31 else 0) for t in range(80)]
     assert outage(ivs, 3.0).outage_s == 5.0  # what the old report said
     s = settle(ivs, 3.0)
-    assert s.pre_bps == 100e6 and s.post_bps == pytest.approx(20e6 * 1.05)
-    assert s.settle_s == 0.5 and s.retransmits == 3
+    assert s.pre_bps == 100e6 and s.post_bps == pytest.approx(20e6)
+    # 0.3 s means from 3.4 s on (24, 19, 21 -> 21.3) lie within 10 % of 20 for 0.5 s
+    assert s.settle_s == 0.4 and s.retransmits == 3
     assert effect(ivs, 3.0, failure=False) == s and effect(ivs, 3.0, failure=True) == outage(ivs, 3.0)
     # A second change at 6 s ends the first one's series: its level is read before it.
     ivs2 = ivs[:60] + [Interval(t / 10, t / 10 + 0.1, 100e6) for t in range(60, 80)]
-    assert settle(ivs2, 3.0, until_s=6.0).post_bps == pytest.approx(20e6 * 1.05)
+    assert settle(ivs2, 3.0, until_s=6.0).post_bps == pytest.approx(20e6)
     # A flow that never holds a level is never settled.
     wild = [Interval(t / 10, t / 10 + 0.1, 100e6 if t < 30 else (5e6 if t % 2 else 60e6)) for t in range(60)]
     assert settle(wild, 3.0).settle_s is None
+
+
+def test_a_series_is_the_receivers_when_the_server_reported_it_and_a_rate_cut_settles_at_once():
+    # Captured: htb 40 -> 10 Mbit/s at 1.7 s, server and client reporting every 0.1 s.
+    from linklab.measure.timeline import _intervals, series, settle
+    doc = json.loads((DATA / "iperf3_tcp_rate_cut_server_series.json").read_text())
+    own, theirs, ivs = _intervals(doc), _intervals(doc["server_output_json"]), series(doc)
+    assert [iv.bps for iv in ivs] == [iv.bps for iv in theirs]  # the receiver's rates
+    assert [iv.retransmits for iv in ivs[:len(own)]] == [iv.retransmits for iv in own]  # the sender's counts
+    steady_low = lambda xs: [iv.bps for iv in xs if iv.start >= 2.0]  # noqa: E731
+    assert min(steady_low(own)) == 0.0  # the sender's socket stalled for a whole interval
+    assert 0.7 * 10e6 < min(steady_low(ivs)) and max(steady_low(ivs)) < 1.2 * 10e6  # the link never did
+    s = settle(ivs, 1.7)
+    goodput = 10e6 * 1448 / 1514  # htb counts whole frames; MSS 1448 with timestamps
+    assert 38e6 < s.pre_bps < 40e6 and 0.93 * goodput < s.post_bps < 1.01 * goodput
+    assert s.settle_s is not None and 0.0 <= s.settle_s <= 0.2  # an 80 ms queue drains at once

@@ -75,6 +75,30 @@ def test_events_add_the_fault_timeline_with_their_targets(monkeypatch):
     assert [type(p) for p in probes] == [QueueCounters, FaultTimeline, Disturbance]
 
 
+class TcpPlan(Plan):
+    class tool(Plan.tool):  # noqa: N801
+        ip, streams, protocol, udp_rate, mss, length, parallel, interval = 4, 1, "tcp", None, None, None, "threads", None
+
+
+@pytest.mark.parametrize("events,interval,want", [
+    ((), None, None),  # no series wanted: one report at the end, the server's text not asked for
+    ((Event(at=2, set="links[bond].impair.rate=10mbit"),), None, 0.1),  # a fault's effect is read from a series
+    ((), 0.5, 0.5),  # the experiment's own interval
+])
+def test_a_series_makes_servers_and_clients_report_every_interval_and_the_client_ask_for_the_receivers(
+        events, interval, want):
+    plan = type("P", (TcpPlan,), {"tool": type("tool", (TcpPlan.tool,), {"interval": interval})})
+    assert measure_rep.report_interval(plan, events) == want
+    argv = measure_rep.traffic_for(plan, handle(), 0, events).client.argv()
+    if want is None:
+        assert "-i" not in argv and "--get-server-output" not in argv
+    else:
+        assert argv[argv.index("-i") + 1] == f"{want:g}" and "--get-server-output" in argv
+    from linklab.measure.iperf3 import Iperf3Server
+    server = Iperf3Server.fleet(1, json_output=want is not None, interval=want)[0].argv()
+    assert ("-J" in server) == (want is not None) and ("-i" in server) == (want is not None)
+
+
 class Recorder(Probe):
     def __init__(self, name, log, fail_in=None):
         self.name, self.log, self.fail_in = name, log, fail_in
