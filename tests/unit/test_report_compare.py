@@ -19,7 +19,7 @@ from linklab.report.runs import Run
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data" / "runs"
-E1 = ROOT / "baselines" / "e1_bonding_mtu-quick-vm-tcg"
+E1 = ROOT / "tests" / "data" / "runs" / "e1-quick-1rep"  # E1's stored baseline until 2026-11-25: one repetition, no floor
 THR = metrics.BY_KEY["throughput_mbps"]
 
 

@@ -16,7 +16,7 @@ from linklab.report.noise import FAMILY_ALPHA, NOISE_FILE, NoiseFloor, judged_pa
 from linklab.report.runs import Run
 
 ROOT = Path(__file__).resolve().parents[2]
-E1 = ROOT / "baselines" / "e1_bonding_mtu-quick-vm-tcg"
+E1 = ROOT / "tests" / "data" / "runs" / "e1-quick-1rep"  # E1's stored baseline until 2026-11-25: one repetition, no floor
 
 
 @pytest.fixture(scope="module")
@@ -166,3 +166,16 @@ def test_baseline_records_at_least_5_repetitions_or_the_experiments_own(monkeypa
         argv = asked.pop()
         assert argv[argv.index("--repetitions") + 1] == want and ("--quick" in argv) == quick
     assert main(["baseline", "experiments/e1_bonding_mtu.yaml", str(tmp_path / "b"), "--repetitions", "3"]) == 2
+
+
+def test_the_baseline_ci_gates_against_has_5_quiet_repetitions_and_its_own_floor():
+    # .ci/run gates with no tolerance only because this holds: a band needs repetitions, and a
+    # floor measured against another baseline says nothing about this one.
+    from collections import Counter
+    stored = ROOT / "baselines" / "e1_bonding_mtu-quick-vm-tcg"
+    base = Run.load(stored)
+    quiet = Counter(r["point_index"] for r in base.ok_rows() if "host_disturbed" not in str(r.get("flags") or ""))
+    assert len(quiet) == 12 and min(quiet.values()) >= 5, quiet
+    nf = NoiseFloor.load(stored / NOISE_FILE)
+    assert nf.meta["baseline_run"] == base.name and len(nf.meta["reruns"]) >= 10
+    assert nf.floor(metrics.BY_KEY["throughput_mbps"]) is not None

@@ -174,7 +174,7 @@ class _Proc:
 def test_server_pool_keeps_servers_up_across_points_that_want_the_same_ones(monkeypatch):
     started = []
 
-    def fake_start(handle, server, client, port, count):
+    def fake_start(handle, server, client, port, count, interval=None):
         s = traffic.Servers([_Proc()], [port])
         started.append(s)
         return s
@@ -190,8 +190,11 @@ def test_server_pool_keeps_servers_up_across_points_that_want_the_same_ones(monk
     second = pool.get(handle, "h2", "h1", 5201, 1)
     assert second is not first and stopped == [first]
     assert pool.get(handle, "h3", "h1", 5201, 1) is not second and stopped == [first, second]  # another node
+    third = pool.servers
+    # a point with events wants servers reporting every 0.1 s: started again with it
+    assert pool.get(handle, "h3", "h1", 5201, 1, 0.1) is not third and stopped == [first, second, third]
     pool.stop()
-    assert len(stopped) == 3 and pool.servers is None
+    assert len(stopped) == 4 and pool.servers is None
 
 
 def test_a_point_that_changes_only_tool_settings_does_not_reconfigure_the_lab(tmp_path, monkeypatch):
