@@ -277,11 +277,11 @@ def test_counters_read_in_process_are_what_nstat_and_tc_print(make_lab):
         # between (an IPv6 multicast report, a TCP timer) must lie between them; a still one is equal.
         first, theirs = nstat.read_counters(lb.ns(node)), nstat.Nstat().run(netns=lb.ns(node))
         last = nstat.read_counters(lb.ns(node))
-        # The counters did move, by what 2 MiB of TCP at MSS 1448 takes: h1 sent >= 1449 data
-        # segments (TcpOutSegs counts segments, not GSO super-packets); h2 sent the ACKs, fewer
-        # than one per segment (delayed ACKs, GRO: 52 seen once), but more than a handful.
-        # Upper bound: the lab saw nothing else of size (pings, iperf3's control connection).
-        low, high = {"h1": (1400, 4000), "h2": (10, 2000)}[node]
+        # The counters did move, by what 2 MiB of TCP takes: h1 sent the data (1449 segments at
+        # MSS 1448; 1082 counted once in the lab VM, so not every GSO segment is counted: bound
+        # well below, still far above anything but the transfer), h2 the ACKs (delayed ACKs, GRO:
+        # 52 seen once). Upper bound: the lab saw nothing else of size (pings, iperf3's control).
+        low, high = {"h1": (500, 4000), "h2": (10, 2000)}[node]
         assert low <= first["TcpOutSegs"] <= high, (node, first["TcpOutSegs"])
         assert set(first) == set(theirs) == set(last)
         outside = {k: (first[k], v, last[k]) for k, v in theirs.items() if not first[k] <= v <= last[k]}
