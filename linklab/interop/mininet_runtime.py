@@ -233,7 +233,8 @@ def iperf3(net, client, server, seconds, streams):
     addr = srv.defaultIntf().IP()
     srv.cmd("iperf3 -s -1 -D")
     time.sleep(1)
-    _, out = run(cli, ["iperf3", "-c", addr, "-t", seconds, "-P", streams, "-J"])
+    # A stream that carries nothing (hosts' MTU over the switch's) must still end: iperf3 waits.
+    _, out = run(cli, ["timeout", seconds + 30, "iperf3", "-c", addr, "-t", seconds, "-P", streams, "-J"])
     data = json.loads(out[out.index("{"):])
     bps = data["end"]["sum_received"]["bits_per_second"]
     print("LINKLAB-IPERF3 " + json.dumps({"client": client, "server": server, "bps": bps, "seconds": seconds,
