@@ -176,12 +176,15 @@ def start_controllers(manager, started):
 
 
 def wait_connected(net):
-    """Every OVS switch with a controller connected to it (until then a secure switch forwards nothing)."""
+    """Every OVS switch with a controller connected to it, and the app's first flow (its table-miss
+    entry) installed: until then a secure switch forwards nothing."""
     t0 = time.monotonic()
     for o in LAB["ovs"]:
         while o["controller"]:
-            _, out = run(net[o["switch"]], ["ovs-vsctl", "get", "controller", o["switch"], "is_connected"], check=False)
-            if out.strip() == "true":
+            sw = net[o["switch"]]
+            _, out = run(sw, ["ovs-vsctl", "get", "controller", o["switch"], "is_connected"], check=False)
+            _, flows = run(sw, ["ovs-ofctl", "-O", "OpenFlow13", "dump-flows", o["switch"]], check=False)
+            if out.strip() == "true" and "actions=" in flows:
                 break
             if time.monotonic() - t0 > CONTROLLER_CONNECT_S:
                 raise RuntimeError("switch %s did not connect to its controller" % o["switch"])
