@@ -26,7 +26,7 @@ import yaml
 
 from linklab.linux import tc as tcplan
 from linklab.interop import CLAB_DEFAULT_IMAGE
-from linklab.interop.common import bond_ip_args, controller_ports, ovs_plan, switch_ifname
+from linklab.interop.common import bond_ip_args, controller_ports, ovs_plan, ovs_switches, switch_ifname
 from linklab.model.resolved import Lab
 
 # Has ip, tc, ethtool, ping and iperf3; any image with iproute2 works (--image).
@@ -96,12 +96,8 @@ def node_exec(lab: Lab, node: str) -> list[str]:
     return cmds
 
 
-def _ovs(lab: Lab) -> set[str]:
-    return {n.name for n in lab.nodes if n.switch_kind == "ovs"}
-
-
 def _endpoint(lab: Lab, node: str, ifname: str) -> str:
-    return f"{node}:{switch_ifname(node, ifname, 'containerlab') if node in _ovs(lab) else ifname}"
+    return f"{node}:{switch_ifname(node, ifname, 'containerlab') if node in ovs_switches(lab) else ifname}"
 
 
 def topology_dict(lab: Lab, image: str = DEFAULT_IMAGE) -> dict[str, Any]:
@@ -133,7 +129,7 @@ def ovs_commands(lab: Lab) -> tuple[list[str], list[str]]:
     before: list[str] = []
     after: list[str] = []
     ports = controller_ports(lab)
-    for sw in sorted(_ovs(lab), key=[n.name for n in lab.nodes].index):
+    for sw in ovs_switches(lab):
         plan = ovs_plan(lab, sw, lambda ifname, sw=sw: switch_ifname(sw, ifname, "containerlab"), ports.get(sw))
         bridge, *rest = plan.vsctl
         before.append(shlex.join(["ovs-vsctl", "--may-exist", "add-br", sw, "--", *bridge]))

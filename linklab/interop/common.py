@@ -26,6 +26,7 @@ MAX_IFNAME = 15  # Linux
 
 
 def ovs_switches(lab: Lab) -> list[str]:
+    """The lab's Open vSwitch switches, in node order."""
     return [n.name for n in lab.nodes if n.switch_kind == "ovs"]
 
 

@@ -17,7 +17,8 @@ from typing import Any
 
 from linklab.linux import tc as tcplan
 from linklab import controllers
-from linklab.interop.common import bond_ip_args, controller_ports, kbit, ovs_plan, ping_checks, switch_ifname
+from linklab.interop.common import (bond_ip_args, controller_ports, kbit, ovs_plan, ovs_switches, ping_checks,
+                                    switch_ifname)
 from linklab.model.resolved import Lab, Qdisc
 
 RUNTIME = Path(__file__).with_name("mininet_runtime.py")
@@ -77,7 +78,7 @@ def mininet_tcintf(q: Qdisc | None, where: str, notes: list[str]) -> dict[str, A
 def lab_table(lab: Lab) -> dict[str, Any]:
     """Everything the runtime needs, as plain data (printed into the script)."""
     switches = {n.name for n in lab.nodes if n.kind == "switch"}
-    ovs_names = {n.name for n in lab.nodes if n.switch_kind == "ovs"}
+    ovs_names = set(ovs_switches(lab))
 
     def dev(node: str, ifname: str) -> str:
         return switch_ifname(node, ifname) if node in switches else ifname
@@ -136,7 +137,7 @@ def lab_table(lab: Lab) -> dict[str, Any]:
             mtu.append([n.name, n.name, n.port_mtu or n.mtu])  # LinuxBridge names the bridge after the switch
     ctl_ports = controller_ports(lab)
     ovs = []
-    for sw in sorted(ovs_names, key=[n.name for n in lab.nodes].index):
+    for sw in ovs_switches(lab):
         plan = ovs_plan(lab, sw, lambda ifname, sw=sw: switch_ifname(sw, ifname), ctl_ports.get(sw))
         ovs.append({"switch": sw, "vsctl": plan.vsctl, "controller": plan.controller})
     return {
