@@ -21,10 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from dataclasses import dataclass
-
 from linklab import controllers
-from linklab.backends.linux import daemons, ovsd
+from linklab.backends.linux import ovsd
 from linklab.interop import mininet_export
 from linklab.interop.common import resolved_lab
 from linklab.measure.iperf3 import Iperf3Client
@@ -41,43 +39,17 @@ E3_POINTS = {"mtu1500": [("links[*].mtu", 1500)],
              "mismatch": [("links[*].mtu", 2000), ("switches.s1.port_mtu", 1500)]}
 
 
-@dataclass(frozen=True)
-class RootOvs(ovsd.OvsDirs):
-    """An Open vSwitch of the test's own in the VM's root namespace, where Mininet's OVSSwitch
-    puts its bridges (ovsd's recipe; its private run directory, passed to the scripts' ovs-vsctl
-    through OVS_RUNDIR)."""
-
-    @property
-    def run(self) -> Path:
-        return ovsd.RUN_ROOT / "mininet-root"
-
-
 @pytest.fixture(scope="module")
 def root_ovs():
-    d = RootOvs(ns=None, lab="itmininet", node="root")
+    """An Open vSwitch of the test's own in the VM's root namespace, where Mininet's OVSSwitch
+    puts its bridges (a private run directory, passed to the scripts' ovs-vsctl: OVS_RUNDIR)."""
+    d = ovsd.OvsDirs(ns=None, lab="itmininet", node="root")
     recs = ovsd.start(d, "kernel")
     try:
         yield d
     finally:
-        daemons.stop([r for r in recs if r["role"] == "ovs-vswitchd"])
-        daemons.stop([r for r in recs if r["role"] == "ovsdb-server"])
-        ovsd.remove_rundir("mininet-root")
-
-DRIVER = r"""
-import json, runpy, sys
-results = {}
-for spec in json.loads(sys.argv[1]):
-    sys.argv = [spec["script"], *spec["args"]]
-    try:
-        runpy.run_path(spec["script"], run_name="__main__")
-        code = 0
-    except SystemExit as e:
-        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-    except Exception as e:
-        print("DRIVER-ERROR", spec["script"], repr(e), flush=True)
-        code = 99
-    print("DRIVER-RESULT " + json.dumps({"script": spec["script"], "args": spec["args"], "code": code}), flush=True)
-"""
+        ovsd.stop(recs)
+        ovsd.remove_rundir(d.run.name)
 
 
 def _export(tmp_path: Path, topo: Path, overrides=(), suffix: str = "") -> Path:

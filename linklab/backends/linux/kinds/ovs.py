@@ -127,10 +127,7 @@ class Ovs(Kind):
 
     def remove(self, lab_name: str, node: str, ns: str, owned: dict[str, Any]) -> list[str]:
         mine = [r for r in owned.get("processes", []) if r["node"] == node and r["role"] != "controller"]
-        # ovs-vswitchd first: with ovsdb-server gone first it would retry its database for seconds.
-        stopped = daemons.stop([r for r in mine if r["role"] == "ovs-vswitchd"]) + daemons.stop(
-            [r for r in mine if r["role"] == "ovsdb-server"])
-        out = [f"{r['role']} {r['pid']} ({node})" for r in stopped]
+        out = [f"{r['role']} {r['pid']} ({node})" for r in ovsd.stop(mine)]
         if ovsd.remove_rundir(ns):
             out.append(f"ovs db {ovsd.RUN_ROOT / ns}")
         return out
