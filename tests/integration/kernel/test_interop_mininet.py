@@ -52,6 +52,23 @@ def root_ovs():
         ovsd.remove_rundir(d.run.name)
 
 
+DRIVER = r"""
+import json, runpy, sys
+results = {}
+for spec in json.loads(sys.argv[1]):
+    sys.argv = [spec["script"], *spec["args"]]
+    try:
+        runpy.run_path(spec["script"], run_name="__main__")
+        code = 0
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    except Exception as e:
+        print("DRIVER-ERROR", spec["script"], repr(e), flush=True)
+        code = 99
+    print("DRIVER-RESULT " + json.dumps({"script": spec["script"], "args": spec["args"], "code": code}), flush=True)
+"""
+
+
 def _export(tmp_path: Path, topo: Path, overrides=(), suffix: str = "") -> Path:
     out = tmp_path / f"{topo.stem}{suffix}_mn.py"
     out.write_text(mininet_export.export(resolved_lab(topo, list(overrides), scale=SCALE), str(topo),
