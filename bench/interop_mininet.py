@@ -29,6 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 RESULTS = ROOT / "bench" / "results"
+INNER_OUT = RESULTS / "interop_mininet.inner.json"  # in the project directory, which the lab VM shares (its /tmp is its own)
 TOPOLOGY = ROOT / "topologies" / "sdn_pair.yaml"
 SCALE = 0.1
 POINTS = {"mtu 1500": [("links[*].mtu", 1500)],
@@ -88,7 +89,7 @@ def inside(args) -> int:
             lab.down(name, say=lambda *_: None)
         ovsd.stop(recs)
         ovsd.remove_rundir(d.run.name)
-    Path(args.out).write_text(json.dumps({"controller": args.controller, "seconds": args.seconds, "rows": rows}))
+    INNER_OUT.write_text(json.dumps({"controller": args.controller, "seconds": args.seconds, "rows": rows}))
     return 0
 
 
@@ -96,16 +97,16 @@ def table(doc: dict) -> str:
     def cell(values):
         vals = [v / 1e6 for v in values if v is not None]
         if not vals:
-            return f"{'failed':>16}"
-        return f"{statistics.median(vals):8.2f} ({min(vals):.1f}-{max(vals):.1f})"
+            return "failed"
+        return f"{statistics.median(vals):.2f} ({min(vals):.2f}-{max(vals):.2f})"
 
     lines = [f"E3 TCP goodput h1 -> h2, Mbit/s: median (min-max) of {len(doc['rows']) // len(POINTS)} "
              f"{doc['seconds']} s runs, controller {doc['controller']}",
-             f"{'point':<18} | {'linklab':>20} | {'Mininet script':>20}"]
+             f"{'point':<18} | {'linklab':>26} | {'Mininet script':>26}"]
     for point in POINTS:
         rows = [r for r in doc["rows"] if r["point"] == point]
-        lines.append(f"{point:<18} | {cell(r['linklab_bps'] for r in rows):>20} | "
-                     f"{cell(r['mininet_bps'] for r in rows):>20}")
+        lines.append(f"{point:<18} | {cell(r['linklab_bps'] for r in rows):>26} | "
+                     f"{cell(r['mininet_bps'] for r in rows):>26}")
     return "\n".join(lines)
 
 
@@ -122,12 +123,15 @@ def main() -> int:
         return inside(args)
     from linklab import kernel
     inner = [sys.executable, str(Path(__file__).resolve()), "--inside", "--reps", str(args.reps),
-             "--seconds", str(args.seconds), "--controller", args.controller, "--out", args.out]
+             "--seconds", str(args.seconds), "--controller", args.controller]
     if kernel.missing_features() and not kernel.in_lab_vm():
         inner = [sys.executable, "-m", "linklab", "vm", "run", "--if-needed", "--stop-after", "--", *inner]
     rc = subprocess.call(inner, cwd=ROOT)
     if rc == 0:
-        print(table(json.loads(Path(args.out).read_text())))
+        doc = json.loads(INNER_OUT.read_text())
+        Path(args.out).write_text(json.dumps(doc, indent=1))
+        INNER_OUT.unlink()
+        print(table(doc))
     return rc
 
 
