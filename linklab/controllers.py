@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import json
+import shutil
+import sys
 from pathlib import Path
+from typing import Any
+
+from linklab.errors import EnvironmentProblem
 
 APPS_DIR = Path(__file__).resolve().parents[1] / "controllers"
 
@@ -25,3 +31,30 @@ def app_problem(app: str) -> str | None:
                 f"os-ken, Ryu's maintained fork, with the same apps: use controller: l2_learning (Ryu's "
                 f"simple_switch_13), hub, lacp or multipath (valid: {valid})")
     return f"unknown controller app {app!r} (valid: {valid}; each is controllers/<app>.py)"
+
+
+def manager() -> str:
+    """osken-manager: the project venv's (os-ken is pinned in requirements.txt), else on PATH."""
+    beside = Path(sys.executable).parent / "osken-manager"
+    found = str(beside) if beside.exists() else shutil.which("osken-manager")
+    if not found:
+        raise EnvironmentProblem("osken-manager not found", hint="`make setup` installs os-ken (requirements.txt)")
+    return found
+
+
+def manager_argv(app_file: Path | str, port: int, manager_path: str | None = None) -> list[str]:
+    """osken-manager running one app, listening on loopback only."""
+    return [manager_path or manager(), "--ofp-listen-host", "127.0.0.1", "--ofp-tcp-listen-port", str(port),
+            str(app_file)]
+
+
+def app_env(layout: dict[str, Any], dpid: int) -> list[str]:
+    """What an app is told of its switch (controllers/_grouped.py), as NAME=VALUE words."""
+    return [f"LINKLAB_SWITCH={json.dumps(layout, separators=(',', ':'))}", f"LINKLAB_DPID={dpid}"]
+
+
+def app_sources(app: str) -> dict[str, str]:
+    """The app's file and the shared files (`_*.py`) it may import, by file name: what a copy of
+    the app needs to run elsewhere (an exported Mininet script carries them)."""
+    files = [app_path(app), *sorted(APPS_DIR.glob("_*.py"))]
+    return {p.name: p.read_text() for p in files}

@@ -8,6 +8,13 @@ in linklab's order: bonds (members down before enslaving), the bridge and its po
 addresses, qdiscs (linklab's tc commands: netem rate, in-order jitter, reorder, duplicate and
 per-member settings, which `containerlab tools netem` cannot express), offloads.
 Host sysctls go in the node's `sysctls:` (Docker accepts only per-namespace net.* keys).
+
+An Open vSwitch switch becomes a `kind: ovs-bridge` node, containerlab's own mapping: a bridge
+of the Docker host's Open vSwitch, which containerlab expects to exist before `deploy`. Its
+ports get lab-wide names (`s1-eth1`: they live in the host's namespace). The header lists the
+commands, as linklab's OVS kind would run them: before deploy, the bridge (OpenFlow 1.3, fail
+mode, dpid) and its controller (the same os-ken app, on 127.0.0.1); after deploy, once the ports
+exist, OpenFlow port numbers, OVS bonds, port MTUs and the controller's address.
 """
 
 from __future__ import annotations
@@ -19,7 +26,7 @@ import yaml
 
 from linklab.linux import tc as tcplan
 from linklab.interop import CLAB_DEFAULT_IMAGE
-from linklab.interop.common import bond_ip_args, refuse_ovs
+from linklab.interop.common import bond_ip_args, controller_ports, ovs_plan, ovs_switches, switch_ifname
 from linklab.model.resolved import Lab
 
 # Has ip, tc, ethtool, ping and iperf3; any image with iproute2 works (--image).
@@ -89,10 +96,16 @@ def node_exec(lab: Lab, node: str) -> list[str]:
     return cmds
 
 
+def _endpoint(lab: Lab, node: str, ifname: str) -> str:
+    return f"{node}:{switch_ifname(node, ifname, 'containerlab') if node in ovs_switches(lab) else ifname}"
+
+
 def topology_dict(lab: Lab, image: str = DEFAULT_IMAGE) -> dict[str, Any]:
-    refuse_ovs(lab, "containerlab")
     nodes: dict[str, Any] = {}
     for n in lab.nodes:
+        if n.switch_kind == "ovs":
+            nodes[n.name] = {"kind": "ovs-bridge"}
+            continue
         spec: dict[str, Any] = {"kind": "linux"}
         if n.kind == "host":
             spec["sysctls"] = {"net.ipv6.conf.all.accept_dad": 0, "net.ipv6.conf.default.accept_dad": 0,
@@ -103,9 +116,29 @@ def topology_dict(lab: Lab, image: str = DEFAULT_IMAGE) -> dict[str, Any]:
         if cmds:
             spec["exec"] = cmds
         nodes[n.name] = spec
-    links = [{"endpoints": [f"{p.a.node}:{p.a.ifname}", f"{p.b.node}:{p.b.ifname}"], "mtu": link.mtu}
-             for link in lab.links for p in link.veths]
-    return {"name": lab.name, "topology": {"kinds": {"linux": {"image": image}}, "nodes": nodes, "links": links}}
+    links = [{"endpoints": [_endpoint(lab, p.a.node, p.a.ifname), _endpoint(lab, p.b.node, p.b.ifname)],
+              "mtu": link.mtu} for link in lab.links for p in link.veths]
+    topology: dict[str, Any] = {"kinds": {"linux": {"image": image}}, "nodes": nodes}
+    if links:  # containerlab's schema: links, when given, has at least one
+        topology["links"] = links
+    return {"name": lab.name, "topology": topology}
+
+
+def ovs_commands(lab: Lab) -> tuple[list[str], list[str]]:
+    """Shell lines for the Docker host: (before deploy, after deploy)."""
+    before: list[str] = []
+    after: list[str] = []
+    ports = controller_ports(lab)
+    for sw in ovs_switches(lab):
+        plan = ovs_plan(lab, sw, lambda ifname, sw=sw: switch_ifname(sw, ifname, "containerlab"), ports.get(sw))
+        bridge, *rest = plan.vsctl
+        before.append(shlex.join(["ovs-vsctl", "--may-exist", "add-br", sw, "--", *bridge]))
+        if plan.controller:
+            c = plan.controller
+            app = f"controllers/{c['argv'][-1]}"  # in a linklab checkout
+            before.append(shlex.join(["env", *c["env"], *c["argv"][:-1], app]) + " &")
+        after += [shlex.join(["ovs-vsctl", *argv]) for argv in rest]
+    return before, after
 
 
 def export(lab: Lab, source: str, image: str = DEFAULT_IMAGE) -> str:
@@ -119,6 +152,16 @@ def export(lab: Lab, source: str, image: str = DEFAULT_IMAGE) -> str:
         "# Differences from `linklab up`: each container also has Docker's management eth0; names do not",
         "# resolve through /etc/hosts; sysctls Docker refuses (not per-namespace) are not set.",
     ]
+    before, after = ovs_commands(lab)
+    if before:
+        header += [
+            "# But Open vSwitch switches are kind: ovs-bridge, bridges of the Docker host's Open vSwitch that",
+            "# containerlab expects to exist. On the Docker host, as root, in a linklab checkout (controllers/),",
+            "# before `containerlab deploy` (osken-manager: os-ken 3.1.1):",
+            *[f"#   {line}" for line in before],
+            "# and after it, once the ports exist:",
+            *[f"#   {line}" for line in after],
+        ]
     header += [f"# note: {n}" for n in lab.notes]
     body = yaml.safe_dump(topology_dict(lab, image), sort_keys=False, width=200, default_flow_style=False)
     return "\n".join(header) + "\n" + body

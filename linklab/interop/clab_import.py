@@ -1,11 +1,17 @@
 """containerlab topology -> linklab topology: nodes, links, link MTU and link addresses.
 
-Maps: `kind: linux` nodes -> hosts; `bridge` and `ovs-bridge` -> switches (bridge / ovs);
-links given as endpoint pairs (short form, or `type: veth` with endpoint objects) -> links,
-with their interface names, MTU (containerlab's default 9500 when a link names none) and
-`ipv4`/`ipv6` addresses. Everything else (other kinds and their links, images, exec scripts,
-binds, other link types, settings linklab has no field for) is listed as not imported: on stderr
-by the CLI and as comments at the top of the YAML written — never silently dropped.
+Maps: `kind: linux` nodes -> hosts; `bridge` and `ovs-bridge` -> switches (bridge / ovs), each
+node's kind resolved as containerlab does (the node's own, else its group's, else the defaults';
+the group is the node's or the defaults'); links given as endpoint pairs (short form, or
+`type: veth` with endpoint objects) -> links, with their interface names, MTU (containerlab's
+default 9500 when a link names none) and `ipv4`/`ipv6` addresses. Everything else (other kinds
+and their links, images, exec scripts, binds, other link types, settings linklab has no field
+for) is listed as not imported: on stderr by the CLI (also when the result does not validate)
+and as comments at the top of the YAML written — never silently dropped.
+
+Names are shortened so that every exporter's derived names stay valid: hosts to linklab's 12
+characters, switches to 9 (Mininet names a switch port `<switch>-eth<N>`, at most 15). The
+source map kept beside the result points linklab's problems back into the containerlab file.
 """
 
 from __future__ import annotations
@@ -17,13 +23,53 @@ from typing import Any
 
 import yaml
 
-from linklab.errors import UsageError
+from linklab.errors import UsageError, ValidationFailed
+from linklab.model.loader import LineMap
 from linklab.model.topology import IFNAME_RE, NAME_RE
 
 CLAB_DEFAULT_MTU = 9500  # containerlab/constants DefaultLinkMTU
 HOST_KINDS = {"linux"}
 SWITCH_KINDS = {"bridge": "bridge", "ovs-bridge": "ovs"}
-NODE_KEYS_MAPPED = {"kind"}
+NODE_KEYS_MAPPED = {"kind", "group", "sysctls"}
+MAX_IFNAME = 15  # Linux
+HOST_NAME_MAX = 12  # linklab's NAME_RE
+SWITCH_NAME_MAX = MAX_IFNAME - len("-eth99")  # Mininet's switch ports: <switch>-eth<N>
+TEMPLATE = re.compile(r"\{\{.*?\}\}")
+
+
+@dataclass
+class SourceMap:
+    """Where the parts of an imported topology came from in the containerlab file."""
+
+    source: str
+    lines: LineMap
+    nodes: dict[str, str] = field(default_factory=dict)  # linklab name -> containerlab name
+    links: list[int] = field(default_factory=list)  # linklab links[i] -> containerlab links[j]
+
+    def locate(self, problem: str) -> str:
+        """A linklab problem ("links[1].mtu (line 9): ...") told in the containerlab file's terms."""
+        m = re.match(r"^(?P<path>[^\s:]+)(?: \(line \d+\))?: (?P<msg>.*)$", problem, re.S)
+        if not m:
+            return problem
+        loc, where = self._loc(m.group("path"))
+        line = self.lines.line(loc)
+        return f"{where}{f' (line {line})' if line else ''}: {m.group('msg')}"
+
+    def _loc(self, path: str) -> tuple[tuple, str]:
+        parts = path.split(".")
+        head = parts[0]
+        if (m := re.match(r"^links\[(\d+)\]$", head)) and int(m.group(1)) < len(self.links):
+            j = self.links[int(m.group(1))]
+            rest = ".".join(parts[1:])
+            return ("topology", "links", j), f"links[{j}]" + (f" ({rest})" if rest else "")
+        if head in ("hosts", "switches"):
+            if len(parts) > 1 and parts[1] in self.nodes:
+                name = self.nodes[parts[1]]
+                return ("topology", "nodes", name), f"topology.nodes.{name}"
+            return ("topology", "nodes"), "topology.nodes"
+        if head == "name":
+            return ("name",), "name"
+        return ("topology",), f"topology ({path})"
 
 
 @dataclass
@@ -31,37 +77,48 @@ class Imported:
     topology: dict[str, Any]
     not_imported: list[str] = field(default_factory=list)
     renamed: dict[str, str] = field(default_factory=dict)
+    source_map: SourceMap | None = None
 
     def yaml_text(self, source: str) -> str:
         lines = [f"# Imported from containerlab topology {source} by `linklab import containerlab`."]
         if self.renamed:
-            lines.append("# Renamed (linklab names: a-z, 0-9, _; at most 12): "
-                         + ", ".join(f"{a} -> {b}" for a, b in self.renamed.items()))
+            lines.append(f"# Renamed (linklab names: a-z, 0-9, _; hosts at most {HOST_NAME_MAX}, switches at most "
+                         f"{SWITCH_NAME_MAX}): " + ", ".join(f"{a} -> {b}" for a, b in self.renamed.items()))
         if self.not_imported:
             lines.append("# Not imported:")
             lines += [f"#   - {x}" for x in self.not_imported]
         return "\n".join(lines) + "\n" + yaml.safe_dump(self.topology, sort_keys=False, width=120)
 
+    def relocate(self, e: ValidationFailed) -> ValidationFailed:
+        """linklab's problems with the result, located in the containerlab file."""
+        if self.source_map is None:
+            return e
+        return ValidationFailed(f"{self.source_map.source}, as a linklab topology",
+                                [self.source_map.locate(p) for p in e.problems])
 
-def _linklab_name(name: str, taken: set[str]) -> str:
+
+def _linklab_name(name: str, taken: set[str], limit: int = HOST_NAME_MAX) -> str:
     base = re.sub(r"[^a-z0-9_]", "_", name.lower())
     if not base or not base[0].isalpha():
         base = "n" + base
-    base = base[:12]
+    base = base[:limit].rstrip("_")
     cand, k = base, 1
     while cand in taken:
         suffix = str(k)
-        cand, k = base[:12 - len(suffix)] + suffix, k + 1
+        cand, k = base[:limit - len(suffix)] + suffix, k + 1
     return cand
 
 
-def _kind(name: str, spec: dict, topo: dict) -> str | None:
+def resolve_kind(spec: dict, topo: dict) -> str | None:
+    """The node's kind as containerlab resolves it: the node's own, else its group's (the node's
+    group, else the defaults' group), else the defaults' kind."""
+    defaults = topo.get("defaults") or {}
     if spec.get("kind"):
         return spec["kind"]
-    group = spec.get("group")
-    if group and (topo.get("groups") or {}).get(group, {}).get("kind"):
+    group = spec.get("group") or defaults.get("group")
+    if group and ((topo.get("groups") or {}).get(group) or {}).get("kind"):
         return topo["groups"][group]["kind"]
-    return (topo.get("defaults") or {}).get("kind")
+    return defaults.get("kind")
 
 
 def _endpoints(link: dict) -> list[tuple[str, str]] | None:
@@ -80,48 +137,108 @@ def _endpoints(link: dict) -> list[tuple[str, str]] | None:
     return out
 
 
-def import_clab(text: str, source: str = "<clab>") -> Imported:
+def _parse(text: str, source: str) -> dict:
+    if m := TEMPLATE.search(text):
+        line = text.count("\n", 0, m.start()) + 1
+        raise UsageError(f"{source}: a Go template (`{m.group(0)}` on line {line}), not a topology: containerlab "
+                         "renders such files with its variables before it reads them",
+                         hint="render it first (containerlab deploy --vars, or by hand), then import the result")
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as e:
-        raise UsageError(f"{source}: not YAML: {e}") from None
+        mark = getattr(e, "problem_mark", None)
+        where = f", line {mark.line + 1}" if mark else ""
+        raise UsageError(f"{source}{where}: not YAML: {getattr(e, 'problem', None) or e}") from None
     if not isinstance(data, dict) or not isinstance(data.get("topology"), dict):
         raise UsageError(f"{source}: not a containerlab topology (no `topology:` mapping)")
-    topo = data["topology"]
-    skipped: list[str] = []
-    for key in sorted(set(data) - {"name", "topology"}):
-        skipped.append(f"top-level `{key}`")
-    for key in sorted(set(topo) - {"nodes", "links", "kinds", "defaults", "groups"}):
-        skipped.append(f"topology.{key}")
+    return data
+
+
+def _section_notes(data: dict, topo: dict) -> list[str]:
+    skipped = [f"top-level `{key}`" for key in sorted(set(data) - {"name", "topology"})]
+    skipped += [f"topology.{key}" for key in sorted(set(topo) - {"nodes", "links", "kinds", "defaults", "groups"})]
     for section in ("kinds", "defaults", "groups"):
         if topo.get(section):
-            skipped.append(f"topology.{section} (images and settings: linklab runs no containers)")
-    taken: set[str] = set()
-    renamed: dict[str, str] = {}
+            skipped.append(f"topology.{section} (images and settings: linklab runs no containers; "
+                           "kinds were resolved through them)")
+    return skipped
+
+
+def _nodes(topo: dict, smap: SourceMap, skipped: list[str], renamed: dict[str, str]):
     names: dict[str, str] = {}
     hosts: dict[str, Any] = {}
     switches: dict[str, Any] = {}
+    taken: set[str] = set()
     for name, spec in (topo.get("nodes") or {}).items():
         spec = spec or {}
-        kind = _kind(name, spec, topo)
+        kind = resolve_kind(spec, topo)
         if kind not in HOST_KINDS and kind not in SWITCH_KINDS:
             skipped.append(f"node {name} (kind {kind or 'unset'}: linklab maps only linux, bridge and ovs-bridge)")
             continue
-        new = name if NAME_RE.match(name) and name not in taken else _linklab_name(name, taken)
+        limit = HOST_NAME_MAX if kind in HOST_KINDS else SWITCH_NAME_MAX
+        fits = NAME_RE.match(name) and len(name) <= limit and name not in taken
+        new = name if fits else _linklab_name(name, taken, limit)
         if new != name:
             renamed[name] = new
         taken.add(new)
         names[name] = new
+        smap.nodes[new] = name
         if kind in HOST_KINDS:
             hosts[new] = {}
-            sysctls = {k: v for k, v in (spec.get("sysctls") or {}).items()}
-            if sysctls:
-                hosts[new]["sysctls"] = sysctls
+            if spec.get("sysctls"):
+                hosts[new]["sysctls"] = dict(spec["sysctls"])
         else:
             switches[new] = {"kind": SWITCH_KINDS[kind]}
-        for key in sorted(set(spec) - NODE_KEYS_MAPPED - {"sysctls"}):
+        for key in sorted(set(spec) - NODE_KEYS_MAPPED):
             what = f"{len(spec[key])} commands" if key == "exec" and isinstance(spec[key], list) else "not mapped"
             skipped.append(f"node {name}: {key} ({what})")
+    return names, hosts, switches
+
+
+def _endpoint(names: dict[str, str], switches: dict, node: str, ifname: str, i: int, skipped: list[str]) -> str:
+    new = names[node]
+    # A switch port's name becomes part of Mininet's `<switch>-<port>`: keep it only if that fits.
+    limit = MAX_IFNAME - len(new) - 1 if new in switches else MAX_IFNAME
+    if IFNAME_RE.match(ifname) and len(ifname) <= limit:
+        return f"{new}:{ifname}"
+    why = ("not a Linux name" if not IFNAME_RE.match(ifname) else
+           f"over {limit} characters: Mininet names this port {new}-<name>, at most {MAX_IFNAME}")
+    skipped.append(f"links[{i}]: interface name {node}:{ifname} ({why}; linklab picks one)")
+    return new
+
+
+def _link(link: dict, i: int, eps, names, hosts, switches, skipped) -> dict[str, Any]:
+    endpoints = [_endpoint(names, switches, node, ifname, i, skipped) for node, ifname in eps]
+    out: dict[str, Any] = {"endpoints": endpoints, "mtu": int(link.get("mtu") or CLAB_DEFAULT_MTU)}
+    addresses: dict[str, Any] = {}
+    for fam in ("ipv4", "ipv6"):
+        for (node, _), addr in zip(eps, link.get(fam) or []):
+            if addr and names[node] in hosts:
+                addresses.setdefault(names[node], {})[fam] = addr
+    for j, ep in enumerate(link.get("endpoints")):
+        if isinstance(ep, dict):
+            for fam in ("ipv4", "ipv6"):
+                if ep.get(fam) and names[eps[j][0]] in hosts:
+                    addresses.setdefault(names[eps[j][0]], {})[fam] = ep[fam]
+            for key in sorted(set(ep) - {"node", "interface", "ipv4", "ipv6"}):
+                skipped.append(f"links[{i}].endpoints[{j}].{key}")
+    if addresses:
+        out["addresses"] = addresses
+        if not any("ipv6" in a for a in addresses.values()):
+            # containerlab gave IPv4 only: its lab has no IPv6 on this link, so neither does ours
+            out["ipv6"] = False
+    for key in sorted(set(link) - {"endpoints", "mtu", "type", "ipv4", "ipv6"}):
+        skipped.append(f"links[{i}].{key}")
+    return out
+
+
+def import_clab(text: str, source: str = "<clab>") -> Imported:
+    data = _parse(text, source)
+    topo = data["topology"]
+    skipped = _section_notes(data, topo)
+    smap = SourceMap(source, LineMap(text))
+    renamed: dict[str, str] = {}
+    names, hosts, switches = _nodes(topo, smap, skipped, renamed)
     links: list[dict[str, Any]] = []
     for i, link in enumerate(topo.get("links") or []):
         link = link or {}
@@ -135,35 +252,8 @@ def import_clab(text: str, source: str = "<clab>") -> Imported:
             skipped.append(f"links[{i}] {eps[0][0]}:{eps[0][1]} -- {eps[1][0]}:{eps[1][1]} "
                            f"(node {', '.join(missing)} not imported)")
             continue
-        endpoints = []
-        for node, ifname in eps:
-            if IFNAME_RE.match(ifname):
-                endpoints.append(f"{names[node]}:{ifname}")
-            else:
-                endpoints.append(names[node])
-                skipped.append(f"links[{i}]: interface name {node}:{ifname} (not a Linux name; linklab picks one)")
-        out: dict[str, Any] = {"endpoints": endpoints, "mtu": int(link.get("mtu") or CLAB_DEFAULT_MTU)}
-        addresses: dict[str, Any] = {}
-        for fam in ("ipv4", "ipv6"):
-            values = link.get(fam) or []
-            for (node, _), addr in zip(eps, values):
-                if addr and names[node] in hosts:
-                    addresses.setdefault(names[node], {})[fam] = addr
-        for j, ep in enumerate(link.get("endpoints")):
-            if isinstance(ep, dict):
-                for fam in ("ipv4", "ipv6"):
-                    if ep.get(fam) and names[eps[j][0]] in hosts:
-                        addresses.setdefault(names[eps[j][0]], {})[fam] = ep[fam]
-                for key in sorted(set(ep) - {"node", "interface", "ipv4", "ipv6"}):
-                    skipped.append(f"links[{i}].endpoints[{j}].{key}")
-        if addresses:
-            out["addresses"] = addresses
-            if not any("ipv6" in a for a in addresses.values()):
-                # containerlab gave IPv4 only: its lab has no IPv6 on this link, so neither does ours
-                out["ipv6"] = False
-        for key in sorted(set(link) - {"endpoints", "mtu", "type", "ipv4", "ipv6"}):
-            skipped.append(f"links[{i}].{key}")
-        links.append(out)
+        links.append(_link(link, i, eps, names, hosts, switches, skipped))
+        smap.links.append(i)
     name = _linklab_name(str(data.get("name") or "clab"), set())
     if name != data.get("name"):
         renamed[str(data.get("name"))] = name
@@ -172,4 +262,4 @@ def import_clab(text: str, source: str = "<clab>") -> Imported:
     if switches:
         topology["switches"] = switches
     topology["links"] = links
-    return Imported(topology, skipped, renamed)
+    return Imported(topology, skipped, renamed, smap)

@@ -79,7 +79,13 @@ def cmd_export(args, argv) -> int:
 
     res = resolved_lab(args.topology, lab.parse_overrides(args.overrides), scale=args.scale)
     if args.to == "mininet":
-        text = mininet_export.export(res, args.topology)
+        from linklab import controllers
+        from linklab.errors import EnvironmentProblem
+        try:
+            manager = controllers.manager()  # the venv's: os-ken pinned (the script runs it for its controllers)
+        except EnvironmentProblem:
+            manager = "osken-manager"
+        text = mininet_export.export(res, args.topology, osken_manager=manager)
     else:
         text = clab_export.export(res, args.topology, image=args.image)
     _write(text, args.output)
@@ -96,20 +102,21 @@ def cmd_import(args, argv) -> int:
     except OSError as e:
         raise UsageError(f"{args.file}: {e.strerror}") from None
     imported = import_clab(text, args.file)
+    # What was renamed or dropped is said first: it often explains why the result does not validate.
+    for old, new in imported.renamed.items():
+        print(f"linklab import: renamed {old} -> {new}", file=sys.stderr)
+    for item in imported.not_imported:
+        print(f"linklab import: not imported: {item}", file=sys.stderr)
     out = imported.yaml_text(args.file)
-    # What we print must be a valid linklab topology: check it like `linklab validate` would.
+    # What we print must be a valid linklab topology: check it like `linklab validate` would,
+    # and say where each problem comes from in the containerlab file.
     with tempfile.NamedTemporaryFile("w", suffix=".yaml") as f:
         f.write(out)
         f.flush()
         try:
             resolve(load_topology(f.name))
         except ValidationFailed as e:
-            raise ValidationFailed(f"{args.file}, as a linklab topology (line numbers of the imported YAML)",
-                                   e.problems) from None
-    for old, new in imported.renamed.items():
-        print(f"linklab import: renamed {old} -> {new}", file=sys.stderr)
-    for item in imported.not_imported:
-        print(f"linklab import: not imported: {item}", file=sys.stderr)
+            raise imported.relocate(e) from None
     _write(out, args.output)
     return 0
 

@@ -11,7 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from linklab import controllers
 from linklab.errors import UsageError
+from linklab.linux import ovs
 from linklab.model.resolved import Lab, Link
 
 
@@ -20,16 +22,76 @@ def resolved_lab(topology: str | Path, overrides: list[tuple[str, Any]] = (), sc
     return lab.build_lab(topology, list(overrides), scale=scale)
 
 
+MAX_IFNAME = 15  # Linux
+
+
 def ovs_switches(lab: Lab) -> list[str]:
+    """The lab's Open vSwitch switches, in node order."""
     return [n.name for n in lab.nodes if n.switch_kind == "ovs"]
 
 
-def refuse_ovs(lab: Lab, target: str) -> None:
-    ovs = ovs_switches(lab)
-    if ovs:
-        raise UsageError(f"export to {target}: switches {', '.join(ovs)} are Open vSwitch (kind: ovs), which this "
-                         "exporter does not map yet (their controllers and OVS bonds have no equivalent here)",
-                         hint="export a copy of the topology with kind: bridge for these switches")
+def switch_ifname(switch: str, ifname: str, target: str = "mininet") -> str:
+    """A switch port's name where switches share the root namespace (Mininet's switches,
+    containerlab's bridges): lab-wide, and containing the switch's name (Mininet's LinuxBridge
+    only enslaves such ports: mininet/nodelib.py)."""
+    name = f"{switch}-{ifname}"
+    if len(name) > MAX_IFNAME:
+        raise UsageError(f"export to {target}: switch port {name!r} is longer than {MAX_IFNAME} characters",
+                         hint=f"give switch {switch!r} a shorter name")
+    return name
+
+
+def controller_ports(lab: Lab) -> dict[str, int]:
+    """Each OVS switch's controller port once every controller shares one namespace (Mininet's
+    root, the Docker host): the topology's port, or the next free one when two switches ask
+    for the same."""
+    out: dict[str, int] = {}
+    for n in lab.nodes:
+        if n.switch_kind == "ovs" and n.controller:
+            port = n.controller_port or 6653
+            while port in out.values():
+                port += 1
+            out[n.name] = port
+    return out
+
+
+@dataclass(frozen=True)
+class OvsPlan:
+    """How an exporter rebuilds one of linklab's OVS switches: ovs-vsctl argument lists, in
+    order: the bridge's columns (the first, which needs no port), then, once the ports exist,
+    OpenFlow port numbers, bonds made of their members, port MTUs, the controller; and the
+    controller app to run beside it."""
+
+    switch: str
+    vsctl: list[list[str]]
+    controller: dict[str, Any] | None
+
+
+def ovs_plan(lab: Lab, switch: str, port_name, ctl_port: int | None) -> OvsPlan:
+    """`port_name(ifname)`: what the exporter calls the switch's port `ifname`."""
+    node = lab.node(switch)
+    ports = lab.switch_ports(switch)
+    bonds = lab.ovs_bonds(switch)
+    in_bond = {m for b in bonds for m in b.members}
+    cmds = [["set", "bridge", switch, *ovs.bridge_columns(node, lab.dpid(switch))]]
+    # The OpenFlow port numbers linklab gives (eth1 -> 1...): the controller app's layout uses them.
+    cmds.append([x for k, p in enumerate(ports, start=1) if p.name not in in_bond
+                 for x in ("--", "set", "interface", port_name(p.name), f"ofport_request={k}")][1:])
+    for b in bonds:
+        members = [port_name(m) for m in b.members]
+        # The members joined the bridge as ports of their own: they leave it for the bond.
+        cmds.append([x for m in members for x in ("--", "--if-exists", "del-port", switch, m)][1:])
+        cmds.append(ovs.bond_args(switch, b.model_copy(update={"members": members}))[1:])
+    cmds.append([x for p in ports for x in ("--", "set", "interface", port_name(p.name), f"mtu_request={p.mtu}")][1:])
+    ctl = None
+    if node.controller and ctl_port:
+        cmds.append(["set-controller", switch, ovs.controller_target(ctl_port), "--", "set", "controller", switch,
+                     "connection_mode=out-of-band"])
+        ctl = {"app": node.controller, "port": ctl_port,
+               "env": controllers.app_env(lab.openflow_layout(switch), lab.dpid(switch)),
+               # as linklab runs it; the exporter's runtime puts its own paths for the program and the app
+               "argv": controllers.manager_argv(f"{node.controller}.py", ctl_port, "osken-manager")}
+    return OvsPlan(switch, [c for c in cmds if c], ctl)
 
 
 def bond_ip_args(options: dict[str, Any]) -> list[str]:

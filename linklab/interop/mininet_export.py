@@ -16,12 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from linklab.linux import tc as tcplan
-from linklab.errors import UsageError
-from linklab.interop.common import bond_ip_args, kbit, ping_checks, refuse_ovs
+from linklab import controllers
+from linklab.interop.common import (bond_ip_args, controller_ports, kbit, ovs_plan, ovs_switches, ping_checks,
+                                    switch_ifname)
 from linklab.model.resolved import Lab, Qdisc
 
 RUNTIME = Path(__file__).with_name("mininet_runtime.py")
-MAX_IFNAME = 15
+APPS_MARK = "# ---- controller apps"
 TCINTF_MAX_MBIT = 1000  # mininet/link.py TCIntf.bwParamMax: larger bw values are ignored
 
 
@@ -74,27 +75,20 @@ def mininet_tcintf(q: Qdisc | None, where: str, notes: list[str]) -> dict[str, A
     return p or None
 
 
-def switch_ifname(switch: str, ifname: str) -> str:
-    """Mininet keeps switches in the root namespace: their ports need lab-wide names, and
-    LinuxBridge only enslaves ports whose name contains the switch's (mininet/nodelib.py)."""
-    name = f"{switch}-{ifname}"
-    if len(name) > MAX_IFNAME:
-        raise UsageError(f"export to mininet: switch port {name!r} is longer than {MAX_IFNAME} characters",
-                         hint=f"give switch {switch!r} a shorter name")
-    return name
-
-
 def lab_table(lab: Lab) -> dict[str, Any]:
     """Everything the runtime needs, as plain data (printed into the script)."""
-    refuse_ovs(lab, "mininet")
     switches = {n.name for n in lab.nodes if n.kind == "switch"}
+    ovs_names = set(ovs_switches(lab))
 
     def dev(node: str, ifname: str) -> str:
         return switch_ifname(node, ifname) if node in switches else ifname
 
     notes = ["names resolve through Mininet's CLI (`h1 ping h2`), not /etc/hosts as in linklab"]
-    if switches:
+    if switches - ovs_names:
         notes.append("switches are Linux bridges in the root namespace (Mininet's LinuxBridge), not one namespace each")
+    if ovs_names:
+        notes.append("OVS switches are bridges of the machine's own Open vSwitch (Mininet's OVSSwitch), their "
+                      "controllers run in the root namespace, not one namespace each")
     if any(k for n in lab.nodes for k in n.sysctls if not k.startswith(("net.ipv4", "net.ipv6"))):
         notes.append("sysctls outside net.ipv4/net.ipv6 may be global: Mininet hosts share one kernel")
     mn_notes: list[str] = []
@@ -111,8 +105,10 @@ def lab_table(lab: Lab) -> dict[str, Any]:
                 if q is not None and row[f"tclink_{side}"] is None:
                     ifname = dev(end.node, end.ifname)
                     qdiscs.append({"node": end.node, "ifname": ifname, "tc": tcplan.plan(q, link.mtu, ifname)})
-                if end.ifname not in link.bond_members(end.node):
-                    mtu.append([end.node, dev(end.node, end.ifname), link.mtu])
+                if end.ifname not in link.bond_members(end.node) and end.node not in ovs_names:
+                    # A switch's port_mtu (Mininet leaves switch ports at 1500) beats the link's;
+                    # OVS ports get theirs from OVS (mtu_request, in the OVS plan).
+                    mtu.append([end.node, dev(end.node, end.ifname), lab.node(end.node).port_mtu or link.mtu])
             veths.append(row)
         for b in link.bonds:
             on_switch = b.node in switches
@@ -137,20 +133,35 @@ def lab_table(lab: Lab) -> dict[str, Any]:
         if link.ipv6_note:
             notes.append(f"link {link.name}: {link.ipv6_note}")
     for n in lab.nodes:
-        if n.kind == "switch" and n.mtu:
-            mtu.append([n.name, n.name, n.mtu])  # LinuxBridge names the bridge after the switch
+        if n.kind == "switch" and n.mtu and n.name not in ovs_names:
+            mtu.append([n.name, n.name, n.port_mtu or n.mtu])  # LinuxBridge names the bridge after the switch
+    ctl_ports = controller_ports(lab)
+    ovs = []
+    for sw in ovs_switches(lab):
+        plan = ovs_plan(lab, sw, lambda ifname, sw=sw: switch_ifname(sw, ifname), ctl_ports.get(sw))
+        ovs.append({"switch": sw, "vsctl": plan.vsctl, "controller": plan.controller})
     return {
         "name": lab.name,
         "scale": lab.scale,
         "hosts": {n.name: {"main_intf": main.get(n.name), "sysctls": dict(n.sysctls)}
                   for n in lab.nodes if n.kind == "host"},
-        "switches": {n.name: {"stp": n.stp} for n in lab.nodes if n.kind == "switch"},
+        "switches": {n.name: _switch(lab, n) for n in lab.nodes if n.kind == "switch"},
         "veths": veths, "bonds": bonds, "mtu": mtu, "up": up, "addresses": addresses, "qdiscs": qdiscs,
-        "iface_settings": settings,
+        "iface_settings": settings, "ovs": ovs,
         "checks": [{"from": c.src, "to": c.dst, "to_addr": c.dst_addr, "mtu": c.mtu, "via": c.via}
                    for c in ping_checks(lab)],
         "notes": notes, "mininet_shaping_notes": mn_notes,
     }
+
+
+def _switch(lab: Lab, n) -> dict[str, Any]:
+    """Mininet's switch parameters: LinuxBridge's stp, or OVSSwitch's OpenFlow version, fail mode,
+    datapath and dpid (the rest of linklab's OVS settings is the OVS plan, applied after start)."""
+    if n.switch_kind != "ovs":
+        return {"stp": n.stp}
+    from linklab.linux.ovs import OPENFLOW
+    return {"ovs": {"protocols": OPENFLOW, "failMode": n.fail_mode or "standalone",
+                    "datapath": "user" if n.datapath == "netdev" else "kernel", "dpid": "%016x" % lab.dpid(n.name)}}
 
 
 def _literal(table: dict[str, Any]) -> str:
@@ -170,7 +181,20 @@ def _literal(table: dict[str, Any]) -> str:
     return "\n".join(lines + ["}"])
 
 
-def export(lab: Lab, source: str) -> str:
+def apps_block(table: dict[str, Any], osken_manager: str) -> str:
+    """The controller apps the script starts, carried in it (the app and the shared `_*.py` files
+    it imports), and the osken-manager that runs them (--osken-manager overrides)."""
+    apps = sorted({o["controller"]["app"] for o in table["ovs"] if o["controller"]})
+    sources: dict[str, str] = {}
+    for app in apps:
+        sources.update(controllers.app_sources(app))
+    lines = [f"{APPS_MARK}: copies of linklab's controllers/ (os-ken apps), written to a temporary directory",
+             f"OSKEN_MANAGER = {osken_manager!r}", "CONTROLLER_APPS = {"]
+    lines += [f"    {name!r}: {text!r}," for name, text in sorted(sources.items())]
+    return "\n".join(lines + ["}"]) + "\n\n"
+
+
+def export(lab: Lab, source: str, osken_manager: str = "osken-manager") -> str:
     table = lab_table(lab)
     tc_where = sorted({f"{q['node']}:{q['ifname']}" for q in table["qdiscs"]})
     header = [
@@ -185,11 +209,18 @@ def export(lab: Lab, source: str) -> str:
         "# Mapped: hosts, Linux-bridge switches (no controller), one link per bond member, TCIntf",
         "# parameters (delay/loss/limit) per interface and direction; bonds, switch LAGs, MTU of every",
         "# interface, addresses, qdiscs TCIntf cannot build, offloads and sysctls are set after start.",
-        "# Differences from `linklab up`:",
-        *[f"#   - {n}" for n in table["notes"]],
     ]
+    if table["ovs"]:
+        header += [
+            "# Open vSwitch switches: Mininet's OVSSwitch (OpenFlow 1.3, linklab's fail mode and dpid), then",
+            "# linklab's own OVS settings (OpenFlow port numbers, OVS bonds, port MTUs by mtu_request); each",
+            "# controller is the same os-ken app as in linklab (carried below), run with osken-manager on",
+            "# 127.0.0.1 and given to Mininet as a RemoteController. Needs a running Open vSwitch",
+            "# (`service openvswitch-switch start`) and os-ken 3.1.1 (--osken-manager PATH).",
+        ]
+    header += ["# Differences from `linklab up`:", *[f"#   - {n}" for n in table["notes"]]]
     if tc_where:
         header.append("# Applied with linklab's own tc commands (TCIntf would differ: netem rate, tbf, htb burst,")
         header.append("# in-order jitter, >1000 Mbit/s, duplicate/corrupt/reorder): " + ", ".join(tc_where))
-    body = "LAB = " + _literal(table) + "\n\n"
+    body = "LAB = " + _literal(table) + "\n\n" + apps_block(table, osken_manager)
     return "\n".join(header) + "\n\n" + body + RUNTIME.read_text()

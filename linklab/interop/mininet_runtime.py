@@ -3,18 +3,25 @@
 # table, into a self-contained script for Debian's Mininet 2.3 (`apt install mininet`).
 import argparse
 import json
+import os
 import shlex
+import shutil
+import socket
+import subprocess
 import sys
+import tempfile
 import time
 
 from mininet.cli import CLI
 from mininet.link import Intf, Link, TCIntf
 from mininet.log import info, setLogLevel
 from mininet.net import Mininet
-from mininet.node import Host
+from mininet.node import Host, OVSSwitch, RemoteController
 from mininet.nodelib import LinuxBridge
 
 OK_MARK = "__linklab_rc="
+CONTROLLER_LISTEN_S = 900  # os-ken imports for ~20 s on a quiet emulated machine, minutes on a loaded one
+CONTROLLER_CONNECT_S = 60
 
 
 class LinklabHost(Host):
@@ -26,6 +33,14 @@ class LinklabHost(Host):
         if main and main in self.nameToIntf:
             return self.nameToIntf[main]
         return Host.defaultIntf(self)
+
+
+class LinklabOVSSwitch(OVSSwitch):
+    """An OVSSwitch connected to its own controller only: each switch's app is told that
+    switch's port layout (Mininet would give every switch every controller)."""
+
+    def start(self, controllers):
+        return OVSSwitch.start(self, [c for c in controllers if c.name == self.params.get("controller_name")])
 
 
 def warn(msg):
@@ -53,8 +68,14 @@ def run_all(node, argvs, check=True):
 def build(net, mininet_shaping):
     for name, h in LAB["hosts"].items():
         net.addHost(name, cls=LinklabHost, ip=None, main_intf=h["main_intf"])
+    ctl = {o["switch"]: o["controller"] for o in LAB["ovs"] if o["controller"]}
     for i, (name, sw) in enumerate(LAB["switches"].items()):
-        net.addSwitch(name, cls=LinuxBridge, stp=sw["stp"], dpid="%016x" % (i + 1))
+        if "ovs" in sw:
+            if name in ctl:
+                net.addController("c_" + name, controller=RemoteController, ip="127.0.0.1", port=ctl[name]["port"])
+            net.addSwitch(name, cls=LinklabOVSSwitch, controller_name="c_" + name, **sw["ovs"])
+        else:
+            net.addSwitch(name, cls=LinuxBridge, stp=sw["stp"], dpid="%016x" % (i + 1))
     for veth in LAB["veths"]:
         params = [veth["mininet_a"], veth["mininet_b"]] if mininet_shaping else [veth["tclink_a"], veth["tclink_b"]]
         net.addLink(veth["a"][0], veth["b"][0], cls=Link, intfName1=veth["a"][1], intfName2=veth["b"][1],
@@ -84,6 +105,9 @@ def configure(net, mininet_shaping):
             add(node, ["ip", "link", "set", "dev", b["ifname"], "type", "bond", "primary", b["primary"]])
         if b["switch"]:
             add(node, ["ip", "link", "set", "dev", b["ifname"], "master", b["switch"]])
+    for o in LAB["ovs"]:  # linklab's OVS settings, once OVSSwitch has added the ports
+        for argv in o["vsctl"]:
+            add(o["switch"], ["ovs-vsctl", *argv])
     for node, ifname, mtu in LAB["mtu"]:
         add(node, ["ip", "link", "set", "dev", ifname, "mtu", mtu])
     for node, ifname in LAB["up"]:
@@ -109,6 +133,74 @@ def configure(net, mininet_shaping):
         # register it (it is already inside the host, nothing to move).
         intf = node.nameToIntf.get(a["ifname"]) or Intf(a["ifname"], node=node, moveIntfFn=lambda *_: True)
         intf.ip, intf.prefixLen = a["ipv4"].split("/")
+
+
+def start_controllers(manager, started):
+    """Each OVS switch's os-ken app (CONTROLLER_APPS, written to a temporary directory), run by
+    osken-manager on 127.0.0.1 as linklab runs it; returns once every one listens. What it starts
+    is recorded in `started` (the directory first) as it goes, for stop_controllers."""
+    todo = [o for o in LAB["ovs"] if o["controller"]]
+    if not todo:
+        return
+    exe = manager if os.path.isfile(manager) else shutil.which(manager)
+    if not exe:
+        raise SystemExit("linklab-export: %s not found: install os-ken 3.1.1 (pip install os-ken==3.1.1) "
+                         "or give --osken-manager PATH" % manager)
+    appdir = tempfile.mkdtemp(prefix="linklab-controllers-")
+    started.append(appdir)
+    for name, text in CONTROLLER_APPS.items():
+        with open(os.path.join(appdir, name), "w") as f:
+            f.write(text)
+    procs = []
+    for o in todo:
+        c = o["controller"]
+        argv = [exe, *c["argv"][1:-1], os.path.join(appdir, c["argv"][-1])]
+        env = dict(os.environ, **dict(kv.split("=", 1) for kv in c["env"]))
+        log = open(os.path.join(appdir, o["switch"] + ".log"), "wb")
+        proc = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        started.append(proc)
+        procs.append((o["switch"], c["port"], log.name, proc))
+    t0 = time.monotonic()
+    for sw, port, log, proc in procs:
+        while True:
+            if proc.poll() is not None:
+                raise SystemExit("linklab-export: the controller of %s exited:\n%s" % (sw, open(log).read()[-2000:]))
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() - t0 > CONTROLLER_LISTEN_S:
+                    raise SystemExit("linklab-export: the controller of %s is not listening on port %d" % (sw, port))
+                time.sleep(0.5)
+    info("*** controllers listening after %.0f s\n" % (time.monotonic() - t0))
+
+
+def wait_connected(net):
+    """Every OVS switch with a controller connected to it, and the app's first flow (its table-miss
+    entry) installed: until then a secure switch forwards nothing."""
+    t0 = time.monotonic()
+    for o in LAB["ovs"]:
+        while o["controller"]:
+            sw = net[o["switch"]]
+            _, out = run(sw, ["ovs-vsctl", "get", "controller", o["switch"], "is_connected"], check=False)
+            _, flows = run(sw, ["ovs-ofctl", "-O", "OpenFlow13", "dump-flows", o["switch"]], check=False)
+            if out.strip() == "true" and "actions=" in flows:
+                break
+            if time.monotonic() - t0 > CONTROLLER_CONNECT_S:
+                raise RuntimeError("switch %s did not connect to its controller" % o["switch"])
+            time.sleep(0.3)
+
+
+def stop_controllers(started):
+    for p in started[1:]:
+        p.terminate()
+        try:
+            p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+    if started:
+        shutil.rmtree(started[0], ignore_errors=True)
 
 
 def remove_root_bonds(net):
@@ -144,7 +236,8 @@ def iperf3(net, client, server, seconds, streams):
     addr = srv.defaultIntf().IP()
     srv.cmd("iperf3 -s -1 -D")
     time.sleep(1)
-    _, out = run(cli, ["iperf3", "-c", addr, "-t", seconds, "-P", streams, "-J"])
+    # A stream that carries nothing (hosts' MTU over the switch's) must still end: iperf3 waits.
+    _, out = run(cli, ["timeout", seconds + 30, "iperf3", "-c", addr, "-t", seconds, "-P", streams, "-J"])
     data = json.loads(out[out.index("{"):])
     bps = data["end"]["sum_received"]["bits_per_second"]
     print("LINKLAB-IPERF3 " + json.dumps({"client": client, "server": server, "bps": bps, "seconds": seconds,
@@ -161,6 +254,8 @@ def main():
                    help="measure TCP goodput (after --test, if given), then exit")
     p.add_argument("--seconds", type=int, default=5)
     p.add_argument("--streams", type=int, default=1)
+    p.add_argument("--osken-manager", default=OSKEN_MANAGER,
+                   help="osken-manager that runs the controller apps (default %(default)s, else on PATH)")
     p.add_argument("-v", "--verbose", action="store_true")
     args = p.parse_args()
     setLogLevel("info" if args.verbose else "warning")
@@ -169,11 +264,14 @@ def main():
     net = Mininet(topo=None, build=False, controller=None, switch=LinuxBridge, host=LinklabHost,
                   link=Link, autoSetMacs=False)
     ok = True
+    controllers = []
     try:
+        start_controllers(args.osken_manager, controllers)
         build(net, args.mininet_shaping)
         net.build()
         net.start()
         configure(net, args.mininet_shaping)
+        wait_connected(net)
         info("*** linklab lab %s ready\n" % LAB["name"])
         if args.test:
             ok = checks(net)
@@ -184,6 +282,7 @@ def main():
     finally:
         remove_root_bonds(net)
         net.stop()
+        stop_controllers(controllers)
     return 0 if ok else 1
 
 

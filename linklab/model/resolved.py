@@ -172,6 +172,40 @@ class Lab(Resolved):
         """Every member interface of `node`'s bonds, link by link."""
         return [m for link in self.links for m in link.bond_members(node)]
 
+    def switch_ports(self, switch: str) -> list[SwitchPort]:
+        """`switch`'s ports in port order (link by link): each with the MTU it takes (the
+        switch's port_mtu when set, else its link's). OpenFlow port k+1 is the k-th."""
+        node = self.node(switch)
+        return [SwitchPort(p, node.port_mtu or link.mtu, link, end)
+                for link in self.links for end in link.ends if end.node == switch for p in end.bridge_ports]
+
+    def ovs_bonds(self, switch: str) -> list[OvsBond]:
+        """The bonds an Open vSwitch switch makes of its ports (the switch side of host bonds)."""
+        return [end.ovs_bond for link in self.links for end in link.ends if end.node == switch and end.ovs_bond]
+
+    def dpid(self, switch: str) -> int:
+        """The switch's OpenFlow datapath id: its place among the lab's nodes, from 1."""
+        return 1 + [n.name for n in self.nodes].index(switch)
+
+    def openflow_layout(self, switch: str) -> dict[str, list]:
+        """What a controller app is told of its switch (controllers/_grouped.py): the OpenFlow
+        port numbers, and the groups of ports it should treat as one logical port (a host bond's
+        members, parallel links to one neighbour)."""
+        number = {p.name: k for k, p in enumerate(self.switch_ports(switch), start=1)}
+        groups: list[list[int]] = []
+        by_peer: dict[str, list[int]] = {}
+        for link in self.links:
+            for end in link.ends:
+                if end.node != switch:
+                    continue
+                if len(end.bridge_ports) > 1:
+                    groups.append([number[p] for p in end.bridge_ports])
+                else:
+                    peer = next(e.node for e in link.ends if e is not end)
+                    by_peer.setdefault(peer, []).extend(number[p] for p in end.bridge_ports)
+        groups += [ports for ports in by_peer.values() if len(ports) > 1]
+        return {"ports": list(number.values()), "groups": groups}
+
     def address(self, node: str, family: int) -> str:
         """`node`'s first address of that IP family (4 or 6), without its prefix length."""
         for link in self.links:
@@ -189,3 +223,12 @@ class Egress(NamedTuple):
     end: Iface
     peer: Iface
     queue: Qdisc | None
+
+
+class SwitchPort(NamedTuple):
+    """One port of a switch: the interface, the MTU it takes, and the link end it belongs to."""
+
+    name: str
+    mtu: int
+    link: Link
+    end: LinkEnd

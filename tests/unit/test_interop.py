@@ -14,6 +14,7 @@ import yaml
 
 from linklab.errors import UsageError
 from linklab.interop import clab_export, clab_import, mininet_export
+from linklab.interop.common import controller_ports, switch_ifname
 from linklab.interop.shell import loss_matrix
 from linklab.model import Context, load_topology, resolve
 from linklab.model.resolved import Qdisc
@@ -22,15 +23,10 @@ ROOT = Path(__file__).resolve().parents[2]
 ALL_TOPOLOGIES = sorted((ROOT / "topologies").glob("*.yaml")) + sorted((ROOT / "tests/golden/topologies/good").glob("*.yaml"))
 
 
-def _has_ovs(path: Path) -> bool:
-    from linklab.interop.common import ovs_switches, resolved_lab
-    return bool(ovs_switches(resolved_lab(path)))
-
-
-# Open vSwitch topologies are refused by both exporters (test_ovs_switches_are_refused_with_a_reason).
-TOPOLOGIES = [p for p in ALL_TOPOLOGIES if not _has_ovs(p)]
+TOPOLOGIES = ALL_TOPOLOGIES  # Open vSwitch ones included: both exporters map them
 VM = Context(auto_scale=0.1, auto_scale_reason="software-emulated VM (TCG)")
 CAMPUS = ROOT / "tests/data/interop/campus.clab.yml"
+CLAB = ROOT / "tests/data/interop/clab"  # containerlab's own files (BSD-3: CLAB/LICENSE)
 
 
 def _lab(path: Path):
@@ -81,23 +77,73 @@ def test_switch_ports_get_lab_wide_names_containing_the_switch():
     lag = next(b for b in table["bonds"] if b["switch"])
     assert lag["ifname"] == "sw-lag0" and lag["create_args"][:2] == ["mode", "balance-xor"]
     with pytest.raises(UsageError, match="longer than 15"):
-        mininet_export.switch_ifname("averylongname", "eth1")
+        switch_ifname("averylongname", "eth1")
 
 
-def test_ovs_switches_are_refused_with_a_reason(tmp_path):
-    p = tmp_path / "ovs.yaml"
-    p.write_text("name: o\nhosts: {h1: {}, h2: {}}\nswitches: {s1: {kind: ovs}}\n"
-                 "links: [{endpoints: [h1, s1]}, {endpoints: [h2, s1]}]\n")
-    for exporter in (lambda lab: mininet_export.export(lab, "x"), lambda lab: clab_export.export(lab, "x")):
-        with pytest.raises(UsageError, match="Open vSwitch"):
-            exporter(_lab(p))
+def _e3_lab(port_mtu=None, mtu=1500):
+    """E3's lab at one of its points (how experiments/e3_sdn_mtu.yaml's sweep sets mtu and port_mtu)."""
+    from linklab.interop.common import resolved_lab
+    overrides = [("links[*].mtu", mtu)] + ([("switches.s1.port_mtu", port_mtu)] if port_mtu else [])
+    return resolved_lab(ROOT / "topologies/sdn_pair.yaml", overrides, scale=0.1)
+
+
+def test_mininet_script_builds_ovs_with_its_controller_and_port_mtus():
+    lab = _e3_lab(port_mtu=1500, mtu=2000)
+    table = mininet_export.lab_table(lab)
+    assert table["switches"]["s1"] == {"ovs": {"protocols": "OpenFlow13", "failMode": "secure",
+                                               "datapath": "kernel", "dpid": "%016x" % lab.dpid("s1")}}
+    (plan,) = table["ovs"]
+    flat = [" ".join(argv) for argv in plan["vsctl"]]
+    # The ports the hosts' MTU exceeds stay at 1500, as in linklab (the E3 mismatch case).
+    assert "set interface s1-eth1 mtu_request=1500 -- set interface s1-eth2 mtu_request=1500" in flat
+    assert {(n, i): m for n, i, m in table["mtu"]} == {("h1", "eth1"): 2000, ("h2", "eth1"): 2000}
+    assert flat[-1] == "set-controller s1 tcp:127.0.0.1:6653 -- set controller s1 connection_mode=out-of-band"
+    ctl = plan["controller"]
+    assert ctl["app"] == "l2_learning" and ctl["argv"][-3:] == ["--ofp-tcp-listen-port", "6653", "l2_learning.py"]
+    assert 'LINKLAB_SWITCH={"ports":[1,2],"groups":[]}' in ctl["env"]
+    text = mininet_export.export(lab, "topologies/sdn_pair.yaml", osken_manager="/opt/venv/bin/osken-manager")
+    ast.parse(text)
+    apps = _script_globals(text, "CONTROLLER_APPS")
+    assert apps["l2_learning.py"] == (ROOT / "controllers/l2_learning.py").read_text()
+    assert "_common.py" in apps and _script_globals(text, "OSKEN_MANAGER") == "/opt/venv/bin/osken-manager"
+
+
+def _script_globals(text: str, name: str):
+    """A literal assigned at the top of an exported script."""
+    for node in ast.parse(text).body:
+        if isinstance(node, ast.Assign) and node.targets[0].id == name:
+            return ast.literal_eval(node.value)
+    raise KeyError(name)
+
+
+def test_ovs_bonds_and_controller_ports_in_both_exports():
+    lab = _lab(ROOT / "tests/golden/topologies/good/ovs_bonds.yaml")
+    (s1, s2) = mininet_export.lab_table(lab)["ovs"]
+    bonds = [argv for argv in s1["vsctl"] if "add-bond" in argv]
+    assert [argv[argv.index("add-bond") + 1:argv.index("add-bond") + 5] for argv in bonds] == [
+        ["s1", "lag0", "s1-eth1", "s1-eth2"], ["s1", "lag1", "s1-eth3", "s1-eth4"]]
+    # The members leave the bridge (OVSSwitch added them as ports) before the bond takes them.
+    assert s1["vsctl"].index(bonds[0]) - 1 == next(i for i, a in enumerate(s1["vsctl"]) if "del-port" in a)
+    assert s1["controller"] is None and s2["controller"]["port"] == lab.node("s2").controller_port
+    before, after = clab_export.ovs_commands(lab)
+    assert before[0].startswith("ovs-vsctl --may-exist add-br s1 -- set bridge s1 protocols=OpenFlow13")
+    assert any("controllers/lacp.py &" in line for line in before)
+    assert any("add-bond s1 lag0 s1-eth1 s1-eth2" in line for line in after)
+
+
+def test_two_controllers_in_one_namespace_get_their_own_ports(tmp_path):
+    p = tmp_path / "two.yaml"
+    p.write_text("name: two\nhosts: {h1: {}, h2: {}}\n"
+                 "switches: {s1: {kind: ovs, controller: hub}, s2: {kind: ovs, controller: hub}}\n"
+                 "links: [{endpoints: [h1, s1]}, {endpoints: [s1, s2]}, {endpoints: [s2, h2]}]\n")
+    assert controller_ports(_lab(p)) == {"s1": 6653, "s2": 6654}
 
 
 @pytest.mark.parametrize("path", TOPOLOGIES, ids=lambda p: p.stem)
 def test_mininet_script_is_python_and_matches_golden(path):
     text = mininet_export.export(_lab(path), str(path.relative_to(ROOT)))
     ast.parse(text)
-    head = text[:text.index(mininet_export.RUNTIME.read_text())]
+    head = text[:text.index(mininet_export.APPS_MARK)]  # the apps are controllers/ (checked above)
     _golden(head, ROOT / "tests/golden/interop" / f"{path.stem}.mininet.py")
 
 
@@ -108,19 +154,53 @@ NODE_RE = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9-._|]*$")       # topology.nodes pa
 ENDPOINT_RE = re.compile(r"^\S+:\S+$")                        # link-config-short endpoints
 
 
+def _clab_validator():
+    """containerlab's own JSON schema (vendored with its licence), its patterns read by the
+    `regex` module: they are Go/ECMA patterns (\\p{N}\\p{L}: Unicode classes), which Python's re
+    cannot compile. Everything else is jsonschema's Draft 7, as the schema declares."""
+    import jsonschema
+    import regex
+
+    def pattern(validator, patrn, instance, schema):
+        if validator.is_type(instance, "string") and not regex.search(patrn, instance):
+            yield jsonschema.ValidationError(f"{instance!r} does not match {patrn!r}")
+
+    spec = json.loads((CLAB / "clab.schema.json").read_text())
+    base = jsonschema.validators.validator_for(spec)
+    assert base is jsonschema.Draft7Validator
+    return jsonschema.validators.extend(base, {"pattern": pattern})(spec)
+
+
+CLAB_SCHEMA = _clab_validator()
+
+
+def test_the_schema_check_reads_containerlabs_unicode_patterns():
+    from jsonschema.exceptions import best_match
+
+    def node(**spec):
+        return {"name": "x", "topology": {"nodes": {"a": {"kind": "linux", **spec}}}}
+
+    # A zone (%eth0, %ＥＴＨ０: \\p{L}\\p{N}) is valid, punctuation is not: the pattern ran as written.
+    for ok in (node(**{"mgmt-ipv4": "192.0.2.1"}), node(**{"mgmt-ipv4": "192.0.2.1%eth0"}),
+               node(**{"mgmt-ipv4": "192.0.2.1%\uff25\uff34\uff28\uff10"})):
+        CLAB_SCHEMA.validate(ok)
+    for bad, why in ((node(**{"mgmt-ipv4": "192.0.2.1%eth0!"}), "does not match"),
+                     ({**node(), "topology": {**node()["topology"], "links": []}}, "should be non-empty|too short"),
+                     (node(kind="nosuch"), "is not one of")):
+        err = best_match(CLAB_SCHEMA.iter_errors(bad))
+        assert err is not None and re.search(why, err.message), (bad, err and err.message)
+
+
 def _check_clab(doc: dict) -> None:
-    """What containerlab's schema requires of what we emit (the real schema is checked too
-    when LINKLAB_CLAB_SCHEMA names a copy of schemas/clab.schema.json)."""
-    assert set(doc) <= {"name", "prefix", "mgmt", "topology", "settings", "debug"}
-    assert {"name", "topology"} <= set(doc) and NAME_RE.match(doc["name"])
+    """containerlab's schema, and what it leaves to containerlab's code (endpoints name nodes
+    of the topology, each interface once, names Linux accepts)."""
+    CLAB_SCHEMA.validate(doc)
     topo = doc["topology"]
-    assert set(topo) <= {"nodes", "links", "kinds", "defaults", "groups"}
     for name, node in topo["nodes"].items():
-        assert NODE_RE.match(name) and node["kind"] == "linux"
+        assert NODE_RE.match(name) and node["kind"] in ("linux", "ovs-bridge")
         assert all(isinstance(c, str) and shlex.split(c) for c in node.get("exec", []))
-        assert all(isinstance(v, (str, int, float)) for v in node.get("sysctls", {}).values())
     seen = set()
-    for link in topo["links"]:
+    for link in topo.get("links", []):
         assert set(link) <= {"endpoints", "mtu", "ipv4", "ipv6", "vars"}
         eps = link["endpoints"]
         assert len(eps) == 2 and len(set(eps)) == 2 and all(ENDPOINT_RE.match(e) for e in eps)
@@ -129,13 +209,6 @@ def _check_clab(doc: dict) -> None:
             assert node in topo["nodes"] and len(ifname) <= 15 and e not in seen
             seen.add(e)
         assert isinstance(link["mtu"], int) and 1 <= link["mtu"] <= 65535
-    schema = os.environ.get("LINKLAB_CLAB_SCHEMA")
-    if schema:
-        import jsonschema
-        spec = json.loads(Path(schema).read_text())
-        # Not jsonschema.validate(): that first checks the schema itself, and containerlab's uses
-        # \\p{L} (Go/ECMA regex) in a pattern of `ports`, which Python's re cannot compile.
-        jsonschema.validators.validator_for(spec)(spec).validate(doc)
 
 
 def _position(cmds: list[str], *words: str) -> int:
@@ -199,6 +272,100 @@ def test_import_then_export_keeps_nodes_links_and_mtu(tmp_path):
 def test_import_refuses_what_is_not_a_containerlab_topology():
     with pytest.raises(UsageError, match="no `topology:`"):
         clab_import.import_clab("name: x\n", "f.yml")
+
+
+# ---- containerlab's own files (tests/data/interop/clab, BSD-3) ---------------------------------
+
+def _import(name: str, text: str | None = None):
+    path = CLAB / name
+    return clab_import.import_clab(text if text is not None else path.read_text(), str(path))
+
+
+def _validated(imp, tmp_path):
+    p = tmp_path / "imported.yaml"
+    p.write_text(imp.yaml_text("x"))
+    return resolve(load_topology(p), VM)
+
+
+REAL_IMPORTS = ["24-basic-groups.clab.yaml", "03-linux-nodes-to-bridge-and-host.clab.yml",
+                "01-linux-single-node.clab.yml", "frr01.clab.yml"]
+
+
+@pytest.mark.parametrize("name", REAL_IMPORTS)
+def test_real_containerlab_files_import_and_export_again_validly(name, tmp_path):
+    lab = _validated(_import(name), tmp_path)
+    _check_clab(clab_export.topology_dict(lab))  # no `links: []` when no link was left (the schema's minItems)
+    table = mininet_export.lab_table(lab)  # raises if a derived name is over 15 characters
+    assert all(len(v[side][1]) <= 15 for v in table["veths"] for side in ("a", "b"))
+
+
+def test_kinds_resolve_through_groups_and_defaults_as_containerlab_does():
+    imp = _import("24-basic-groups.clab.yaml")
+    # l1, l2: their own group's kind; l3: no group of its own, the defaults' group g3's.
+    assert set(imp.topology["hosts"]) == {"l1", "l2", "l3"}
+    assert not any("kind unset" in x for x in imp.not_imported)
+    assert clab_import.resolve_kind({}, {"defaults": {"kind": "bridge"}}) == "bridge"
+    assert clab_import.resolve_kind({"group": "g"}, {"groups": {"g": {}}, "defaults": {"kind": "linux"}}) == "linux"
+    frr = _import("frr01.clab.yml")
+    assert set(frr.topology["hosts"]) == {"router1", "router2", "router3", "pc1", "pc2", "pc3"}
+    assert len(frr.topology["links"]) == 6
+
+
+def test_imported_names_keep_every_exporters_derived_names_valid(tmp_path):
+    imp = _import("03-linux-nodes-to-bridge-and-host.clab.yml")
+    sw = imp.renamed["br-01-03-clab"]
+    assert len(sw) <= clab_import.SWITCH_NAME_MAX and sw in imp.topology["switches"]
+    # Its ports' containerlab names (l1-eth1) would make `br_01_03-l1-eth1`: linklab names them.
+    assert any("br-01-03-clab:l1-eth1" in x and "at most 15" in x for x in imp.not_imported)
+    lab = _validated(imp, tmp_path)
+    ports = [v[side][1] for v in mininet_export.lab_table(lab)["veths"] for side in "ab" if v[side][0] == sw]
+    assert ports == [f"{sw}-eth1", f"{sw}-eth2"] and all(len(p) <= 15 for p in ports)
+
+
+def _run_import(path: Path):
+    return _linklab("import", "containerlab", str(path))
+
+
+def test_a_failed_import_still_lists_what_was_dropped_and_locates_the_error_in_the_source():
+    res = _run_import(CLAB / "br01.clab.yml")
+    assert res.returncode == 2 and res.stdout == ""
+    for kind_dropped in ("node srl1 (kind nokia_srlinux", "node srl3 (kind nokia_srlinux", "links[2] srl3:e1-1"):
+        assert kind_dropped in res.stderr, res.stderr
+    # The source's own line: `  nodes:` of br01.clab.yml.
+    line = (CLAB / "br01.clab.yml").read_text().splitlines().index("  nodes:") + 1
+    assert line == 9 and "br01.clab.yml, as a linklab topology" in res.stderr
+    assert f"topology.nodes (line {line}): a lab needs at least one host" in res.stderr, res.stderr
+    res = _run_import(CLAB / "02-srl02.clab.yml")
+    assert res.returncode == 2 and "node srl2 (kind nokia_srlinux" in res.stderr
+
+
+def test_link_errors_name_the_sources_link_index_and_line(tmp_path):
+    text = (CLAB / "frr01.clab.yml").read_text()
+    # frr01, with a router of another kind wired first (dropped: every later index shifts by one in
+    # the import) and an MTU linklab refuses on its last link.
+    text = text.replace("  nodes:\n", "  nodes:\n    srl:\n      kind: nokia_srlinux\n", 1)
+    text = text.replace("  links:\n", '  links:\n    - endpoints: ["srl:e1-1", "router1:eth9"]\n', 1)
+    text = text.replace('["PC3:eth1", "router3:eth3"]', '["PC3:eth1", "router3:eth3"]\n      mtu: 20')
+    imp = _import("frr01.clab.yml", text)
+    src = tmp_path / "frr01-edited.clab.yml"
+    src.write_text(text)
+    res = _run_import(src)
+    assert res.returncode == 2, res.stderr
+    line = next(i for i, x in enumerate(text.splitlines(), 1) if '"PC3:eth1"' in x)
+    assert f"links[6] (mtu) (line {line}):" in res.stderr, res.stderr
+    assert "links[5]" not in res.stderr.split("as a linklab topology")[1]
+    assert imp.source_map.links == [1, 2, 3, 4, 5, 6]
+
+
+@pytest.mark.parametrize("name,line", [("30-bridge-reconcile.clab.yml", 19), ("29-apply.clab.yml", 14)])
+def test_go_templates_are_named_as_such_with_the_file(name, line):
+    with pytest.raises(UsageError, match=rf"{re.escape(str(CLAB / name))}: a Go template .* on line {line}"):
+        _import(name)
+
+
+def test_a_yaml_error_names_the_file_and_its_line():
+    with pytest.raises(UsageError, match=r"f.clab.yml, line 2: not YAML"):
+        clab_import.import_clab("name: x\ntopology: {nodes: ]}\n", "f.clab.yml")
 
 
 # ---- the cli's pure parts -----------------------------------------------------------------

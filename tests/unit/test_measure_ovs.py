@@ -61,10 +61,9 @@ def _lab(path):
 
 
 def test_controller_sees_a_host_bond_as_one_group_of_openflow_ports():
-    from linklab.backends.linux.kinds import ovs as ovs_kind
     lab = _lab("tests/golden/topologies/good/ovs_bonds.yaml")
-    assert ovs_kind.openflow_layout(lab, lab.node("s2")) == {"ports": [1, 2, 3], "groups": [[1, 2]]}
-    assert ovs_kind.dpid(lab, lab.node("s2")) == 4
+    assert lab.openflow_layout("s2") == {"ports": [1, 2, 3], "groups": [[1, 2]]}
+    assert lab.dpid("s2") == 4
 
 
 def test_ovs_tools_run_against_the_lab_switchs_private_directories():

@@ -28,13 +28,16 @@ START_DEADLINE_S = 60.0
 
 @dataclass(frozen=True)
 class OvsDirs:
-    ns: str
+    """One OVS instance: in a lab switch's namespace, or (ns None) in the root namespace, where an
+    exported Mininet script's OVSSwitch puts its bridges (the kernel tier and bench start one)."""
+
+    ns: str | None
     lab: str
     node: str
 
     @property
     def run(self) -> Path:
-        return RUN_ROOT / self.ns
+        return RUN_ROOT / (self.ns or f"root-{self.lab}-{self.node}")
 
     @property
     def logs(self) -> Path:
@@ -121,7 +124,8 @@ def _modprobe(module: str) -> None:
 
 
 def remove_rundir(ns: str) -> bool:
-    """Delete a switch's database and sockets (its daemons are stopped first)."""
+    """Delete a switch's database and sockets (its daemons are stopped first); `ns`: the name of
+    its directory (OvsDirs.run)."""
     d = RUN_ROOT / ns
     if d.is_dir():
         shutil.rmtree(d, ignore_errors=True)
@@ -138,3 +142,11 @@ def wait_for(pred, deadline_s: float, what: str, interval: float = 0.2, why=lamb
         if time.monotonic() - t0 > deadline_s:
             raise LinklabError(f"{what}: not within {deadline_s:.0f} s", hint=why() or None)
         time.sleep(interval)
+
+
+
+def stop(recs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Stop one OVS instance's daemons (as start() recorded them); returns those stopped."""
+    # ovs-vswitchd first: with ovsdb-server gone first it would retry its database for seconds.
+    return daemons.stop([r for r in recs if r["role"] == "ovs-vswitchd"]) + daemons.stop(
+        [r for r in recs if r["role"] == "ovsdb-server"])

@@ -63,6 +63,7 @@ LAB = {
         {'node': 's1', 'ifname': 's1-eth4', 'tc': [['tc', 'qdisc', 'add', 'dev', 's1-eth4', 'root', 'handle', '1:', 'htb', 'default', '1'], ['tc', 'class', 'add', 'dev', 's1-eth4', 'parent', '1:', 'classid', '1:1', 'htb', 'rate', '100000000bit', 'ceil', '100000000bit', 'burst', '64000', 'cburst', '64000'], ['tc', 'qdisc', 'add', 'dev', 's1-eth4', 'parent', '1:1', 'handle', '10:', 'bfifo', 'limit', '67028']]},
     ],
     'iface_settings': [],
+    'ovs': [],
     'checks': [
         {'from': 'h1', 'to': 'h2', 'to_addr': '10.77.0.2', 'mtu': 1500, 'via': 'up1+up2'},
         {'from': 'h2', 'to': 'h1', 'to_addr': '10.77.0.1', 'mtu': 1500, 'via': 'up2+up1'},

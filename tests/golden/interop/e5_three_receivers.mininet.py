@@ -72,6 +72,7 @@ LAB = {
         {'node': 'rxc', 'ifname': 'eth1', 'tc': [['tc', 'qdisc', 'add', 'dev', 'eth1', 'root', 'handle', '1:', 'htb', 'default', '1'], ['tc', 'class', 'add', 'dev', 'eth1', 'parent', '1:', 'classid', '1:1', 'htb', 'rate', '220000000bit', 'ceil', '220000000bit', 'burst', '64000', 'cburst', '64000'], ['tc', 'qdisc', 'add', 'dev', 'eth1', 'parent', '1:1', 'handle', '10:', 'netem', 'delay', '14000us', '100us', 'limit', '357', 'rate', '30000000000bit']]},
     ],
     'iface_settings': [],
+    'ovs': [],
     'checks': [
         {'from': 'snd', 'to': 'rxa', 'to_addr': '10.77.0.2', 'mtu': 1500, 'via': 'sndbond+toa'},
         {'from': 'snd', 'to': 'rxb', 'to_addr': '10.77.0.3', 'mtu': 1500, 'via': 'sndbond+tob'},

@@ -60,6 +60,7 @@ LAB = {
         {'node': 'b', 'ifname': 'wan0', 'tc': [['tc', 'qdisc', 'add', 'dev', 'wan0', 'root', 'handle', '1:', 'tbf', 'rate', '5000000bit', 'burst', '20000', 'limit', '6250'], ['tc', 'qdisc', 'add', 'dev', 'wan0', 'parent', '1:1', 'handle', '10:', 'netem', 'delay', '20000us', 'reorder', '5%', 'limit', '20']]},
     ],
     'iface_settings': [],
+    'ovs': [],
     'checks': [
         {'from': 'a', 'to': 'b', 'to_addr': '10.77.0.2', 'mtu': 9000, 'via': 'a-b-0'},
         {'from': 'b', 'to': 'a', 'to_addr': '10.77.0.1', 'mtu': 9000, 'via': 'a-b-0'},

@@ -66,6 +66,7 @@ LAB = {
         {'node': 's1', 'ifname': 's1-eth1', 'tc': [['tc', 'qdisc', 'add', 'dev', 's1-eth1', 'root', 'handle', '1:', 'htb', 'default', '1'], ['tc', 'class', 'add', 'dev', 's1-eth1', 'parent', '1:', 'classid', '1:1', 'htb', 'rate', '10000000bit', 'ceil', '10000000bit', 'burst', '64000', 'cburst', '64000'], ['tc', 'qdisc', 'add', 'dev', 's1-eth1', 'parent', '1:1', 'handle', '10:', 'bfifo', 'limit', '67028']]},
     ],
     'iface_settings': [],
+    'ovs': [],
     'checks': [
         {'from': 'a', 'to': 'b', 'to_addr': '10.77.0.2', 'mtu': 1500, 'via': 'a-b-0'},
         {'from': 'b', 'to': 'a', 'to_addr': '10.77.0.1', 'mtu': 1500, 'via': 'a-b-0'},

@@ -5,10 +5,7 @@ to import and listen, the switch ~4 s more to connect)."""
 
 from __future__ import annotations
 
-import json
 import re
-import shutil
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -16,10 +13,9 @@ from typing import Any
 from linklab import controllers, runner
 from linklab.backends.linux import daemons, ovsd
 from linklab.backends.linux.build import Build
-from linklab.backends.linux.kinds import ovs
 from linklab.backends.linux.kinds.base import Kind
 from linklab.backends.linux.names import netns_name
-from linklab.errors import CommandFailed, EnvironmentProblem, LinklabError
+from linklab.errors import CommandFailed, LinklabError
 from linklab.linux.ovs import parse_dump_flows
 from linklab.model.resolved import Lab, Node
 
@@ -32,19 +28,9 @@ RESET_ATTEMPTS = 5
 RESET_SETTLE_S = 0.3  # long enough for a packet-in already at the controller to come back as a flow
 
 
-def manager() -> str:
-    beside = Path(sys.executable).parent / "osken-manager"  # the project venv's, pinned in requirements.txt
-    found = str(beside) if beside.exists() else shutil.which("osken-manager")
-    if not found:
-        raise EnvironmentProblem("osken-manager not found", hint="`make setup` installs os-ken (requirements.txt)")
-    return found
-
-
 def argv(app: str, port: int, layout: dict[str, Any], dpid: int) -> list[str]:
     """The app learns the switch's port layout from the environment (see controllers/_grouped.py)."""
-    return ["env", f"LINKLAB_SWITCH={json.dumps(layout, separators=(',', ':'))}", f"LINKLAB_DPID={dpid}",
-            manager(), "--ofp-listen-host", "127.0.0.1", "--ofp-tcp-listen-port", str(port),
-            str(controllers.app_path(app))]
+    return ["env", *controllers.app_env(layout, dpid), *controllers.manager_argv(controllers.app_path(app), port)]
 
 
 def _runs(pid: int, app: str, port: int) -> bool:
@@ -104,7 +90,7 @@ class Controller(Kind):
             d.logs.mkdir(parents=True, exist_ok=True)
             log = d.logs / "controller.log"
             with open(log, "ab") as f:
-                cmd = argv(node.controller, node.controller_port, ovs.openflow_layout(b.lab, node), ovs.dpid(b.lab, node))
+                cmd = argv(node.controller, node.controller_port, b.lab.openflow_layout(node.name), b.lab.dpid(node.name))
                 p = runner.start(cmd, netns=d.ns, stdout=f, stderr=f)
             rec = {**daemons.record(node.name, "controller", p.pid), "app": node.controller, "port": node.controller_port}
             b.keep_processes([rec])

@@ -19,39 +19,6 @@ def dirs(lab_name: str, node: str, ns: str) -> ovsd.OvsDirs:
     return ovsd.OvsDirs(ns=ns, lab=lab_name, node=node)
 
 
-def port_mtus(lab: Lab, node: Node) -> dict[str, int]:
-    out = {}
-    for link in lab.links:
-        for end in link.ends:
-            if end.node == node.name:
-                for p in end.bridge_ports:
-                    out[p] = node.port_mtu or link.mtu
-    return out
-
-
-def dpid(lab: Lab, node: Node) -> int:
-    return 1 + [n.name for n in lab.nodes].index(node.name)
-
-
-def openflow_layout(lab: Lab, node: Node) -> dict[str, Any]:
-    """OpenFlow port numbers (eth1 -> 1, in port order) and the groups a controller should
-    treat as one logical port: a host bond's members, parallel links to one neighbour."""
-    number = {p: k for k, p in enumerate(port_mtus(lab, node), start=1)}
-    groups: list[list[int]] = []
-    by_peer: dict[str, list[int]] = {}
-    for link in lab.links:
-        for end in link.ends:
-            if end.node != node.name:
-                continue
-            if len(end.bridge_ports) > 1:
-                groups.append([number[p] for p in end.bridge_ports])
-            else:
-                peer = next(e.node for e in link.ends if e is not end)
-                by_peer.setdefault(peer, []).extend(number[p] for p in end.bridge_ports)
-    groups += [ports for ports in by_peer.values() if len(ports) > 1]
-    return {"ports": list(number.values()), "groups": groups}
-
-
 OFCTL_BRIDGE_COMMANDS = ("show", "dump-flows", "dump-ports", "dump-ports-desc", "dump-tables", "dump-groups",
                          "dump-group-stats", "add-flow", "del-flows", "mod-flows", "add-group", "dump-meters")
 
@@ -85,10 +52,6 @@ def tool_args(argv: list[str], bridge: str) -> tuple[str, list[str]]:
                             f"({', '.join(OFCTL_BRIDGE_COMMANDS)})")
 
 
-def _bonds(lab: Lab, node: Node) -> list:
-    return [end.ovs_bond for link in lab.links for end in link.ends if end.node == node.name and end.ovs_bond]
-
-
 def _checksum_offload_off(b: Build, node: Node, ports) -> None:
     """The userspace datapath forwards what the veths hand it as is: TCP needs checksums filled
     in by the sender (measured: with tx offload on, TCP through a netdev bridge stalls).
@@ -111,48 +74,34 @@ class Ovs(Kind):
         br = node.name
         dp_type = "netdev" if node.datapath == "netdev" else "system"
         ovsd.vsctl(d, "--may-exist", "add-br", br, "--", "set", "bridge", br, f"datapath_type={dp_type}",
-                   "protocols=OpenFlow13", f"fail_mode={node.fail_mode or 'standalone'}",
-                   "other_config:disable-in-band=true", f"other_config:datapath-id={dpid(b.lab, node):016x}")
-        mtus = port_mtus(b.lab, node)
-        bonds = _bonds(b.lab, node)
+                   *parse.bridge_columns(node, b.lab.dpid(br)))
+        ports = b.lab.switch_ports(br)
+        bonds = b.lab.ovs_bonds(br)
         in_bond = {m for bond in bonds for m in bond.members}
-        want_ports = [p for p in mtus if p not in in_bond] + [bond.name for bond in bonds]
+        want_ports = [p.name for p in ports if p.name not in in_bond] + [bond.name for bond in bonds]
         have = ovsd.vsctl(d, "list-ports", br).stdout.split()
         for p in have:
             if p not in want_ports:
                 ovsd.vsctl(d, "--if-exists", "del-port", br, p)
         args: list[str] = []
-        for k, p in enumerate(mtus, start=1):
-            if p not in in_bond:
-                args += ["--", "--may-exist", "add-port", br, p]
-            # Stable OpenFlow port numbers (eth1 -> 1...): apps and flow dumps read the same way each time.
-            args += ["--", "set", "interface", p, f"ofport_request={k}"] if p not in in_bond else []
+        for k, port in enumerate(ports, start=1):
+            if port.name not in in_bond:
+                # Stable OpenFlow port numbers (eth1 -> 1...): apps and flow dumps read the same way each time.
+                args += ["--", "--may-exist", "add-port", br, port.name,
+                         "--", "set", "interface", port.name, f"ofport_request={k}"]
         for bond in bonds:
-            args += ["--", "--may-exist", "add-bond", br, bond.name, *bond.members,
-                     "--", "set", "port", bond.name, f"bond_mode={bond.mode}", f"lacp={bond.lacp}",
-                     "other_config:lacp-time=fast", "other_config:bond-detect-mode=carrier"]
-            # Without LACP nothing tells OVS which member the host uses. active-backup: OVS accepts
-            # only on its active member, pinned here to the host's primary (OVS reads bond-primary
-            # for active-backup only).
-            args += (["--", "set", "port", bond.name, f"other_config:bond-primary={bond.primary}"] if bond.primary
-                     else ["--", "remove", "port", bond.name, "other_config", "bond-primary"])
-            # balance-slb takes broadcasts on its active member only (against a switch that floods
-            # them back on the other member). A host bond floods nothing back, and a balance-xor host
-            # hashes its ARP broadcasts to either member: measured, h1 -> h2 lost every ping in 2 of 3
-            # labs without this. So every member takes them.
-            args += ["--", "set", "port", bond.name,
-                     f"other_config:all-members-active={'true' if bond.mode == 'balance-slb' else 'false'}"]
-        for p, mtu in mtus.items():
-            args += ["--", "set", "interface", p, f"mtu_request={mtu}"]
+            args += parse.bond_args(br, bond)
+        for port in ports:
+            args += ["--", "set", "interface", port.name, f"mtu_request={port.mtu}"]
         if args:
             ovsd.vsctl(d, *args[1:])
         if node.controller:
-            ovsd.vsctl(d, "set-controller", br, f"tcp:127.0.0.1:{node.controller_port}", "--", "set", "controller",
+            ovsd.vsctl(d, "set-controller", br, parse.controller_target(node.controller_port), "--", "set", "controller",
                        br, "connection_mode=out-of-band")
         else:
             ovsd.vsctl(d, "del-controller", br)
         if node.datapath == "netdev":
-            _checksum_offload_off(b, node, mtus)
+            _checksum_offload_off(b, node, ports)
 
     def inspect(self, lab: Lab, node: Node, ns: str) -> dict[str, Any]:
         d = dirs(lab.name, node.name, ns)
@@ -178,10 +127,7 @@ class Ovs(Kind):
 
     def remove(self, lab_name: str, node: str, ns: str, owned: dict[str, Any]) -> list[str]:
         mine = [r for r in owned.get("processes", []) if r["node"] == node and r["role"] != "controller"]
-        # ovs-vswitchd first: with ovsdb-server gone first it would retry its database for seconds.
-        stopped = daemons.stop([r for r in mine if r["role"] == "ovs-vswitchd"]) + daemons.stop(
-            [r for r in mine if r["role"] == "ovsdb-server"])
-        out = [f"{r['role']} {r['pid']} ({node})" for r in stopped]
+        out = [f"{r['role']} {r['pid']} ({node})" for r in ovsd.stop(mine)]
         if ovsd.remove_rundir(ns):
             out.append(f"ovs db {ovsd.RUN_ROOT / ns}")
         return out
