@@ -1,0 +1,64 @@
+"""Connecting to a Ray cluster, or starting a local one, with every process on 127.0.0.1.
+
+A local cluster (`--cluster local:N`) is N Ray nodes on this machine, each advertising
+{"linklab": 1}: the nodes, the driver and every server they start are bound to the loopback
+address (node_ip_address for the nodes, _node_ip_address / RAY_NODE_IP_ADDRESS for the
+driver, which otherwise looks up the machine's own address), with no dashboard.
+"""
+
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+from typing import Iterator
+
+from linklab.cluster.address import Address, import_ray
+from linklab.cluster.worker import RESOURCE
+from linklab.errors import EnvironmentProblem, StateError
+
+LOOPBACK = "127.0.0.1"
+NODE_CPUS = 1  # a unit asks for no CPU (num_cpus=0): this only sizes each node's worker pool
+OBJECT_STORE_BYTES = 80 << 20  # per local node: repetitions' raw files are small
+
+
+def _node_args() -> dict:
+    return {"node_ip_address": LOOPBACK, "num_cpus": NODE_CPUS, "resources": {RESOURCE: 1},
+            "include_dashboard": False, "object_store_memory": OBJECT_STORE_BYTES}
+
+
+@contextmanager
+def connect(address: Address, say=print) -> Iterator[int]:
+    """Connected to the cluster for the block; yields how many nodes can host a lab."""
+    ray = import_ray()
+    cluster = None
+    saved = os.environ.get("RAY_NODE_IP_ADDRESS")
+    try:
+        if address.local_nodes:
+            os.environ["RAY_NODE_IP_ADDRESS"] = LOOPBACK  # the driver's own address, and its children's
+            from ray.cluster_utils import Cluster
+            say(f"linklab: starting a local Ray cluster of {address.local_nodes} nodes on {LOOPBACK}")
+            cluster = Cluster(initialize_head=True, connect=False, head_node_args=_node_args())
+            for _ in range(address.local_nodes - 1):
+                cluster.add_node(**_node_args())
+            cluster.wait_for_nodes()
+            ray.init(address=cluster.address, _node_ip_address=LOOPBACK, logging_level="ERROR",
+                     log_to_driver=False)
+        else:
+            ray.init(address=address.address, logging_level="ERROR", log_to_driver=False)
+        slots = int(ray.cluster_resources().get(RESOURCE, 0))
+        if slots < 1:
+            raise StateError(f"no node of the Ray cluster at {address} advertises the resource {RESOURCE!r}",
+                             hint=f"start each node that may host a lab with `ray start … --resources='{{\"{RESOURCE}\": 1}}'`")
+        yield slots
+    except ConnectionError as e:
+        raise EnvironmentProblem(f"cannot reach the Ray cluster at {address}: {e}",
+                                 hint="is `ray start --head` running there, and is the address right?") from None
+    finally:
+        if ray.is_initialized():
+            ray.shutdown()
+        if cluster is not None:
+            cluster.shutdown()
+        if saved is None:
+            os.environ.pop("RAY_NODE_IP_ADDRESS", None)
+        else:
+            os.environ["RAY_NODE_IP_ADDRESS"] = saved
