@@ -100,6 +100,7 @@ class Driver:
         self.lab: dict[str, Any] | None = None
         self.progress: Progress | None = None
         self._next_id = 0
+        self._task = None
 
     def run(self, opts: Options) -> None:
         store = self.store
@@ -151,10 +152,12 @@ class Driver:
         return Unit(self._next_id, todo)
 
     def _submit(self, unit: Unit) -> Unit:
-        ray = import_ray()
-        task = ray.remote(worker.run_unit).options(num_cpus=0, resources={worker.RESOURCE: 1}, max_retries=0,
-                                                  retry_exceptions=False)
-        unit.gen = task.remote(self.spec, unit.todo)
+        if self._task is None:
+            # No CPU asked (a node's CPUs are the lab's), one lab per node; Ray's retries off: the
+            # driver resubmits, so that it knows which point a dead worker was measuring.
+            self._task = import_ray().remote(worker.run_unit).options(
+                num_cpus=0, resources={worker.RESOURCE: 1}, max_retries=0, retry_exceptions=False)
+        unit.gen = self._task.remote(self.spec, unit.todo)
         threading.Thread(target=self._pump, args=(unit,), daemon=True, name=f"unit-{unit.id}").start()
         return unit
 
@@ -254,8 +257,6 @@ class Driver:
         left = self._left(unit)
         if not left:
             return None
-        if isinstance(error, UsageError):
-            raise error
         point = left[0][0]  # units measure in order: the first point not recorded was running
         where = _worker_name(unit.worker) if unit.worker else "a worker not yet started"
         what = _describe(error) if error is not None else "the unit ended without measuring it"

@@ -82,14 +82,17 @@ def cmd_sweep(args, argv) -> int:
     # No lab yet: the sweep brings it up where `linklab up` would.
     use_vm, why = (False, "") if in_vm or state.load(lab_name) is not None else placement.want_vm_for_up(False, False)
     if not (in_vm or use_vm):
-        write_report(run(args.experiment, opts, say=say).path)
+        store = run(args.experiment, opts, say=say)
+        if args.points is None:
+            write_report(store.path)
         return 0
     placement.require_shared_with_vm(Path(args.results), "results directory")
     if use_vm:
         say(f"linklab: the sweep runs in the lab VM ({why})")
     rc = placement.forward(argv, say=say, boot=False) if in_vm else placement.forward_booting(argv, say=say)
     newest = ResultsStore.latest(Path(args.results), exp.name) if rc == 0 else None
-    if newest is not None and newest.manifest.get("complete"):
+    # A cluster's unit (--points) is reported by its driver, with every unit's repetitions.
+    if newest is not None and newest.manifest.get("complete") and args.points is None:
         write_report(newest.path)
     return rc
 
