@@ -37,6 +37,14 @@ def parse(text: str) -> Address:
                      "(e.g. ray://10.0.0.1:10001, 10.0.0.1:6379, local:2)")
 
 
+def require_ray() -> None:
+    """Exit 4, with how to install it, before anything starts if Ray is missing (without
+    importing it: a local cluster must set its environment first, linklab/cluster/session.py)."""
+    import importlib.util
+    if importlib.util.find_spec("ray") is None:
+        raise EnvironmentProblem("--cluster needs Ray, which is not installed", hint=INSTALL_HINT)
+
+
 def import_ray():
     """The ray module, or exit 4 with how to install it."""
     try:

@@ -22,7 +22,7 @@ from typing import Any
 
 from linklab import state
 from linklab.cluster import session, worker
-from linklab.cluster.address import Address, import_ray, parse
+from linklab.cluster.address import Address, import_ray, parse, require_ray
 from linklab.errors import UsageError
 from linklab.results.manifest import placement_name
 from linklab.results.store import ResultsStore
@@ -49,7 +49,7 @@ class Unit:
 
 def run_on_cluster(exp_path: str | Path, opts: Options, cluster: str, allow: set[str], say=print) -> ResultsStore:
     address = parse(cluster)  # bad input before anything starts
-    import_ray()
+    require_ray()
     exp = load_for(exp_path, opts)
     points = select_points(exp, opts)
     parts = _fingerprint_parts(exp_path, exp, opts)
@@ -101,6 +101,7 @@ class Driver:
         self.progress: Progress | None = None
         self._next_id = 0
         self._task = None
+        self._shown: tuple = ()
 
     def run(self, opts: Options) -> None:
         store = self.store
@@ -203,7 +204,10 @@ class Driver:
         who = _worker_name(unit.worker) if unit.worker else None
         if who:
             self.progress.set_running(who, self.by_id[left[0][0]].key if left else None)
-            self.progress.refresh()
+            shown = (self.progress.done, tuple(sorted(self.progress.running.items())))
+            if shown != self._shown:  # a line when something changed, not per message
+                self._shown = shown
+                self.progress.refresh()
 
     def _check_lab(self, unit: Unit, msg: dict[str, Any]) -> None:
         """Provenance of the worker's lab, and one placement and scale for the whole run unless

@@ -2,8 +2,10 @@
 
 A local cluster (`--cluster local:N`) is N Ray nodes on this machine, each advertising
 {"linklab": 1}: the nodes, the driver and every server they start are bound to the loopback
-address (node_ip_address for the nodes, _node_ip_address / RAY_NODE_IP_ADDRESS for the
-driver, which otherwise looks up the machine's own address), with no dashboard.
+address, with no dashboard. node_ip_address binds the nodes; the driver (and every process the
+nodes start) would still turn 127.0.0.1 into the machine's own address when it connects
+(ray._private.services.resolve_ip_for_localhost), unless Ray is told this is a one-machine
+cluster: RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0, read when ray is imported (Ray 2.60).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from linklab.cluster.worker import RESOURCE
 from linklab.errors import EnvironmentProblem, StateError
 
 LOOPBACK = "127.0.0.1"
+ONE_MACHINE = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 NODE_CPUS = 1  # a unit asks for no CPU (num_cpus=0): this only sizes each node's worker pool
 OBJECT_STORE_BYTES = 80 << 20  # per local node: repetitions' raw files are small
 
@@ -29,12 +32,14 @@ def _node_args() -> dict:
 @contextmanager
 def connect(address: Address, say=print) -> Iterator[int]:
     """Connected to the cluster for the block; yields how many nodes can host a lab."""
+    if address.local_nodes:
+        os.environ[ONE_MACHINE] = "0"  # before ray is imported; the nodes and their workers inherit it
     ray = import_ray()
     cluster = None
-    saved = os.environ.get("RAY_NODE_IP_ADDRESS")
     try:
         if address.local_nodes:
-            os.environ["RAY_NODE_IP_ADDRESS"] = LOOPBACK  # the driver's own address, and its children's
+            from ray._private import ray_constants
+            ray_constants.ENABLE_RAY_CLUSTER = False  # in case ray was imported before (the tests)
             from ray.cluster_utils import Cluster
             say(f"linklab: starting a local Ray cluster of {address.local_nodes} nodes on {LOOPBACK}")
             cluster = Cluster(initialize_head=True, connect=False, head_node_args=_node_args())
@@ -58,7 +63,3 @@ def connect(address: Address, say=print) -> Iterator[int]:
             ray.shutdown()
         if cluster is not None:
             cluster.shutdown()
-        if saved is None:
-            os.environ.pop("RAY_NODE_IP_ADDRESS", None)
-        else:
-            os.environ["RAY_NODE_IP_ADDRESS"] = saved

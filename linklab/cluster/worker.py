@@ -4,7 +4,6 @@ A unit is a Ray generator task: it yields a message as each thing happens, so th
 records each repetition as soon as it is measured (and knows which point runs where):
   {"kind": "hello", "worker": {...}}                   first: who and where (provenance)
   {"kind": "lab", "placement": {...}, "scale": x}     the worker's lab (not for dry runs)
-  {"kind": "start", "point": id}                       a point begins
   {"kind": "rep", "point": id, "rep": k, "raw": {...}, "row": {...}, "tool": {...}}
 
 Workloads: "dry" sleeps in this process (linklab/sweep/dry.py); "lab" runs `linklab sweep
@@ -53,11 +52,7 @@ def run_unit(spec: dict[str, Any], todo: list[tuple[str, int]]) -> Iterator[dict
 def _dry_unit(spec: dict[str, Any], todo: list[tuple[str, int]]) -> Iterator[dict[str, Any]]:
     from linklab.sweep import dry
     points = {p.id: p for p in _points(spec)}
-    current = None
     for pid, rep in todo:
-        if pid != current:
-            current = pid
-            yield {"kind": "start", "point": pid}
         raw, row = dry.measure(points[pid], rep, spec["dry_run_s"])
         yield {"kind": "rep", "point": pid, "rep": rep, "raw": raw, "row": row, "tool": {}}
 
@@ -102,7 +97,6 @@ def _lab_unit(spec: dict[str, Any], todo: list[tuple[str, int]], info: dict[str,
     fsutil.write_json_atomic(state / CHILD_FILE, procs.identity(child.pid) or {"pid": child.pid})
     want = set(todo)
     sent: set[tuple[str, int]] = set()
-    started: set[str] = set()
     lab_said = False
     while True:
         finished = child.poll() is not None
@@ -111,7 +105,7 @@ def _lab_unit(spec: dict[str, Any], todo: list[tuple[str, int]], info: dict[str,
             if not lab_said:
                 lab_said = True
                 yield {"kind": "lab", "placement": run.manifest.get("placement"), "scale": run.manifest.get("scale")}
-            yield from _new_reps(run, want, sent, started)
+            yield from _new_reps(run, want, sent)
         if finished:
             break
         time.sleep(POLL_S)
@@ -135,13 +129,10 @@ def _run_dir(results: Path) -> ResultsStore | None:
     return ResultsStore.open(runs[0]) if runs else None
 
 
-def _new_reps(run: ResultsStore, want: set, sent: set, started: set) -> Iterator[dict[str, Any]]:
+def _new_reps(run: ResultsStore, want: set, sent: set) -> Iterator[dict[str, Any]]:
     """Repetitions recorded since the last look (a rep's directory appears whole: store.record)."""
     for pid, rep in sorted(run.completed()):
         if (pid, rep) in want and (pid, rep) not in sent:
-            if pid not in started:
-                started.add(pid)
-                yield {"kind": "start", "point": pid}
             sent.add((pid, rep))
             raw, row, tool = run.read_rep(pid, rep)
             yield {"kind": "rep", "point": pid, "rep": rep, "raw": raw, "row": row, "tool": tool}
