@@ -36,6 +36,9 @@ from linklab.sweep.shard import groups
 MAX_TRIES = 3  # a point whose unit dies this many times is recorded failed
 IN_FLIGHT_PER_SLOT = 2  # units submitted ahead, so a node that frees up starts the next at once
 _DONE = object()
+# A worker's manifest fields the cluster's run keeps its own of.
+OWN_FIELDS = ("fingerprint", "fingerprint_parts", "run", "created_at", "complete", "finished_at", "command", "points",
+              "point_ids", "points_total", "shard", "timing", "cluster", "workers", "format", "experiment_file")
 
 
 @dataclass
@@ -217,7 +220,10 @@ class Driver:
         if self.lab is None:
             self.lab = {"placement": msg.get("placement"), "scale": msg.get("scale")}
             if self.spec["workload"] != "dry":
-                self.store.update_manifest(placement=self.lab["placement"], scale=self.lab["scale"])
+                # What the first worker's sweep says of its lab and tools (what report and compare
+                # read, as of a run on one machine); this run's own identity and selection stay.
+                theirs = {k: v for k, v in (msg.get("manifest") or {}).items() if k not in OWN_FIELDS}
+                self.store.update_manifest(**theirs, placement=self.lab["placement"], scale=self.lab["scale"])
             return
         diff = []
         if placement_name(self.lab["placement"]) != placement_name(msg.get("placement")) and "placement" not in self.allow:

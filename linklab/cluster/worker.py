@@ -3,7 +3,8 @@
 A unit is a Ray generator task: it yields a message as each thing happens, so the driver
 records each repetition as soon as it is measured (and knows which point runs where):
   {"kind": "hello", "worker": {...}}                   first: who and where (provenance)
-  {"kind": "lab", "placement": {...}, "scale": x}     the worker's lab (not for dry runs)
+  {"kind": "lab", "placement": {...}, "scale": x, "manifest": {...}}   the worker's lab and its
+                                                       sweep's manifest (not for dry runs)
   {"kind": "rep", "point": id, "rep": k, "raw": {...}, "row": {...}, "tool": {...}}
 
 Workloads: "dry" sleeps in this process (linklab/sweep/dry.py); "lab" runs `linklab sweep
@@ -104,7 +105,8 @@ def _lab_unit(spec: dict[str, Any], todo: list[tuple[str, int]], info: dict[str,
         if run is not None:
             if not lab_said:
                 lab_said = True
-                yield {"kind": "lab", "placement": run.manifest.get("placement"), "scale": run.manifest.get("scale")}
+                yield {"kind": "lab", "placement": run.manifest.get("placement"), "scale": run.manifest.get("scale"),
+                       "manifest": run.manifest}
             yield from _new_reps(run, want, sent)
         if finished:
             break
