@@ -161,7 +161,7 @@ class Driver:
             # driver resubmits, so that it knows which point a dead worker was measuring.
             self._task = import_ray().remote(worker.run_unit).options(
                 num_cpus=0, resources={worker.RESOURCE: 1}, max_retries=0, retry_exceptions=False)
-        unit.gen = self._task.remote(self.spec, unit.todo)
+        unit.gen = self._task.remote(self.spec, unit.todo, {pid: self.by_id[pid] for pid, _ in unit.todo})
         threading.Thread(target=self._pump, args=(unit,), daemon=True, name=f"unit-{unit.id}").start()
         return unit
 

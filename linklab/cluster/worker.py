@@ -24,10 +24,12 @@ import socket
 import sys
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from linklab import fsutil, procs, runner
-from linklab.results.store import ResultsStore
+
+if TYPE_CHECKING:
+    from linklab.results.store import ResultsStore
 
 RESOURCE = "linklab"  # each node that may host a lab advertises {"linklab": 1}; a unit asks for it
 CHILD_FILE = "cluster-child.json"  # the sweep a unit started on this node (stopped by the next unit)
@@ -40,28 +42,22 @@ def worker_info() -> dict[str, Any]:
             "kernel": platform.release(), "pid": os.getpid()}
 
 
-def run_unit(spec: dict[str, Any], todo: list[tuple[str, int]]) -> Iterator[dict[str, Any]]:
-    """The generator a Ray task runs for one unit: `todo` is [(point id, rep)] in matrix order."""
+def run_unit(spec: dict[str, Any], todo: list[tuple[str, int]], points: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """The generator a Ray task runs for one unit: `todo` is [(point id, rep)] in matrix order,
+    `points` the unit's points by id (linklab/sweep/matrix.py: Point)."""
     info = worker_info()
     yield {"kind": "hello", "worker": info}
     if spec["workload"] == "dry":
-        yield from _dry_unit(spec, todo)
+        yield from _dry_unit(spec, todo, points)
     else:
         yield from _lab_unit(spec, todo, info)
 
 
-def _dry_unit(spec: dict[str, Any], todo: list[tuple[str, int]]) -> Iterator[dict[str, Any]]:
+def _dry_unit(spec: dict[str, Any], todo: list[tuple[str, int]], points: dict[str, Any]) -> Iterator[dict[str, Any]]:
     from linklab.sweep import dry
-    points = {p.id: p for p in _points(spec)}
     for pid, rep in todo:
         raw, row = dry.measure(points[pid], rep, spec["dry_run_s"])
         yield {"kind": "rep", "point": pid, "rep": rep, "raw": raw, "row": row, "tool": {}}
-
-
-def _points(spec: dict[str, Any]):
-    from linklab.sweep.engine import Options, load_for, select_points
-    opts = Options(quick=spec["quick"], repetitions=spec.get("repetitions"))
-    return select_points(load_for(spec["experiment"], opts), opts)
 
 
 def node_state_dir(spec: dict[str, Any], node_id: str) -> Path | None:
@@ -127,6 +123,7 @@ def _stop_previous_child(state: Path) -> None:
 
 
 def _run_dir(results: Path) -> ResultsStore | None:
+    from linklab.results.store import ResultsStore
     runs = [d for d in results.glob("*/*") if d.is_dir() and (d / "manifest.json").is_file()]
     return ResultsStore.open(runs[0]) if runs else None
 

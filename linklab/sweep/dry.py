@@ -12,12 +12,14 @@ import socket
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from linklab import __version__
-from linklab.results.store import ResultsStore
-from linklab.sweep.experiment import Experiment, file_sha256, topology_path
-from linklab.sweep.matrix import Point
+
+if TYPE_CHECKING:  # measure() is what a cluster's worker imports this for: nothing more
+    from linklab.results.store import ResultsStore
+    from linklab.sweep.experiment import Experiment
+    from linklab.sweep.matrix import Point
 
 PLACEMENT = {"kind": "dry-run"}
 
@@ -34,6 +36,7 @@ def measure(point: Point, rep: int, seconds: float) -> tuple[dict[str, str], dic
 
 def fingerprint_parts(exp_path, exp: Experiment, opts) -> dict[str, Any]:
     from linklab.sweep.engine import session_parts
+    from linklab.sweep.experiment import file_sha256, topology_path
     tpath = topology_path(exp_path, exp)
     return {"experiment": file_sha256(exp_path), "topology": file_sha256(tpath), "quick": opts.quick,
             "overrides": [], "scale": None, "placement": PLACEMENT["kind"], "dry_run_s": opts.dry_run,
@@ -42,6 +45,7 @@ def fingerprint_parts(exp_path, exp: Experiment, opts) -> dict[str, Any]:
 
 def manifest(exp_path, exp: Experiment, points: list[Point], fingerprint: str, opts, parts: dict) -> dict[str, Any]:
     from linklab.sweep.engine import selection_manifest
+    from linklab.sweep.experiment import file_sha256, topology_path
     return {"fingerprint": fingerprint, "fingerprint_parts": parts, "linklab": __version__, "command": sys.argv,
             "experiment_file": str(exp_path), "experiment_sha256": file_sha256(exp_path),
             "experiment": exp.name, "description": exp.description, "quick": opts.quick, "matrix": exp.matrix,
