@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from typing import Iterator
 
 from linklab.cluster.address import Address, import_ray
+from linklab.cluster import worker
 from linklab.cluster.worker import RESOURCE
 from linklab.errors import EnvironmentProblem, StateError
 
@@ -27,6 +28,17 @@ OBJECT_STORE_BYTES = 80 << 20  # per local node: repetitions' raw files are smal
 def _node_args() -> dict:
     return {"node_ip_address": LOOPBACK, "num_cpus": NODE_CPUS, "resources": {RESOURCE: 1},
             "include_dashboard": False, "object_store_memory": OBJECT_STORE_BYTES}
+
+
+def _warm(ray) -> None:
+    """A worker process started on every node that may host a lab, before the sweep: a node's
+    first task waits ~1 s for Python and linklab to start there, a cost of the cluster's start,
+    not of the points (bench/ray_overhead.py measures the points)."""
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+    task = ray.remote(worker.worker_info)
+    nodes = [n["NodeID"] for n in ray.nodes() if n.get("Alive") and n.get("Resources", {}).get(RESOURCE)]
+    ray.get([task.options(num_cpus=0, scheduling_strategy=NodeAffinitySchedulingStrategy(n, soft=True)).remote()
+             for n in nodes], timeout=120)
 
 
 @contextmanager
@@ -54,6 +66,7 @@ def connect(address: Address, say=print) -> Iterator[int]:
         if slots < 1:
             raise StateError(f"no node of the Ray cluster at {address} advertises the resource {RESOURCE!r}",
                              hint=f"start each node that may host a lab with `ray start … --resources='{{\"{RESOURCE}\": 1}}'`")
+        _warm(ray)
         yield slots
     except ConnectionError as e:
         raise EnvironmentProblem(f"cannot reach the Ray cluster at {address}: {e}",
