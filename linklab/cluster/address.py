@@ -18,6 +18,14 @@ class Address:
     local_nodes: int | None = None  # local:N
     address: str | None = None      # ray://HOST:PORT (Ray Client) or HOST:PORT (join as a driver)
 
+    @property
+    def on_loopback(self) -> bool:
+        """A cluster on this machine alone (local:N, or an address on 127.0.0.1 / localhost)."""
+        if self.local_nodes:
+            return True
+        host = self.address.removeprefix("ray://").rsplit(":", 1)[0]
+        return host in ("localhost", "[::1]") or host.startswith("127.")
+
     def __str__(self) -> str:
         return f"local:{self.local_nodes}" if self.local_nodes else str(self.address)
 

@@ -41,6 +41,11 @@ OWN_FIELDS = ("fingerprint", "fingerprint_parts", "run", "created_at", "complete
               "point_ids", "points_total", "shard", "timing", "cluster", "workers", "format", "experiment_file")
 
 
+@dataclass(frozen=True)
+class _DriverFault:
+    error: BaseException
+
+
 @dataclass
 class Unit:
     id: int
@@ -104,6 +109,7 @@ class Driver:
         self.progress: Progress | None = None
         self._next_id = 0
         self._task = None
+        self._streams = True
         self._shown: tuple = ()
 
     def run(self, opts: Options) -> None:
@@ -128,6 +134,8 @@ class Driver:
                     unit = pending.popleft()
                     running[unit.id] = self._submit(unit)
                 unit_id, msg = self.events.get()
+                if isinstance(msg, _DriverFault):
+                    raise msg.error
                 unit = running[unit_id]
                 if msg is _DONE or isinstance(msg, BaseException):
                     del running[unit_id]
@@ -156,11 +164,16 @@ class Driver:
         return Unit(self._next_id, todo)
 
     def _submit(self, unit: Unit) -> Unit:
+        ray = import_ray()
         if self._task is None:
+            # Through Ray Client (ray://) a generator task cannot stream: the unit's messages come
+            # back together when it ends.
+            self._streams = not ray.util.client.ray.is_connected()
+            fn = worker.run_unit if self._streams else worker.run_unit_whole
             # No CPU asked (a node's CPUs are the lab's), one lab per node; Ray's retries off: the
             # driver resubmits, so that it knows which point a dead worker was measuring.
-            self._task = import_ray().remote(worker.run_unit).options(
-                num_cpus=0, resources={worker.RESOURCE: 1}, max_retries=0, retry_exceptions=False)
+            self._task = ray.remote(fn).options(num_cpus=0, resources={worker.RESOURCE: 1}, max_retries=0,
+                                                retry_exceptions=False)
         unit.gen = self._task.remote(self.spec, unit.todo, {pid: self.by_id[pid] for pid, _ in unit.todo})
         threading.Thread(target=self._pump, args=(unit,), daemon=True, name=f"unit-{unit.id}").start()
         return unit
@@ -169,11 +182,17 @@ class Driver:
         """One unit's messages into the driver's queue, in order; its end (or its error) last."""
         ray = import_ray()
         try:
-            for ref in unit.gen:
-                self.events.put((unit.id, ray.get(ref)))
+            if self._streams:
+                for ref in unit.gen:
+                    self.events.put((unit.id, ray.get(ref)))
+            else:
+                for msg in ray.get(unit.gen):
+                    self.events.put((unit.id, msg))
             self.events.put((unit.id, _DONE))
-        except BaseException as e:  # the worker died, or the unit raised: the driver decides
+        except ray.exceptions.RayError as e:  # the worker died, or the unit raised: the driver decides
             self.events.put((unit.id, e))
+        except BaseException as e:  # the driver's own fault: not a unit's, raised in the driver
+            self.events.put((unit.id, _DriverFault(e)))
 
     def _cancel(self, units) -> None:
         ray = import_ray()

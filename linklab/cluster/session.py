@@ -44,14 +44,15 @@ def _warm(ray) -> None:
 @contextmanager
 def connect(address: Address, say=print) -> Iterator[int]:
     """Connected to the cluster for the block; yields how many nodes can host a lab."""
-    if address.local_nodes:
+    if address.on_loopback:
         os.environ[ONE_MACHINE] = "0"  # before ray is imported; the nodes and their workers inherit it
     ray = import_ray()
     cluster = None
     try:
-        if address.local_nodes:
+        if address.on_loopback:
             from ray._private import ray_constants
             ray_constants.ENABLE_RAY_CLUSTER = False  # in case ray was imported before (the tests)
+        if address.local_nodes:
             from ray.cluster_utils import Cluster
             say(f"linklab: starting a local Ray cluster of {address.local_nodes} nodes on {LOOPBACK}")
             cluster = Cluster(initialize_head=True, connect=False, head_node_args=_node_args())

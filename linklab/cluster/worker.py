@@ -53,6 +53,12 @@ def run_unit(spec: dict[str, Any], todo: list[tuple[str, int]], points: dict[str
         yield from _lab_unit(spec, todo, info)
 
 
+def run_unit_whole(spec: dict[str, Any], todo: list[tuple[str, int]], points: dict[str, Any]) -> list[dict[str, Any]]:
+    """run_unit's messages all at once, when the unit ends: for a driver connected through Ray
+    Client (ray://), which cannot stream a generator task's results (Ray 2.60)."""
+    return list(run_unit(spec, todo, points))
+
+
 def _dry_unit(spec: dict[str, Any], todo: list[tuple[str, int]], points: dict[str, Any]) -> Iterator[dict[str, Any]]:
     from linklab.sweep import dry
     for pid, rep in todo:
