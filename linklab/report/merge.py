@@ -52,6 +52,8 @@ def merge(paths: list[Path], out: Path, allow: set[str] = frozenset()) -> tuple[
                 src = sources[(point.id, rep)][0]
                 raw, row, tool = src.read_rep(point.id, rep)
                 store.record(point, rep, raw, row, tool)
+                for attempt in src.attempts_aside(point.id, rep):  # failed or disturbed attempts: evidence too
+                    store.keep_attempt(point.id, attempt)
         store.write_table()
         if not store.failed():
             store.mark_complete()

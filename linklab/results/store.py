@@ -302,6 +302,27 @@ class ResultsStore:
         """points/<id>/point.json: the point's index, id, key and axes."""
         return _read_json_input(self.points_dir / point_id / POINT)
 
+    def attempts_aside(self, point_id: str, rep: int) -> list[Path]:
+        """The attempts of a rep kept aside (rep<k>.failed-<n>, rep<k>.disturbed-<n>), oldest first."""
+        pdir = self.points_dir / point_id
+        return sorted(pdir.glob(f"rep{rep}.*-*")) if pdir.is_dir() else []
+
+    def keep_attempt(self, point_id: str, src: Path) -> Path:
+        """A copy of another run's attempt kept aside (`linklab merge`), made whole under a temp
+        name and renamed into place; never over an existing one."""
+        _check_name(src.name, "attempt directory")
+        dst = self.points_dir / point_id / src.name
+        tmp = fsutil.tmp_name(dst)
+        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.copytree(src, tmp)
+        try:
+            os.rename(tmp, dst)  # fails onto an existing non-empty directory
+        except OSError:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        fsutil.fsync_dir(dst.parent)
+        return dst
+
     def clean_partial(self) -> list[Path]:
         """Remove what a crashed run left half-written; returns what was removed."""
         removed: list[Path] = []

@@ -82,6 +82,19 @@ def test_shards_merged_give_the_unsharded_runs_points(tmp_path):
     assert [s["shard"] for s in merged.manifest["shards"]] == ["1/2", "2/2"] and notes == []
 
 
+def test_attempts_kept_aside_in_a_shard_are_merged_too(tmp_path):
+    one = _dry(tmp_path / "s", shard=(1, 2))
+    two = _dry(tmp_path / "s", shard=(2, 2))
+    pid = one.rows()[0]["point_id"]
+    aside = one.set_aside_failed(pid, 1, why="disturbed")  # as a resume keeps a disturbed attempt
+    one.record(next(p for p in _points() if p.id == pid), 1, {"dry_run.txt": "again"}, {"slept_s": 0.0})
+    merged, _ = merge([one.path, two.path], tmp_path / "merged")
+    kept = merged.points_dir / pid / aside.name
+    assert (kept / "dry_run.txt").is_file() and (kept / "row.json").is_file()
+    assert merged.rep_dir(pid, 1).joinpath("dry_run.txt").read_text() == "again"
+    assert len(merged.rows()) == 12
+
+
 def test_merge_refuses_shards_of_different_experiments_and_writes_nothing(tmp_path):
     one = _dry(tmp_path / "a", shard=(1, 2))
     other = _dry(tmp_path / "b", exp=E1_LOGICAL, shard=(2, 2))
