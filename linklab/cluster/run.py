@@ -150,12 +150,12 @@ class Driver:
             store.write_table()
             store.update_manifest(workers=sorted(self.workers.values(), key=lambda w: w["node_id"]),
                                   timing={"sweep_wall_s": round(time.monotonic() - started, 3)})
+            self.teardown()  # whatever happened: no node keeps a lab (or a lab VM) for nothing
         if not store.failed() or not opts.retry_failed:
             store.mark_complete()
         rows = store.rows()
         self.say(f"linklab: {self.exp.name}: {len(rows)} repetitions recorded ({len(store.failed())} failed) "
                  f"by {len(self.workers)} workers in {store.path}")
-        self.teardown()
 
     # -- units out -----------------------------------------------------------------------
 
@@ -308,8 +308,9 @@ class Driver:
         ray = import_ray()
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
         task = ray.remote(worker.teardown)
+        alive = {n["NodeID"] for n in ray.nodes() if n.get("Alive")}  # a resumed run's earlier workers may be gone
         refs = [task.options(num_cpus=0, scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False)).remote(self.spec)
-                for node_id in self.workers]
+                for node_id in self.workers if node_id in alive]
         for ref in refs:
             try:
                 self.say(f"  {ray.get(ref, timeout=360)}")

@@ -147,5 +147,7 @@ def teardown(spec: dict[str, Any]) -> str:
     """The lab this node brought up, taken down (its lab VM stopped): the task run on each node
     that measured, at the end of the sweep."""
     info = worker_info()
-    res = runner.run([sys.executable, "-m", "linklab", "down"], check=False, timeout=300, env=_node_env(spec, info))
+    env = _node_env(spec, info)
+    _stop_previous_child(Path(env["LINKLAB_STATE_DIR"]))  # a killed unit's sweep would hold the lab
+    res = runner.run([sys.executable, "-m", "linklab", "down"], check=False, timeout=300, env=env)
     return f"{info['hostname']}: {(res.stdout + res.stderr).strip()[-300:]}"
