@@ -242,7 +242,7 @@ class Driver:
                 # What the first worker's sweep says of its lab and tools (what report and compare
                 # read, as of a run on one machine); this run's own identity and selection stay.
                 theirs = {k: v for k, v in (msg.get("manifest") or {}).items() if k not in OWN_FIELDS}
-                self.store.update_manifest(**theirs, placement=self.lab["placement"], scale=self.lab["scale"])
+                self.store.update_manifest(**{**theirs, **self.lab})
             return
         diff = []
         if placement_name(self.lab["placement"]) != placement_name(msg.get("placement")) and "placement" not in self.allow:

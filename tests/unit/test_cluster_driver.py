@@ -67,3 +67,43 @@ def test_a_point_whose_unit_dies_every_time_is_recorded_failed_with_the_evidence
     assert row["point_id"] == points[0].id and f"failed on each of {MAX_TRIES} tries" in row["error"]
     assert row["worker_failures"] == MAX_TRIES and row["worker_failure_evidence"].count("WorkerCrashedError") == MAX_TRIES
     assert d.store.failed() == {(points[0].id, 1)}
+
+
+def _lab_driver(tmp_path, allow=frozenset()):
+    d, points = _driver(tmp_path)
+    d.spec = {"workload": "lab"}
+    d.allow = set(allow)
+    return d, points
+
+
+def _lab_msg(kind="vm", scale=0.1):
+    placement = {"kind": kind, "vm": {"accel": "tcg"}} if kind == "vm" else {"kind": kind}
+    return {"kind": "lab", "placement": placement, "scale": scale,
+            "manifest": {"placement": placement, "scale": scale, "tool_versions": {"iperf3": "3.12"},
+                         "reference": "e1_bonding_mtu.reference.yaml", "fingerprint": "theirs", "points": 6}}
+
+
+def test_the_first_workers_lab_describes_the_run_and_a_different_one_is_refused(tmp_path):
+    import pytest
+    from linklab.errors import UsageError
+    d, _ = _lab_driver(tmp_path)
+    unit = Unit(1, [], worker=dict(WORKER))
+    d._check_lab(unit, _lab_msg())
+    m = d.store.manifest
+    assert m["placement"]["kind"] == "vm" and m["scale"] == 0.1 and m["tool_versions"] == {"iperf3": "3.12"}
+    assert m["fingerprint"] == "f" and m["reference"] == "e1_bonding_mtu.reference.yaml"  # its own identity kept
+    other = dict(WORKER, node_id="ffff0000ffff0000", hostname="n2")
+    d.workers[other["node_id"]] = dict(other)
+    with pytest.raises(UsageError) as e:
+        d._check_lab(Unit(2, [], worker=other), _lab_msg(kind="native", scale=1.0))
+    assert "placement vm (tcg) vs native" in str(e.value) and "scale 0.1 vs 1.0" in str(e.value)
+    assert "--allow-different placement,scale" in e.value.render()
+
+
+def test_allow_different_accepts_a_worker_whose_lab_differs(tmp_path):
+    d, _ = _lab_driver(tmp_path, allow={"placement", "scale"})
+    d._check_lab(Unit(1, [], worker=dict(WORKER)), _lab_msg())
+    other = dict(WORKER, node_id="ffff0000ffff0000", hostname="n2")
+    d.workers[other["node_id"]] = dict(other)
+    d._check_lab(Unit(2, [], worker=other), _lab_msg(kind="native", scale=1.0))
+    assert d.workers[other["node_id"]]["placement"] == {"kind": "native"} and d.workers[other["node_id"]]["scale"] == 1.0
