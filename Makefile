@@ -35,7 +35,7 @@ help:
 	@echo "make gate-power        what the gate catches (bench/gate_power.py) on those reruns"
 	@echo "make lab-down          remove everything the lab created"
 	@echo "make test              unit + golden + integration tests (integration builds real labs)"
-	@echo "make bench             benchmarks (bench/): lab up/down times, sweep overhead"
+	@echo "make bench             benchmarks (bench/): lab up/down times, sweep overhead, Ray scheduler overhead"
 
 setup:
 	@bash scripts/setup.sh
@@ -96,6 +96,7 @@ bench:
 	@bash scripts/setup.sh --bench
 	$(PY) bench/lab_up.py
 	$(PY) bench/sweep_overhead.py
+	$(PY) bench/ray_overhead.py
 
 clean: setup
 	$(LINKLAB) clean

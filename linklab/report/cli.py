@@ -1,5 +1,5 @@
 """CLI commands for reports (linklab.cli adds them to its parser; each names its handler):
-report, compare, baseline, noise."""
+report, compare, baseline, noise, merge."""
 
 from __future__ import annotations
 
@@ -153,6 +153,22 @@ def add_commands(sub) -> None:
     n.add_argument("--dry-run", action="store_true", help="print the floor, write nothing")
     n.set_defaults(handler=cmd_noise)
 
+    m = sub.add_parser(
+        "merge", help="make one run of a sweep's shards (`linklab sweep --shard K/N` on several machines)",
+        description="Join the runs of `linklab sweep EXP --shard K/N` (K = 1..N) into one run, raw files "
+                    "included. Refused, writing nothing, when the runs are not parts of one sweep (another "
+                    "experiment, topology, options, scale or placement) or when a point is missing from every "
+                    "run or recorded twice: both are named.",
+        epilog="example (a Kubernetes Indexed Job or a Slurm array ran shards 1/3, 2/3, 3/3):\n"
+               "  linklab merge results/e1_bonding_mtu/RUN1 results/e1_bonding_mtu/RUN2 results/e1_bonding_mtu/RUN3 "
+               "--out results/e1_bonding_mtu/merged",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    m.add_argument("runs", nargs="+", metavar="RUN", help="the shards' run directories")
+    m.add_argument("--out", required=True, help="the merged run's directory (must not exist)")
+    m.add_argument("--allow-different", default="", metavar="WHAT",
+                   help="comma-separated: scale, placement — shards whose labs differed in these, on purpose")
+    m.set_defaults(handler=cmd_merge)
+
 
 def cmd_report(args, argv) -> int:
     from linklab.report.build import build, default_out, write
@@ -187,6 +203,19 @@ def cmd_compare(args, argv) -> int:
 
 
 MIN_REPETITIONS = 5
+
+
+def cmd_merge(args, argv) -> int:
+    from linklab.report.merge import merge
+
+    allow = {a.strip() for a in args.allow_different.split(",") if a.strip()}
+    store, notes = merge([Path(r) for r in args.runs], Path(args.out), allow)
+    for note in notes:
+        say(f"  {note}")
+    rows = store.rows()
+    say(f"linklab: merged {len(args.runs)} runs into {store.path}: {store.manifest.get('points')} points, "
+        f"{len(rows)} repetitions ({len(store.failed())} failed)")
+    return 0
 
 
 def cmd_baseline(args, argv) -> int:

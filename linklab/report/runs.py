@@ -14,6 +14,7 @@ from typing import Any
 
 from linklab.errors import UsageError
 from linklab.fsutil import write_json_atomic
+from linklab.results.manifest import placement_name
 from linklab.results.store import MANIFEST, ResultsStore, read_manifest
 
 ROWS_FILE = "rows.json"  # a trimmed run's rows (a full run keeps one row.json per repetition)
@@ -70,11 +71,7 @@ class Run:
     @property
     def placement(self) -> str:
         """"native", or "vm (tcg)" / "vm (kvm)": where the lab ran, and how fast its CPU was."""
-        p = self.manifest.get("placement") or {}
-        kind = p.get("kind") or "?"
-        if kind == "vm":
-            kind += f" ({(p.get('vm') or {}).get('accel', '?')})"
-        return kind
+        return placement_name(self.manifest.get("placement"))
 
     @property
     def expected_reps(self) -> int:

@@ -41,3 +41,12 @@ def upgrade(manifest: dict[str, Any], where: Path | str) -> dict[str, Any]:
     for step in range(fmt, FORMAT):
         manifest = UPGRADES[step](manifest)
     return {**manifest, "format": FORMAT}
+
+
+def placement_name(placement: dict[str, Any] | None) -> str:
+    """"native", or "vm (tcg)" / "vm (kvm)": where a run's lab ran, and how fast its CPU was."""
+    p = placement or {}
+    kind = p.get("kind") or "?"
+    if kind == "vm":
+        kind += f" ({(p.get('vm') or {}).get('accel', '?')})"
+    return kind

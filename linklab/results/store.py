@@ -35,7 +35,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Protocol
+from typing import Any, Iterable, Iterator, Mapping, Protocol
 
 from linklab import fsutil, procs
 from linklab.errors import LinklabError, StateError, UsageError
@@ -116,6 +116,27 @@ class ResultsStore:
         path = base / name
         fsutil.fsync_dir(base)
         return cls.open(path)  # what is on disk (JSON-normalised), not what we were handed
+
+    @classmethod
+    @contextmanager
+    def building(cls, path: Path, manifest: dict[str, Any]) -> Iterator[ResultsStore]:
+        """A new run made whole at `path` (`linklab merge --out`): filled in a temp dir beside it
+        and renamed into place when the block ends; on an error nothing is left at `path`."""
+        path = Path(path)
+        if path.exists():
+            raise UsageError(f"{path} exists: a run is never written over", hint="name a new directory")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = fsutil.tmp_name(path)
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir()
+        try:
+            fsutil.write_json_atomic(tmp / MANIFEST, {**manifest, "format": manifest_format.FORMAT, "complete": False})
+            yield cls.open(tmp)
+            os.rename(tmp, path)  # fails onto a non-empty directory: never over a run made meanwhile
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        fsutil.fsync_dir(path.parent)
 
     @classmethod
     def open(cls, path: Path) -> ResultsStore:
@@ -269,6 +290,39 @@ class ResultsStore:
             self._rows_cache[(point.id, rep)] = json.loads(row_text)  # as a reader would get it back
         return final
 
+    def read_rep(self, point_id: str, rep: int) -> tuple[dict[str, bytes], dict[str, Any], dict[str, Any]]:
+        """A recorded rep as record() was given it: (raw files, measured row, tool settings), to
+        record it again in another run (`linklab merge`, a cluster's driver)."""
+        rdir = self.rep_dir(point_id, rep)
+        raw = {f.name: f.read_bytes() for f in sorted(rdir.iterdir()) if f.is_file() and f.name != ROW}
+        axes = _read_json_input(self.points_dir / point_id / POINT).get("axes") or {}
+        return raw, *split_row(_read_json_input(rdir / ROW), axes)
+
+    def point_info(self, point_id: str) -> dict[str, Any]:
+        """points/<id>/point.json: the point's index, id, key and axes."""
+        return _read_json_input(self.points_dir / point_id / POINT)
+
+    def attempts_aside(self, point_id: str, rep: int) -> list[Path]:
+        """The attempts of a rep kept aside (rep<k>.failed-<n>, rep<k>.disturbed-<n>), oldest first."""
+        pdir = self.points_dir / point_id
+        return sorted(pdir.glob(f"rep{rep}.*-*")) if pdir.is_dir() else []
+
+    def keep_attempt(self, point_id: str, src: Path) -> Path:
+        """A copy of another run's attempt kept aside (`linklab merge`), made whole under a temp
+        name and renamed into place; never over an existing one."""
+        _check_name(src.name, "attempt directory")
+        dst = self.points_dir / point_id / src.name
+        tmp = fsutil.tmp_name(dst)
+        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.copytree(src, tmp)
+        try:
+            os.rename(tmp, dst)  # fails onto an existing non-empty directory
+        except OSError:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        fsutil.fsync_dir(dst.parent)
+        return dst
+
     def clean_partial(self) -> list[Path]:
         """Remove what a crashed run left half-written; returns what was removed."""
         removed: list[Path] = []
@@ -383,6 +437,24 @@ def _full_row(point: Point, rep: int, row: Mapping[str, Any], tool: Mapping[str,
             raise ValueError(f"row field {name!r} given twice")
         full[key] = value
     return full
+
+
+def split_row(full: Mapping[str, Any], axes: Iterable[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A stored row back into (measured row, tool settings): _full_row's inverse. The identity
+    and axis columns come back from the point when it is recorded again."""
+    axes = set(axes)
+    row: dict[str, Any] = {}
+    tool: dict[str, Any] = {}
+    for name, value in full.items():
+        if name in IDENTITY or name in axes:
+            continue
+        if name.startswith(TOOL_PREFIX):
+            tool[name[len(TOOL_PREFIX):]] = value
+        elif name.startswith(MEASURED_PREFIX):
+            row[name[len(MEASURED_PREFIX):]] = value
+        else:
+            row[name] = value
+    return row, tool
 
 
 def read_manifest(run_dir: Path) -> dict[str, Any]:

@@ -35,6 +35,20 @@ def add_commands(sub) -> None:
                         "disturbed attempt kept aside as rep<k>.disturbed-<n>)")
     p.add_argument("--results", default="results", help="results root directory (default ./results)")
     p.add_argument("--lab", help="run against this lab (default: the lab named by the experiment's topology)")
+    p.add_argument("--shard", metavar="K/N",
+                   help="only the K-th of N parts of the points (groups sharing the outermost axes kept together), "
+                        "for a Kubernetes Indexed Job, a Slurm array or a CI matrix; `linklab merge` joins the runs")
+    p.add_argument("--cluster", metavar="ADDRESS",
+                   help="run the points on a Ray cluster: ray://HOST:PORT or HOST:PORT (an existing one; nodes "
+                        "that may host a lab advertise the resource linklab: 1), or local:N (start N local nodes "
+                        "on 127.0.0.1, for trying it out)")
+    p.add_argument("--allow-different", default="", metavar="WHAT",
+                   help="--cluster: accept workers whose labs differ in these (comma-separated: placement, scale)")
+    p.add_argument("--dry-run", type=float, nargs="?", const=1.0, metavar="SECONDS",
+                   help="no lab: each repetition sleeps SECONDS (default 1) instead of measuring; for trying out "
+                        "shards and clusters, and for measuring the scheduler's own overhead")
+    # A cluster's worker runs its unit of work as `linklab sweep … --points ID,ID`: not for users.
+    p.add_argument("--points", help=argparse.SUPPRESS)
     p.set_defaults(handler=cmd_sweep)
 
 
@@ -48,31 +62,57 @@ def cmd_sweep(args, argv) -> int:
     if args.repetitions is not None and not 1 <= args.repetitions <= 1000:
         raise UsageError(f"--repetitions {args.repetitions}: a whole number from 1 to 1000")
     exp = load_experiment(args.experiment, quick=args.quick)  # bad input stops here, before any VM boots
+    opts = _options(args)
+    if args.dry_run is not None and not 0 <= args.dry_run <= 3600:
+        raise UsageError(f"--dry-run {args.dry_run:g}: seconds from 0 to 3600")
+    if args.cluster:
+        from linklab.cluster.run import run_on_cluster
+        store = run_on_cluster(args.experiment, opts, args.cluster, _allowed(args.allow_different), say=say)
+        if args.dry_run is None and store.manifest.get("complete"):
+            write_report(store.path)
+        return 0 if store.manifest.get("complete") else 1
+    if args.dry_run is not None:  # no lab: runs here, wherever the lab would
+        run(args.experiment, opts, say=say)
+        return 0
     if kernel.in_lab_vm():  # forwarded here: the host that forwarded it writes the report
-        run(args.experiment, _options(args), say=say)
+        run(args.experiment, opts, say=say)
         return 0
     lab_name = args.lab or raw_data(topology_path(args.experiment, exp))["name"]
     in_vm = placement.lab_is_in_vm(lab_name)
     # No lab yet: the sweep brings it up where `linklab up` would.
     use_vm, why = (False, "") if in_vm or state.load(lab_name) is not None else placement.want_vm_for_up(False, False)
     if not (in_vm or use_vm):
-        write_report(run(args.experiment, _options(args), say=say).path)
+        store = run(args.experiment, opts, say=say)
+        if args.points is None:
+            write_report(store.path)
         return 0
     placement.require_shared_with_vm(Path(args.results), "results directory")
     if use_vm:
         say(f"linklab: the sweep runs in the lab VM ({why})")
     rc = placement.forward(argv, say=say, boot=False) if in_vm else placement.forward_booting(argv, say=say)
     newest = ResultsStore.latest(Path(args.results), exp.name) if rc == 0 else None
-    if newest is not None and newest.manifest.get("complete"):
+    # A cluster's unit (--points) is reported by its driver, with every unit's repetitions.
+    if newest is not None and newest.manifest.get("complete") and args.points is None:
         write_report(newest.path)
     return rc
 
 
 def _options(args):
     from linklab.sweep.engine import Options
+    from linklab.sweep.shard import parse_shard
     return Options(quick=args.quick, force=args.force, results=Path(args.results), lab_name=args.lab,
                    retry_failed=not args.no_retry, repetitions=args.repetitions,
-                   rerun_disturbed=not args.no_rerun_disturbed)
+                   rerun_disturbed=not args.no_rerun_disturbed,
+                   shard=parse_shard(args.shard) if args.shard else None, dry_run=args.dry_run,
+                   points=tuple(p for p in args.points.split(",") if p) if args.points is not None else None)
+
+
+def _allowed(text: str) -> set[str]:
+    allowed = {a.strip() for a in text.split(",") if a.strip()}
+    bad = allowed - {"placement", "scale"}
+    if bad:
+        raise UsageError(f"unknown --allow-different value(s) {sorted(bad)} (valid: placement, scale)")
+    return allowed
 
 
 def write_report(run_dir: Path) -> None:

@@ -21,7 +21,7 @@ from linklab.measure.probes.base import Repetition
 from linklab.measure.traffic import ServerPool, stop_stale_iperf3
 from linklab.model.resolved import Lab
 from linklab.results.store import ResultsStore
-from linklab.sweep import measure_rep, preflight
+from linklab.sweep import measure_rep, preflight, shard
 from linklab.sweep.experiment import Experiment, file_sha256, load_experiment, raw_data, topology_path
 from linklab.sweep.matrix import Point, expand
 from linklab.sweep.phases import PhaseClock
@@ -46,21 +46,50 @@ class Options:
     # measured once more; the disturbed attempt is kept aside as rep<k>.disturbed-<n>. Its figure
     # said how busy the machine was, not how the link behaved; a second disturbed attempt stays.
     rerun_disturbed: bool = True
+    shard: tuple[int, int] | None = None  # (K, N): only the K-th of N parts of the points (shard.py)
+    dry_run: float | None = None  # seconds each repetition sleeps instead of measuring (no lab: dry.py)
+    points: tuple[str, ...] | None = None  # only these point ids (a cluster's unit of work)
+
+
+def select_points(exp: Experiment, opts: Options) -> list[Point]:
+    """The points this session measures: all of the matrix, one shard of it, or a chosen few."""
+    points = expand(exp.matrix, exclude=exp.exclude)
+    if opts.shard:
+        points = shard.shard(points, *opts.shard)
+    if opts.points is not None:
+        ids = {p.id for p in points}
+        unknown = [i for i in opts.points if i not in ids]
+        if unknown:
+            from linklab.errors import UsageError
+            raise UsageError(f"unknown point id(s) {', '.join(unknown)} (valid: {', '.join(sorted(ids))})")
+        points = [p for p in points if p.id in set(opts.points)]
+    return points
+
+
+def load_for(exp_path: str | Path, opts: Options) -> Experiment:
+    """The experiment as this session runs it (its quick variant, the repetitions asked for)."""
+    exp = load_experiment(exp_path, quick=opts.quick)
+    if opts.repetitions:
+        exp = exp.model_copy(update={"repetitions": opts.repetitions})
+    return exp
 
 
 def run(exp_path: str | Path, opts: Options, say=print) -> ResultsStore:
     """Run (or resume) the experiment; returns its results. The caller writes the report."""
     started = time.monotonic()
-    exp = load_experiment(exp_path, quick=opts.quick)
-    if opts.repetitions:
-        exp = exp.model_copy(update={"repetitions": opts.repetitions})
+    if opts.dry_run is not None:
+        from linklab.sweep import dry
+        return dry.run(exp_path, opts, say)
+    exp = load_for(exp_path, opts)
     tpath = topology_path(exp_path, exp)
     topo_raw = raw_data(tpath)
     lab_name = opts.lab_name or topo_raw["name"]
     record = _lab_for(lab_name, tpath, exp_path, opts, say)
     handle = LabHandle.from_record(record)  # the sweep's one backend, and its one view of the lab
-    points = expand(exp.matrix, exclude=exp.exclude)
-    store, complete = _open_results(exp_path, exp, tpath, handle, points, opts, say)
+    points = select_points(exp, opts)
+    parts = fingerprint_parts(exp_path, tpath, opts, lab.base_overrides(handle.record), handle.record)
+    store, complete = open_results(exp, parts, lambda fp: _manifest(exp_path, exp, tpath, handle, points, fp, opts, parts),
+                                   opts, say)
     if complete:
         return store
     with store.lock(), state.locked(lab_name):
@@ -111,27 +140,28 @@ def _lab_for(lab_name: str, tpath: Path, exp_path, opts: Options, say) -> dict[s
     return record
 
 
-def _fingerprint(parts: dict[str, Any]) -> str:
+def fingerprint_text(parts: dict[str, Any]) -> str:
     return "|".join(f"{k}={v}" for k, v in parts.items())
 
 
-def _open_results(exp_path, exp: Experiment, tpath: Path, handle: LabHandle, points: list[Point],
-                  opts: Options, say) -> tuple[ResultsStore, bool]:
-    """The run to fill: the unfinished one made under the same conditions, or a new one; or the
-    complete one made under them (said; True: nothing to do)."""
-    parts = fingerprint_parts(exp_path, tpath, opts, lab.base_overrides(handle.record), handle.record)
-    fingerprint = _fingerprint(parts)
+def open_results(exp: Experiment, parts: dict[str, Any], manifest, opts: Options, say) -> tuple[ResultsStore, bool]:
+    """The run to fill: the unfinished one made under the same conditions (`parts`), or a new one
+    (`manifest(fingerprint)` its manifest); or the complete one made under them (said; True:
+    nothing to do)."""
+    fingerprint = fingerprint_text(parts)
     store = None if opts.force else ResultsStore.find_resumable(opts.results, exp.name, fingerprint)
     if store is None and not opts.force:
-        latest = ResultsStore.latest(opts.results, exp.name)
+        # Shards may share a results directory (a volume of an Indexed Job): each sees its own runs.
+        shard_name = parts.get("shard")
+        latest = next((r for r in reversed(ResultsStore.runs(opts.results, exp.name))
+                       if (r.manifest.get("fingerprint_parts") or {}).get("shard") == shard_name), None)
         if latest and latest.manifest.get("fingerprint") == fingerprint and latest.manifest.get("complete"):
             say(f"linklab: {exp.name} is already complete in {latest.path} (--force runs it again into a new directory)")
             return latest, True
         if latest and not latest.manifest.get("complete"):
             refuse_mismatched_resume(latest, parts)
     if store is None:
-        store = ResultsStore.create(opts.results, exp.name,
-                                    _manifest(exp_path, exp, tpath, handle, points, fingerprint, opts, parts))
+        store = ResultsStore.create(opts.results, exp.name, manifest(fingerprint))
         say(f"linklab: results go to {store.path}")
     else:
         say(f"linklab: resuming {store.path} ({len(store.completed(include_failed=not opts.retry_failed))} "
@@ -289,9 +319,31 @@ def fingerprint_parts(exp_path, tpath: Path, opts: Options, base_overrides, st: 
              "overrides": base_overrides, "scale": st["resolved"].get("scale"),
              "placement": (st.get("placement") or {}).get("kind"), "kernel": platform.release(),
              "tools": _tool_versions()}
-    if opts.repetitions:  # only when asked: runs made before this option keep their fingerprint
+    return parts | session_parts(opts)
+
+
+def session_parts(opts: Options) -> dict[str, Any]:
+    """What this session asked for beyond the files, in its fingerprint only when asked: runs
+    made before these options keep their fingerprint."""
+    parts: dict[str, Any] = {}
+    if opts.repetitions:
         parts["repetitions"] = opts.repetitions
+    if opts.shard:  # two shards of one experiment are two runs, merged by `linklab merge`
+        parts["shard"] = "{}/{}".format(*opts.shard)
+    if opts.points is not None:
+        parts["points"] = sorted(opts.points)
     return parts
+
+
+def selection_manifest(exp: Experiment, points: list[Point], opts: Options) -> dict[str, Any]:
+    """The manifest's account of which points this run holds (a shard's, a unit's: a part)."""
+    out: dict[str, Any] = {"points": len(points), "exclude": exp.exclude}
+    if opts.shard or opts.points is not None:
+        out["points_total"] = len(expand(exp.matrix, exclude=exp.exclude))
+        out["point_ids"] = [p.id for p in points]
+    if opts.shard:
+        out["shard"] = "{}/{}".format(*opts.shard)
+    return out
 
 
 def refuse_mismatched_resume(latest: ResultsStore, parts: dict[str, Any]) -> None:
@@ -341,7 +393,7 @@ def _manifest(exp_path, exp: Experiment, tpath: Path, handle: LabHandle, points:
         "fingerprint": fingerprint, "fingerprint_parts": parts, "linklab": __version__, "command": sys.argv,
         "experiment_file": str(exp_path), "experiment_sha256": file_sha256(exp_path),
         "experiment": exp.name, "description": exp.description, "source": exp.source,
-        "quick": opts.quick, "matrix": exp.matrix, "repetitions": exp.repetitions, "points": len(points),
+        "quick": opts.quick, "matrix": exp.matrix, "repetitions": exp.repetitions, **selection_manifest(exp, points, opts),
         "tool": exp.tool.model_dump(), "measure": exp.measure, "warmup_s": exp.warmup, "settle_s": exp.settle,
         "reference": exp.reference, "notes": exp.notes,
         "topology_file": str(tpath), "topology_sha256": file_sha256(tpath), "lab": res["name"],

@@ -2,7 +2,9 @@
 
 A unit is one (point, rep). The ETA is the mean duration of units finished in this session
 times the units left: units done by an earlier, interrupted session (or skipped) took no
-time here, so counting them would make the estimate absurdly optimistic.
+time here, so counting them would make the estimate absurdly optimistic. With `workers`
+measuring side by side (a cluster), the units left are shared among them, and the line says
+what runs on which worker.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ def format_duration(seconds: float) -> str:
 
 class Progress:
     def __init__(self, total_units: int, already_done: int = 0, stream: TextIO = sys.stderr,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic, workers: int = 1):
         if total_units < 0 or not 0 <= already_done <= total_units:
             raise ValueError(f"bad progress counts: {already_done} done of {total_units}")
         self.total = total_units
@@ -36,6 +38,8 @@ class Progress:
         self.clock = clock
         self.started = clock()
         self.label: str | None = None
+        self.workers = max(1, workers)
+        self.running: dict[str, str] = {}  # worker -> what it measures now (a cluster's sweep)
         self._unit_started: float | None = None
         self._finished = 0  # units finished in this session, the ETA's sample
         self._spent = 0.0
@@ -61,6 +65,17 @@ class Progress:
         if self.tty:
             self._emit()
 
+    def set_running(self, worker: str, label: str | None) -> None:
+        """What `worker` measures now (None: nothing); said on the next line printed."""
+        if label is None:
+            self.running.pop(worker, None)
+        else:
+            self.running[worker] = label
+
+    def refresh(self) -> None:
+        """Say the line again (what runs where changed)."""
+        self._emit()
+
     def skip(self, n: int = 1) -> None:
         """Count units as done without timing them (found already measured)."""
         self.done = min(self.total, self.done + n)
@@ -69,7 +84,7 @@ class Progress:
         """Seconds left, or None before any unit finished in this session."""
         if not self._finished:
             return None
-        mean = self._spent / self._finished
+        mean = self._spent / self._finished / self.workers
         left = self.total - self.done
         if self._unit_started is None or left == 0:
             return mean * left
@@ -84,6 +99,9 @@ class Progress:
         head = f"[{self.done:>{width}}/{self.total}]"
         if self.label:
             head += f" {self.label}"
+        if self.running:
+            head += f" {self.total - self.done} left, running: " + "; ".join(
+                f"{label} on {w}" for w, label in sorted(self.running.items()))
         return (f"{head} — {pct}%, elapsed {format_duration(self.clock() - self.started)}, "
                 f"ETA {'?' if eta is None else format_duration(eta)}")
 

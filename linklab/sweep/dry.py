@@ -1,0 +1,85 @@
+"""The dry-run workload (`linklab sweep EXP --dry-run [SECONDS]`): every repetition sleeps
+instead of measuring, with no lab. It exercises what surrounds a measurement — the matrix,
+shards, resuming, recording, a cluster's scheduling — at a known cost per point: the tests and
+bench/ray_overhead.py use it to see the scheduler's own overhead.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import socket
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from linklab import __version__
+
+if TYPE_CHECKING:  # measure() is what a cluster's worker imports this for: nothing more
+    from linklab.results.store import ResultsStore
+    from linklab.sweep.experiment import Experiment
+    from linklab.sweep.matrix import Point
+
+PLACEMENT = {"kind": "dry-run"}
+
+
+def measure(point: Point, rep: int, seconds: float) -> tuple[dict[str, str], dict[str, Any]]:
+    """One dry repetition: (raw files, row), as a measured one gives them to the store."""
+    t0 = time.monotonic()
+    time.sleep(seconds)
+    slept = time.monotonic() - t0
+    raw = {"dry_run.txt": f"{point.key} rep {rep}: slept {slept:.3f} s in pid {os.getpid()} on {socket.gethostname()}\n"}
+    return raw, {"point_key": point.key, "dry_run_s": seconds, "slept_s": round(slept, 4),
+                 "started_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
+
+
+def fingerprint_parts(exp_path, exp: Experiment, opts) -> dict[str, Any]:
+    from linklab.sweep.engine import session_parts
+    from linklab.sweep.experiment import file_sha256, topology_path
+    tpath = topology_path(exp_path, exp)
+    return {"experiment": file_sha256(exp_path), "topology": file_sha256(tpath), "quick": opts.quick,
+            "overrides": [], "scale": None, "placement": PLACEMENT["kind"], "dry_run_s": opts.dry_run,
+            **session_parts(opts)}
+
+
+def manifest(exp_path, exp: Experiment, points: list[Point], fingerprint: str, opts, parts: dict) -> dict[str, Any]:
+    from linklab.sweep.engine import selection_manifest
+    from linklab.sweep.experiment import file_sha256, topology_path
+    return {"fingerprint": fingerprint, "fingerprint_parts": parts, "linklab": __version__, "command": sys.argv,
+            "experiment_file": str(exp_path), "experiment_sha256": file_sha256(exp_path),
+            "experiment": exp.name, "description": exp.description, "quick": opts.quick, "matrix": exp.matrix,
+            "repetitions": exp.repetitions, **selection_manifest(exp, points, opts),
+            "topology_file": str(topology_path(exp_path, exp)), "scale": None, "placement": PLACEMENT,
+            "kernel": platform.release(), "machine": platform.machine(), "dry_run_s": opts.dry_run}
+
+
+def run(exp_path: str | Path, opts, say=print) -> ResultsStore:
+    """A dry sweep into the results store, resumable like a measured one."""
+    from linklab.sweep.engine import load_for, open_results, select_points
+    from linklab.sweep.progress import Progress
+    started = time.monotonic()
+    exp = load_for(exp_path, opts)
+    points = select_points(exp, opts)
+    parts = fingerprint_parts(exp_path, exp, opts)
+    store, complete = open_results(exp, parts, lambda fp: manifest(exp_path, exp, points, fp, opts, parts), opts, say)
+    if complete:
+        return store
+    with store.lock():
+        store.clean_partial()
+        done = store.completed()
+        todo = [(p, r) for p in points for r in range(1, exp.repetitions + 1) if (p.id, r) not in done]
+        progress = Progress(len(points) * exp.repetitions, already_done=len(points) * exp.repetitions - len(todo))
+        try:
+            for point, rep in todo:
+                progress.start_unit(f"{point.key} rep {rep}/{exp.repetitions}")
+                raw, row = measure(point, rep, opts.dry_run)
+                store.record(point, rep, raw, row)
+                progress.finish_unit()
+        finally:
+            progress.close()
+            store.write_table()
+            store.update_manifest(timing={"sweep_wall_s": round(time.monotonic() - started, 3)})
+        store.mark_complete()
+    say(f"linklab: {exp.name}: dry run of {len(points)} points recorded in {store.path}")
+    return store
