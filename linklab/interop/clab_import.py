@@ -1,6 +1,7 @@
 """containerlab topology -> linklab topology: nodes, links, link MTU and link addresses.
 
-Maps: `kind: linux` nodes -> hosts; `bridge` and `ovs-bridge` -> switches (bridge / ovs);
+Maps: `kind: linux` nodes -> hosts (with an `image` of their own: container nodes, with their
+cmd, env and binds); `bridge` and `ovs-bridge` -> switches (bridge / ovs);
 links given as endpoint pairs (short form, or `type: veth` with endpoint objects) -> links,
 with their interface names, MTU (containerlab's default 9500 when a link names none) and
 `ipv4`/`ipv6` addresses. Everything else (other kinds and their links, images, exec scripts,
@@ -24,6 +25,7 @@ CLAB_DEFAULT_MTU = 9500  # containerlab/constants DefaultLinkMTU
 HOST_KINDS = {"linux"}
 SWITCH_KINDS = {"bridge": "bridge", "ovs-bridge": "ovs"}
 NODE_KEYS_MAPPED = {"kind"}
+CONTAINER_KEYS = ("image", "cmd", "env", "binds")  # a linux node's that linklab's container nodes take as they are
 
 
 @dataclass
@@ -112,14 +114,19 @@ def import_clab(text: str, source: str = "<clab>") -> Imported:
             renamed[name] = new
         taken.add(new)
         names[name] = new
+        mapped = NODE_KEYS_MAPPED | {"sysctls"}
         if kind in HOST_KINDS:
             hosts[new] = {}
             sysctls = {k: v for k, v in (spec.get("sysctls") or {}).items()}
             if sysctls:
                 hosts[new]["sysctls"] = sysctls
+            if spec.get("image"):  # a node of its own image: a container node (kinds/defaults images are not)
+                hosts[new] = {"kind": "container", **hosts[new],
+                              **{k: spec[k] for k in CONTAINER_KEYS if spec.get(k)}}
+                mapped |= set(CONTAINER_KEYS)
         else:
             switches[new] = {"kind": SWITCH_KINDS[kind]}
-        for key in sorted(set(spec) - NODE_KEYS_MAPPED - {"sysctls"}):
+        for key in sorted(set(spec) - mapped):
             what = f"{len(spec[key])} commands" if key == "exec" and isinstance(spec[key], list) else "not mapped"
             skipped.append(f"node {name}: {key} ({what})")
     links: list[dict[str, Any]] = []

@@ -95,6 +95,9 @@ def lab_table(lab: Lab) -> dict[str, Any]:
     notes = ["names resolve through Mininet's CLI (`h1 ping h2`), not /etc/hosts as in linklab"]
     if switches:
         notes.append("switches are Linux bridges in the root namespace (Mininet's LinuxBridge), not one namespace each")
+    boxed = [n.name for n in lab.nodes if n.container]
+    if boxed:
+        notes.append(f"container nodes ({', '.join(boxed)}) are plain Mininet hosts: Mininet runs no images")
     if any(k for n in lab.nodes for k in n.sysctls if not k.startswith(("net.ipv4", "net.ipv6"))):
         notes.append("sysctls outside net.ipv4/net.ipv6 may be global: Mininet hosts share one kernel")
     mn_notes: list[str] = []
