@@ -220,7 +220,8 @@ def clean(lab_name: str | None, say=print, *, dry_run: bool = False, other_check
             backend.remove_orphans([ns], say=say)
     if not dry_run:
         state.remove_stale_locks()
-        out += backend.release_idle()
+        if lab_name is None:  # cleaning everything: helpers no lab uses go too (cleaning one lab keeps them)
+            out += backend.release_idle()
     return out
 
 
