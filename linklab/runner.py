@@ -58,8 +58,9 @@ def netns_argv(argv: list[str] | tuple[str, ...], netns: str | None, names: bool
     /etc/netns/<ns>/hosts over /etc/hosts, which is how lab host names resolve. A command that
     resolves no lab names (`names=False`) is entered with `nsenter --net` instead: no new mount
     namespace, no /sys remount, no bind mounts — a noticeably cheaper start under emulation.
-    A container node's (`ns@pid`) enters the container as `docker exec` would, minus its
-    cgroup: nsenter, since a Docker API exec would need its streams relayed by us."""
+    A container node's (`ns@pid`) enters the container's mount, UTS, IPC and network namespaces,
+    as `docker exec` would, but not its cgroup or pid namespace: nsenter, since a Docker API exec
+    would need its streams relayed by us."""
     argv = [str(a) for a in argv]
     if not argv:
         raise ValueError("empty argv")
@@ -67,7 +68,9 @@ def netns_argv(argv: list[str] | tuple[str, ...], netns: str | None, names: bool
         return argv
     pid = container_pid(netns)
     if pid is not None:
-        return ["nsenter", f"--target={pid}", "--mount", "--uts", "--ipc", "--net", "--pid", "--", *argv]
+        # Not its pid namespace: nsenter would then fork, and stopping it would leave the command
+        # running; without, nsenter execs the command, whose pid is the one the caller holds.
+        return ["nsenter", f"--target={pid}", "--mount", "--uts", "--ipc", "--net", "--", *argv]
     if not names:
         return ["nsenter", f"--net={NETNS_DIR}/{netns}", "--", *argv]
     return ["ip", "netns", "exec", netns, *argv]

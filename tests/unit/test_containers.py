@@ -127,7 +127,7 @@ def test_commands_enter_a_container_node_through_its_pid():
     assert runner.netns_of(where) == "ll-t-c1" and runner.container_pid(where) == 4242
     assert runner.container_pid("ll-t-h1") is None and runner.netns_of("ll-t-h1") == "ll-t-h1"
     assert runner.netns_argv(["iperf3", "-s"], where) == [
-        "nsenter", "--target=4242", "--mount", "--uts", "--ipc", "--net", "--pid", "--", "iperf3", "-s"]
+        "nsenter", "--target=4242", "--mount", "--uts", "--ipc", "--net", "--", "iperf3", "-s"]
 
 
 def test_status_shows_image_container_and_state():
