@@ -234,3 +234,21 @@ def test_the_engine_adds_nothing_to_the_machines_network_and_keeps_to_its_own_so
     assert f"--host=unix://{engine.SOCKET}" in argv and not any(a.startswith("--host=tcp") for a in argv)
     assert "--containerd-namespace=linklab" in argv
     assert f"--data-root={engine.STORAGE / 'data'}" in argv
+
+
+def test_a_saved_image_is_loaded_and_a_root_filesystem_imported(tmp_path):
+    import io
+    import tarfile
+
+    def tar(path, names):
+        with tarfile.open(path, "w") as t:
+            for n in names:
+                data = b"{}"
+                info = tarfile.TarInfo(n)
+                info.size = len(data)
+                t.addfile(info, io.BytesIO(data))
+        return path
+
+    assert images._is_saved_image(tar(tmp_path / "saved.tar", ["manifest.json", "abc/layer.tar"]))
+    assert not images._is_saved_image(tar(tmp_path / "rootfs.tar", ["./etc/os-release", "./bin/sh"]))
+    assert not images._is_saved_image(tmp_path / "absent.tar")
