@@ -150,6 +150,27 @@ def test_a_container_that_exits_at_once_shows_its_logs():
     assert leftovers("ctrexits") == []
 
 
+def test_a_node_that_changes_kind_loses_or_gets_its_container():
+    """container -> host: the container goes at once (not at `down`), the node keeps its links;
+    host -> container: a container again, joined to the same links."""
+    name = "ctrswap"
+    try:
+        lab.up(DATA / "ctr_swap.yaml", **QUIET)
+        assert ours(name) == ["/ll-ctrswap-c1"]
+        rec = lab.set_params(name, [("hosts.c1", {})], **QUIET)
+        assert ours(name) == [] and runner.container_pid(rec["netns"]["c1"]) is None
+        res = exec_in(name, "c1", ["ping", "-n", "-c", "2", "-W", "2", "h1"])
+        assert " 0% packet loss" in res.stdout, res.stdout + res.stderr
+        rec = lab.set_params(name, [("hosts.c1", {"kind": "container", "image": "linklab/base"})], **QUIET)
+        assert ours(name) == ["/ll-ctrswap-c1"] and runner.container_pid(rec["netns"]["c1"])
+        res = exec_in(name, "c1", ["ping", "-n", "-c", "2", "-W", "2", "h1"])
+        assert " 0% packet loss" in res.stdout, res.stdout + res.stderr
+    finally:
+        if state.load(name):
+            lab.down(name, **QUIET)
+    assert leftovers(name) == []
+
+
 def test_kill_9_during_up_then_clean_leaves_nothing():
     """Killed at several moments of `up` (engine answering, containers being made, links being
     joined); `clean` then removes every container, namespace and interface."""
