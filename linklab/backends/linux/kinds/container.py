@@ -15,6 +15,8 @@ import json
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Iterable
 
+from pyroute2.netlink.exceptions import NetlinkError
+
 from linklab import runner
 from linklab.backends.linux import hostsfile
 from linklab.backends.linux.build import Build
@@ -212,12 +214,26 @@ def _join(b: Build, ns: str, pid: int) -> None:
     Whatever had that name before (the namespace of a container now replaced, or of the host
     this node was) is ours (claimed) and goes, with whatever still runs in it."""
     if ns in b.present and not netlink.same_namespace(ns, pid):
+        _delete_links(ns)
         remove_netns(ns)
         b.present.discard(ns)
     if ns not in b.present:
         netlink.attach(ns, pid)
         b.present.add(ns)
     mark_loopback(ns, b.mark)
+
+
+def _delete_links(ns: str) -> None:
+    """Delete a namespace's interfaces now: the kernel removes a dropped namespace's (and their
+    veth peers in other nodes) later, from a work queue, and the build about to make those
+    links again must not find the old peers half gone."""
+    with netlink.iproute(ns) as ipr:
+        for x in ipr.get_links():
+            if x["index"] != 1:  # not the loopback
+                try:
+                    ipr.link("del", index=x["index"])
+                except NetlinkError:  # gone with a link deleted before it (a bond's member)
+                    pass
 
 
 def _remove_ours(api: Api, names: list[str], me: Mark) -> list[str]:
