@@ -68,6 +68,7 @@ def connect(say=print) -> Api:
     ROOT.mkdir(parents=True, exist_ok=True)
     with open(LOG, "ab") as log:
         proc = runner.start(argv(), stdout=log, stderr=log)
+    api = Api(SOCKET)
     deadline = time.monotonic() + START_DEADLINE_S
     while time.monotonic() < deadline:
         if proc.poll() is not None:
