@@ -63,6 +63,14 @@ def demux_logs(raw: bytes) -> str:
     return b"".join(out).decode(errors="replace")
 
 
+def error_message(body: bytes) -> str:
+    """An error answer's text: its JSON "message", or the body itself."""
+    try:
+        return str(json.loads(body).get("message", ""))
+    except (ValueError, AttributeError):
+        return body.decode(errors="replace").strip()
+
+
 def stream_error(body: bytes) -> str | None:
     """The first error in a progress stream (image create/load answer 200, then report errors as
     JSON lines: {"error": "...", "errorDetail": {...}})."""
@@ -104,11 +112,7 @@ class Api:
         if status == 404 and ok_missing:
             return None
         if status >= 400:
-            try:
-                message = json.loads(data).get("message", "")
-            except (ValueError, AttributeError):
-                message = data.decode(errors="replace").strip()
-            raise ApiError(status, message, what)
+            raise ApiError(status, error_message(data), what)
         if not data:
             return {}
         try:
@@ -158,7 +162,7 @@ class Api:
         `changes` (CMD ...) applied."""
         query: dict[str, Any] = {"fromSrc": "-", "repo": repo, "tag": tag}
         status, data = self._with_changes("/images/create", query, changes, tar, timeout)
-        err = stream_error(data) if status < 400 else data.decode(errors="replace")
+        err = stream_error(data) if status < 400 else error_message(data)
         if err:
             raise ApiError(status, err, f"importing {tar} as {repo}:{tag}")
 
@@ -171,14 +175,14 @@ class Api:
     def load(self, tar: Path, timeout: float) -> None:
         """`docker load`: an image saved with `docker save`."""
         status, data = self.request("POST", "/images/load", query={"quiet": "1"}, upload=tar, timeout=timeout)
-        err = stream_error(data) if status < 400 else data.decode(errors="replace")
+        err = stream_error(data) if status < 400 else error_message(data)
         if err:
             raise ApiError(status, err, f"loading {tar}")
 
     def pull(self, image: str, timeout: float) -> None:
         repo, tag = split_image(image)
         status, data = self.request("POST", "/images/create", query={"fromImage": repo, "tag": tag}, timeout=timeout)
-        err = stream_error(data) if status < 400 else data.decode(errors="replace")
+        err = stream_error(data) if status < 400 else error_message(data)
         if err:
             raise ApiError(status, err, f"pulling {image}")
 

@@ -10,8 +10,8 @@ Its storage (images, container layers) is a tmpfs at STORAGE (RAM): inside the l
 root is the host's filesystem shared read-only over 9p, overlay layers cannot live on it; and
 a lab's containers, like its namespaces, do not outlive the machine. Images come back from
 the tarballs `make images` left (linklab/docker/images.py) when the engine starts afresh.
-The engine keeps running after `down` (starting it costs seconds, ~20 s under emulation);
-`linklab clean` stops it when no lab's container is left, and it goes with the lab VM.
+The engine keeps running after `down` (starting it costs seconds); `linklab clean` stops it,
+and frees its tmpfs, when no container is left; it goes with the lab VM.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ LOG = ROOT / "dockerd.log"
 START_DEADLINE_S = 240.0
 INSTALL_HINT = "`make setup` installs Docker (Debian's docker.io); or `apt-get install docker.io`"
 MS_NOSUID, MS_NODEV = 0x2, 0x4
+MNT_DETACH = 2
 
 
 def argv() -> list[str]:
@@ -79,13 +80,15 @@ def connect(say=print) -> Api:
     raise LinklabError(f"dockerd did not answer on {SOCKET} within {START_DEADLINE_S:.0f} s", hint=tail())
 
 
-def stop() -> bool:
-    """Stop linklab's engine (its containers go with it); False: it was not running."""
+def stop(release_storage: bool = False) -> bool:
+    """Stop linklab's engine (its containers go with it), and with `release_storage` free its
+    tmpfs (images are imported again on next use); False: it was not running."""
     pid = _pid()
-    if not pid:
-        return False
-    procs.stop([pid], grace=15.0)  # dockerd stops its containers and containerd on TERM
-    return True
+    if pid:
+        procs.stop([pid], grace=15.0)  # dockerd stops its containers and containerd on TERM
+    if release_storage and os.path.ismount(STORAGE):
+        ctypes.CDLL(None, use_errno=True).umount2(str(STORAGE).encode(), MNT_DETACH)
+    return pid is not None
 
 
 def tail(n: int = 15) -> str:

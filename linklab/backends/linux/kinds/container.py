@@ -188,7 +188,7 @@ class Container(Host):
         api = engine.running()
         if api is None or api.containers({}):
             return []
-        return ["linklab's Docker engine (no container left)"] if engine.stop() else []
+        return ["linklab's Docker engine (no container left)"] if engine.stop(release_storage=True) else []
 
 
 def _name(lab: str, node: str) -> str:
