@@ -54,7 +54,10 @@ def config(lab_name: str, lab_id: str, home: str, node: Node) -> dict[str, Any]:
         "Labels": labels(lab_name, lab_id, home, node),
         "HostConfig": {"NetworkMode": "none", "Binds": list(c.binds),
                        # A routing daemon or a user's tool configures its own interfaces.
-                       "CapAdd": ["NET_ADMIN", "NET_RAW"], "LogConfig": {"Type": "json-file"}},
+                       "CapAdd": ["NET_ADMIN", "NET_RAW"], "LogConfig": {"Type": "json-file"},
+                       # Docker's own AppArmor profile needs apparmor_parser, which the lab VM
+                       # lacks (its kernel has AppArmor on); a lab node is as confined as a host.
+                       "SecurityOpt": ["apparmor=unconfined"]},
     }
     if c.cmd:
         out["Cmd"] = list(c.cmd)
@@ -123,22 +126,21 @@ class Container(Host):
         with ThreadPoolExecutor(max_workers=PARALLEL) as pool:
             list(pool.map(api.start, [b.ns[n.name] for n in todo]))
         for n in nodes:
-            ns = b.ns[n.name]
-            info = api.inspect(ns)
-            problem = started_problem(ns, info, api.logs(ns) if info else "")
-            if problem:
-                raise LinklabError(problem, hint=f"node {n.name}: image {n.container.image}; a node's command must keep "
-                                                 "running (the default for images `make images` builds: sleep infinity)")
-            _join(b, ns, info["State"]["Pid"])
+            pid = _running(api, b.ns[n.name], n)
+            try:
+                _join(b, b.ns[n.name], pid)
+            except OSError as e:  # it exited meanwhile: its logs say why
+                _running(api, b.ns[n.name], n)
+                raise LinklabError(f"node {n.name}: container {b.ns[n.name]}'s namespace could not be joined: {e}") from None
 
     def configure(self, b: Build, node: Node) -> None:
+        # Still running after its links were built: a command that exits at once has by now.
+        pid = _running(engine.connect(b.say), b.ns[node.name], node)
         super().configure(b, node)
-        pid = runner.container_pid(self.where(b.lab, node, b.ns[node.name]))
-        if pid:
-            # Docker bind-mounts a file of its own over the container's /etc/hosts: written in
-            # place (a rename cannot replace a mount point), so not through fsutil's atomic writer.
-            with open(f"/proc/{pid}/root/etc/hosts", "w") as f:
-                f.write(hostsfile.text(b.lab, node.name, b.mark))
+        # Docker bind-mounts a file of its own over the container's /etc/hosts: written in place
+        # (a rename cannot replace a mount point), so not through fsutil's atomic writer.
+        with open(f"/proc/{pid}/root/etc/hosts", "w") as f:
+            f.write(hostsfile.text(b.lab, node.name, b.mark))
 
     def where(self, lab: Lab, node: Node, ns: str) -> str:
         api = engine.running()
@@ -194,6 +196,16 @@ class Container(Host):
 def _name(lab: str, node: str) -> str:
     from linklab.backends.linux.names import netns_name
     return netns_name(lab, node)
+
+
+def _running(api: Api, name: str, node: Node) -> int:
+    """The pid of the container's first process; LinklabError with its logs if it is not running."""
+    info = api.inspect(name)
+    problem = started_problem(name, info, api.logs(name) if info else "")
+    if problem:
+        raise LinklabError(problem, hint=f"node {node.name}: image {node.container.image}; a node's command must keep "
+                                         "running (images `make images` builds run sleep infinity)")
+    return info["State"]["Pid"]
 
 
 def _keep(api: Api, name: str, node: Node, me: Mark) -> bool:
