@@ -18,7 +18,7 @@ from typing import Any, Iterable
 from pyroute2.netlink.exceptions import NetlinkError
 
 from linklab import runner
-from linklab.backends.linux import hostsfile
+from linklab.backends.linux import hostsfile, sysctl
 from linklab.backends.linux.build import Build
 from linklab.backends.linux.kinds.host import Host
 from linklab.backends.linux.names import Mark, current_home
@@ -233,6 +233,10 @@ def _join(b: Build, ns: str, pid: int) -> None:
         netlink.attach(ns, pid)
         b.present.add(ns)
     mark_loopback(ns, b.mark)
+    # Docker turns IPv6 off in a container with no Docker network (the kernel then refuses
+    # IPv6 addresses: EACCES); the lab decides per link, as on a host.
+    sysctl.set_in_netns(ns, {"net.ipv6.conf.all.disable_ipv6": "0", "net.ipv6.conf.default.disable_ipv6": "0",
+                             "net.ipv6.conf.lo.disable_ipv6": "0"})
 
 
 def _delete_links(ns: str) -> None:
