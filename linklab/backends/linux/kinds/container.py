@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Iterable
 
@@ -33,6 +34,9 @@ LAB, ID, HOME, NODE, SPEC = "linklab.lab", "linklab.id", "linklab.home", "linkla
 # Containers started side by side: dockerd handles them concurrently (each start is ~1 s of
 # runc and mounts under emulation); more threads than this only queue inside dockerd.
 PARALLEL = 4
+# How long Docker may take to notice that a container's first process exited (under emulation
+# the namespace can be gone before Docker says so).
+EXIT_NOTICE_S = 10.0
 
 
 def labels(lab_name: str, lab_id: str, home: str, node: Node) -> dict[str, str]:
@@ -129,7 +133,11 @@ class Container(Host):
             pid = _running(api, b.ns[n.name], n)
             try:
                 _join(b, b.ns[n.name], pid)
-            except OSError as e:  # it exited meanwhile: its logs say why
+            except OSError as e:  # it exited meanwhile (Docker may not know yet): its logs say why
+                netlink.remove_placeholder(b.ns[n.name])
+                deadline = time.monotonic() + EXIT_NOTICE_S
+                while time.monotonic() < deadline and ((api.inspect(b.ns[n.name]) or {}).get("State") or {}).get("Running"):
+                    time.sleep(0.2)
                 _running(api, b.ns[n.name], n)
                 raise LinklabError(f"node {n.name}: container {b.ns[n.name]}'s namespace could not be joined: {e}") from None
 
