@@ -7,7 +7,8 @@ processes and its containerd shim, per node).
 
 Runs where labs run: inside the lab VM when this kernel lacks bonding/netem (it re-executes
 itself there with --inside). Needs `make images`. linklab's Docker engine is started (and the
-image imported) before the first timing, so no row pays for them.
+image imported), and one namespace lab built and removed, before the first timing, so no row
+pays for them.
 
     .venv/bin/python bench/containers_up.py [--sizes 2 10 20] [--repeat 2]
 
@@ -108,6 +109,9 @@ def inside(sizes: list[int], repeat: int) -> dict:
     warm_s = time.monotonic() - t0
     rows = []
     with tempfile.TemporaryDirectory() as d:
+        # Untimed: the first lab of a fresh VM (measured once: 59 s for linear,2 right after the
+        # image import, 1.1 s for linear,10 next) pays for what the first `up` loads and settles.
+        one(2, False, d, measure_memory=False)
         for n in sizes:
             for containers in (False, True):
                 runs = [one(n, containers, d, measure_memory=(k == 0)) for k in range(repeat)]
