@@ -178,7 +178,7 @@ def _forwarded(lab_name: str | None, argv: list[str], exec_in: tuple[str, list[s
         netns = state.node_netns(lab_name, exec_in[0]) if exec_in else None
         if netns is not None and runner.container_pid(netns):
             # A container node: the guest runs nsenter into the container (the agent enters namespaces by name only).
-            return placement.forward(runner.netns_argv(exec_in[1], netns), say=say, boot=False)
+            return placement.forward(runner.netns_argv(exec_in[1], netns), say=say, boot=False, raw=True)
         if netns is not None:
             return placement.forward(exec_in[1], say=say, boot=False, netns=netns)
         return placement.forward(argv, say=say, boot=False)
