@@ -19,6 +19,7 @@ from __future__ import annotations
 import ctypes
 import os
 import shutil
+import socket
 import time
 from pathlib import Path
 
@@ -31,6 +32,13 @@ SOCKET = ROOT / "docker.sock"
 STORAGE = ROOT / "storage"  # the tmpfs
 PIDFILE = ROOT / "dockerd.pid"
 LOG = ROOT / "dockerd.log"
+# containerd is started by linklab, not by dockerd: dockerd gives the containerd it starts a
+# fixed 15 s (libcontainerd/supervisor: startupTimeout), which a loaded emulated machine missed.
+CONTAINERD_SOCKET = ROOT / "containerd.sock"
+CONTAINERD_PIDFILE = ROOT / "containerd.pid"
+CONTAINERD_CONFIG = ROOT / "containerd.toml"
+# No CRI plugin (Kubernetes'): nothing here uses it, and it costs seconds to start.
+CONTAINERD_TOML = 'version = 2\ndisabled_plugins = ["io.containerd.grpc.v1.cri"]\n'
 # Measured ~3 s natively and ~15-25 s in the lab VM under software emulation; generous for a
 # loaded machine. dockerd that exits meanwhile is reported at once with its log.
 START_DEADLINE_S = 240.0
@@ -39,8 +47,13 @@ MS_NOSUID, MS_NODEV = 0x2, 0x4
 MNT_DETACH = 2
 
 
+def containerd_argv() -> list[str]:
+    return ["containerd", f"--config={CONTAINERD_CONFIG}", f"--address={CONTAINERD_SOCKET}",
+            f"--root={STORAGE / 'containerd'}", f"--state={ROOT / 'containerd-state'}"]
+
+
 def argv() -> list[str]:
-    return ["dockerd", f"--host=unix://{SOCKET}", f"--data-root={STORAGE / 'data'}", f"--exec-root={ROOT / 'exec'}",
+    return ["dockerd", f"--host=unix://{SOCKET}", f"--containerd={CONTAINERD_SOCKET}", f"--data-root={STORAGE / 'data'}", f"--exec-root={ROOT / 'exec'}",
             f"--pidfile={PIDFILE}", "--bridge=none", "--iptables=false", "--ip-masq=false", "--ip-forward=false",
             "--storage-driver=overlay2", "--containerd-namespace=linklab", "--containerd-plugins-namespace=linklab-plugins",
             "--exec-opt=native.cgroupdriver=cgroupfs", "--log-driver=json-file", "--live-restore=false",
@@ -63,29 +76,54 @@ def connect(say=print) -> Api:
     say("linklab: starting linklab's Docker engine (its storage on a tmpfs at " + str(STORAGE) + ")")
     _storage()
     kernel.load_modules(["overlay"])  # overlay2 layers; a failure shows in dockerd's log
-    stale = _pid()
-    if stale:
-        procs.stop([stale])  # a dockerd of ours that no longer answers
+    stale = [p for p in (_pid(PIDFILE, "dockerd"), _pid(CONTAINERD_PIDFILE, "containerd")) if p]
+    procs.stop(stale)  # ours, no longer answering
     ROOT.mkdir(parents=True, exist_ok=True)
-    with open(LOG, "ab") as log:
-        proc = runner.start(argv(), stdout=log, stderr=log)
+    CONTAINERD_CONFIG.write_text(CONTAINERD_TOML)
+    _start(containerd_argv(), "containerd", lambda: _answers(CONTAINERD_SOCKET), pidfile=CONTAINERD_PIDFILE)
     api = Api(SOCKET)
+    _start(argv(), "dockerd", api.ping)
+    return api
+
+
+def _start(cmd: list[str], name: str, ready, pidfile: Path | None = None) -> None:
+    """Start one of the engine's daemons and wait until it answers (or exits: its log in the error)."""
+    with open(LOG, "ab") as log:
+        proc = runner.start(cmd, stdout=log, stderr=log)
+    if pidfile:
+        pidfile.write_text(f"{proc.pid}\n")
     deadline = time.monotonic() + START_DEADLINE_S
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise EnvironmentProblem(f"dockerd exited ({proc.returncode}) while starting", hint=f"its log {LOG}:\n" + tail())
-        if api.ping():
-            return api
+            raise EnvironmentProblem(f"{name} exited ({proc.returncode}) while starting", hint=f"its log {LOG}:\n" + tail())
+        if ready():
+            return
         time.sleep(0.2)
-    raise LinklabError(f"dockerd did not answer on {SOCKET} within {START_DEADLINE_S:.0f} s", hint=tail())
+    raise LinklabError(f"{name} did not answer within {START_DEADLINE_S:.0f} s", hint=tail())
+
+
+def _answers(path: Path) -> bool:
+    """Whether a unix socket accepts connections."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        s.settimeout(2)
+        s.connect(str(path))
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
 
 
 def stop(release_storage: bool = False) -> bool:
     """Stop linklab's engine (its containers go with it), and with `release_storage` free its
     tmpfs (images are imported again on next use); False: it was not running."""
-    pid = _pid()
+    pid = _pid(PIDFILE, "dockerd")
     if pid:
-        procs.stop([pid], grace=15.0)  # dockerd stops its containers and containerd on TERM
+        procs.stop([pid], grace=15.0)  # dockerd stops its containers on TERM
+    daemon = _pid(CONTAINERD_PIDFILE, "containerd")
+    if daemon:
+        procs.stop([daemon], grace=15.0)
     if release_storage and os.path.ismount(STORAGE):
         ctypes.CDLL(None, use_errno=True).umount2(str(STORAGE).encode(), MNT_DETACH)
     return pid is not None
@@ -98,16 +136,14 @@ def tail(n: int = 15) -> str:
         return ""
 
 
-def _pid() -> int | None:
+def _pid(pidfile: Path, comm: str) -> int | None:
+    """The daemon a pid file names, if that pid still runs that program."""
     try:
-        pid = int(PIDFILE.read_text().strip())
+        pid = int(pidfile.read_text().strip())
+        running = Path(f"/proc/{pid}/comm").read_text().strip()
     except (OSError, ValueError):
         return None
-    try:
-        comm = Path(f"/proc/{pid}/comm").read_text().strip()
-    except OSError:
-        return None
-    return pid if comm == "dockerd" and procs.alive(pid) else None
+    return pid if running == comm and procs.alive(pid) else None
 
 
 def _storage() -> None:

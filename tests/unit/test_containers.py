@@ -234,6 +234,9 @@ def test_the_engine_adds_nothing_to_the_machines_network_and_keeps_to_its_own_so
     assert f"--host=unix://{engine.SOCKET}" in argv and not any(a.startswith("--host=tcp") for a in argv)
     assert "--containerd-namespace=linklab" in argv
     assert f"--data-root={engine.STORAGE / 'data'}" in argv
+    # Its own containerd, started first: dockerd would give one it starts only 15 s.
+    assert f"--containerd={engine.CONTAINERD_SOCKET}" in argv
+    assert f"--address={engine.CONTAINERD_SOCKET}" in engine.containerd_argv()
 
 
 def test_a_saved_image_is_loaded_and_a_root_filesystem_imported(tmp_path):
