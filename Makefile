@@ -21,10 +21,11 @@ BASELINE_REPS ?=
 NOISE_RERUNS ?= 10
 NOISE_RESULTS ?= results-noise
 
-.PHONY: help setup lab-up lab-down status sweep report regress baseline noise gate-power test test-unit test-fuzz test-integration bench clean
+.PHONY: help setup images lab-up lab-down status sweep report regress baseline noise gate-power test test-unit test-fuzz test-integration bench clean
 
 help:
 	@echo "make setup             install Debian packages and the project virtualenv (idempotent)"
+	@echo "make images            build linklab/base, the container nodes' image (Debian, no registry; once)"
 	@echo "make lab-up [TOPO=…]   build a lab (default $(TOPO)); in a VM if this kernel lacks bonding/netem"
 	@echo "make status            show the lab as the kernel reports it"
 	@echo "make sweep [EXP=…]     run an experiment (default: $(EXP) $(SWEEP_ARGS))"
@@ -39,6 +40,11 @@ help:
 
 setup:
 	@bash scripts/setup.sh
+
+# linklab/base from Debian packages with mmdebstrap into .linklab/images/ (kept; rebuilt only when
+# missing). The lab's Docker engine imports it the first time a lab names it.
+images: setup
+	$(PY) -m linklab.docker.images --if-missing
 
 lab-up: setup
 	$(LINKLAB) up $(TOPO)

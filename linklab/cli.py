@@ -168,7 +168,7 @@ def _forwarded(lab_name: str | None, argv: list[str], exec_in: tuple[str, list[s
     """If the lab lives in the VM and we are on the host, run the command there. exec_in
     (node, command): the guest's agent runs the command in the node's namespace directly, with
     no linklab in between (~0.15 s instead of ~0.4 s under software emulation)."""
-    from linklab import kernel, placement, state
+    from linklab import kernel, placement, runner, state
     if kernel.in_lab_vm():
         return None
     if lab_name is None:
@@ -176,6 +176,9 @@ def _forwarded(lab_name: str | None, argv: list[str], exec_in: tuple[str, list[s
         lab_name = labs[0] if len(labs) == 1 else None
     if lab_name and placement.lab_is_in_vm(lab_name):
         netns = state.node_netns(lab_name, exec_in[0]) if exec_in else None
+        if netns is not None and runner.container_pid(netns):
+            # A container node: the guest runs nsenter into the container (the agent enters namespaces by name only).
+            return placement.forward(runner.netns_argv(exec_in[1], netns), say=say, boot=False, raw=True)
         if netns is not None:
             return placement.forward(exec_in[1], say=say, boot=False, netns=netns)
         return placement.forward(argv, say=say, boot=False)

@@ -124,6 +124,8 @@ def _apply(lab: Lab, topo_path, overrides, scale, old, backend: Backend, say) ->
     state.save(record)
     t0 = time.monotonic()
     record["owned"] = backend.apply(lab, owned, say=say)
+    # Asked again now that every node exists: a container node's commands enter its first process.
+    record["netns"] = {n.name: backend.node_netns(lab, n.name) for n in lab.nodes}
     record["status"] = "up"
     record["apply_seconds"] = round(time.monotonic() - t0, 3)
     state.save(record)
@@ -213,11 +215,13 @@ def clean(lab_name: str | None, say=print, *, dry_run: bool = False, other_check
             say(f"  leaving {ns}: lab {m.lab} of another checkout ({m.home or 'unrecorded'}); "
                 "--all-checkouts removes those too")
             continue
-        out.append(f"netns {ns} ({why})")
+        out.append(f"{ns if ' ' in ns else 'netns ' + ns} ({why})")  # "container ll-...": named by its kind
         if not dry_run:
             backend.remove_orphans([ns], say=say)
     if not dry_run:
         state.remove_stale_locks()
+        if lab_name is None:  # cleaning everything: helpers no lab uses go too (cleaning one lab keeps them)
+            out += backend.release_idle()
     return out
 
 

@@ -32,18 +32,45 @@ class Result:
 
 
 NETNS_DIR = "/var/run/netns"
+# Where a container node's commands run: "<its netns name>@<the pid of its first process>". They
+# enter all of the container's namespaces, so they see its own files (its iperf3, its /etc/hosts).
+CONTAINER_SEP = "@"
+
+
+def container_where(netns: str, pid: int) -> str:
+    return f"{netns}{CONTAINER_SEP}{pid}"
+
+
+def netns_of(where: str) -> str:
+    """The network namespace name of a place commands run (a container's: the part before @)."""
+    return where.split(CONTAINER_SEP, 1)[0]
+
+
+def container_pid(where: str | None) -> int | None:
+    """The pid whose namespaces a container node's commands enter (None: a plain namespace)."""
+    if not where or CONTAINER_SEP not in where:
+        return None
+    return int(where.split(CONTAINER_SEP, 1)[1])
 
 
 def netns_argv(argv: list[str] | tuple[str, ...], netns: str | None, names: bool = True) -> list[str]:
     """Prefix argv so it runs inside `netns`. `ip netns exec` also bind-mounts
     /etc/netns/<ns>/hosts over /etc/hosts, which is how lab host names resolve. A command that
     resolves no lab names (`names=False`) is entered with `nsenter --net` instead: no new mount
-    namespace, no /sys remount, no bind mounts — a noticeably cheaper start under emulation."""
+    namespace, no /sys remount, no bind mounts — a noticeably cheaper start under emulation.
+    A container node's (`ns@pid`) enters the container's mount, UTS, IPC and network namespaces,
+    as `docker exec` would, but not its cgroup or pid namespace: nsenter, since a Docker API exec
+    would need its streams relayed by us."""
     argv = [str(a) for a in argv]
     if not argv:
         raise ValueError("empty argv")
     if not netns:
         return argv
+    pid = container_pid(netns)
+    if pid is not None:
+        # Not its pid namespace: nsenter would then fork, and stopping it would leave the command
+        # running; without, nsenter execs the command, whose pid is the one the caller holds.
+        return ["nsenter", f"--target={pid}", "--mount", "--uts", "--ipc", "--net", "--", *argv]
     if not names:
         return ["nsenter", f"--net={NETNS_DIR}/{netns}", "--", *argv]
     return ["ip", "netns", "exec", netns, *argv]

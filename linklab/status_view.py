@@ -75,7 +75,15 @@ def render(data: dict[str, Any]) -> str:
                             else f"NOT aggregated ({s['members_distributing']}/{s['members']} members distributing)"))
             lines.append(text)
     lines += _switch_lines(live)
+    lines += _container_lines(live)
     return "\n".join(lines)
+
+
+def _container_lines(live: dict[str, Any]) -> list[str]:
+    """Container nodes: image, container id, state."""
+    out = [f"  {node}: image {c.get('image')}, container {c.get('id') or '-'}, {c.get('state')}"
+           for node, info in live["nodes"].items() if (c := info.get("container"))]
+    return ["containers (Docker):", *out] if out else []
 
 
 def _switch_lines(live: dict[str, Any]) -> list[str]:

@@ -22,6 +22,10 @@ if [ "$(id -u)" = 0 ]; then
   bash scripts/host_snapshot.sh > "$REPORTS/host-before.txt"
 fi
 
+# The container nodes' image, before the timed tiers (built once, then kept): the kernel tier's
+# time is its tests', not a Debian download.
+$PY -m linklab.docker.images --if-missing || fail "make images failed: the kernel tier's container tests will fail"
+
 rc=0
 # tier NAME PYTEST-ARGS...: run one tier, record its exit code and wall time.
 tier() {

@@ -50,6 +50,11 @@ class Backend(ABC):
     def remove_orphans(self, names: list[str], say=print) -> list[str]:
         ...
 
+    def release_idle(self) -> list[str]:
+        """Stop helpers the backend started that nothing uses any more (a Docker engine with no
+        container left); returns what was stopped. `clean` calls it."""
+        return []
+
     @abstractmethod
     def inspect(self, lab: Lab) -> dict[str, Any]:
         """Live state read back from the kernel (not from the state file)."""

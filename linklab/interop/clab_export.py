@@ -112,6 +112,14 @@ def topology_dict(lab: Lab, image: str = DEFAULT_IMAGE) -> dict[str, Any]:
                                **dict(n.sysctls)}
         else:
             spec["group"] = "switch"
+        if n.container:  # a container node keeps its own image, command, environment and binds
+            spec["image"] = n.container.image
+            if n.container.cmd:
+                spec["cmd"] = shlex.join(n.container.cmd)
+            if n.container.env:
+                spec["env"] = dict(n.container.env)
+            if n.container.binds:
+                spec["binds"] = list(n.container.binds)
         cmds = node_exec(lab, n.name)
         if cmds:
             spec["exec"] = cmds

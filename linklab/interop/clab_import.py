@@ -1,11 +1,12 @@
 """containerlab topology -> linklab topology: nodes, links, link MTU and link addresses.
 
-Maps: `kind: linux` nodes -> hosts; `bridge` and `ovs-bridge` -> switches (bridge / ovs), each
+Maps: `kind: linux` nodes -> hosts (with an `image` of their own: container nodes, with their
+cmd, env and binds); `bridge` and `ovs-bridge` -> switches (bridge / ovs), each
 node's kind resolved as containerlab does (the node's own, else its group's, else the defaults';
 the group is the node's or the defaults'); links given as endpoint pairs (short form, or
 `type: veth` with endpoint objects) -> links, with their interface names, MTU (containerlab's
 default 9500 when a link names none) and `ipv4`/`ipv6` addresses. Everything else (other kinds
-and their links, images, exec scripts, binds, other link types, settings linklab has no field
+and their links, images from kinds or defaults, exec scripts, other link types, settings linklab has no field
 for) is listed as not imported: on stderr by the CLI (also when the result does not validate)
 and as comments at the top of the YAML written — never silently dropped.
 
@@ -31,6 +32,7 @@ CLAB_DEFAULT_MTU = 9500  # containerlab/constants DefaultLinkMTU
 HOST_KINDS = {"linux"}
 SWITCH_KINDS = {"bridge": "bridge", "ovs-bridge": "ovs"}
 NODE_KEYS_MAPPED = {"kind", "group", "sysctls"}
+CONTAINER_KEYS = ("image", "cmd", "env", "binds")  # a linux node's that linklab's container nodes take as they are
 MAX_IFNAME = 15  # Linux
 HOST_NAME_MAX = 12  # linklab's NAME_RE
 SWITCH_NAME_MAX = MAX_IFNAME - len("-eth99")  # Mininet's switch ports: <switch>-eth<N>
@@ -183,13 +185,18 @@ def _nodes(topo: dict, smap: SourceMap, skipped: list[str], renamed: dict[str, s
         taken.add(new)
         names[name] = new
         smap.nodes[new] = name
+        mapped = set(NODE_KEYS_MAPPED)
         if kind in HOST_KINDS:
             hosts[new] = {}
             if spec.get("sysctls"):
                 hosts[new]["sysctls"] = dict(spec["sysctls"])
+            if spec.get("image"):  # a node of its own image: a container node (kinds/defaults images are not)
+                hosts[new] = {"kind": "container", **hosts[new],
+                              **{k: spec[k] for k in CONTAINER_KEYS if spec.get(k)}}
+                mapped |= set(CONTAINER_KEYS)
         else:
             switches[new] = {"kind": SWITCH_KINDS[kind]}
-        for key in sorted(set(spec) - NODE_KEYS_MAPPED):
+        for key in sorted(set(spec) - mapped):
             what = f"{len(spec[key])} commands" if key == "exec" and isinstance(spec[key], list) else "not mapped"
             skipped.append(f"node {name}: {key} ({what})")
     return names, hosts, switches

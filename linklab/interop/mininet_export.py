@@ -89,6 +89,9 @@ def lab_table(lab: Lab) -> dict[str, Any]:
     if ovs_names:
         notes.append("OVS switches are bridges of the machine's own Open vSwitch (Mininet's OVSSwitch), their "
                       "controllers run in the root namespace, not one namespace each")
+    boxed = [n.name for n in lab.nodes if n.container]
+    if boxed:
+        notes.append(f"container nodes ({', '.join(boxed)}) are plain Mininet hosts: Mininet runs no images")
     if any(k for n in lab.nodes for k in n.sysctls if not k.startswith(("net.ipv4", "net.ipv6"))):
         notes.append("sysctls outside net.ipv4/net.ipv6 may be global: Mininet hosts share one kernel")
     mn_notes: list[str] = []

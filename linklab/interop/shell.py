@@ -45,6 +45,8 @@ class NodeExec:
         """(argv, namespace) for the VM's agent: the node's recorded namespace, which the agent
         enters itself (as `linklab exec` does), else `ip netns exec` for an older state file."""
         netns = state.node_netns(self.lab_name, node)
+        if netns is not None and runner.container_pid(netns):  # a container node: nsenter in the guest
+            return runner.netns_argv(command, netns), None
         return (command, netns) if netns is not None else (self.argv(node, command), None)
 
     def capture(self, node: str, command: list[str], timeout: float = 60) -> tuple[int, str]:

@@ -24,6 +24,8 @@ from pyroute2.netlink.rtnl import RTM_GETLINK, RTM_GETQDISC, RTM_NEWADDR, RTM_NE
 from pyroute2.netlink.rtnl.ifaddrmsg import IFA_F_NODAD
 from pyroute2.netlink.rtnl.ifinfmsg import IFF_UP
 
+from linklab.runner import netns_of
+
 CLONE_NEWNET = 0x40000000
 
 
@@ -48,7 +50,8 @@ def _inside(target_fd: int | None) -> Iterator[None]:
 
 
 def _path(name: str) -> str:
-    return os.path.join(netns.NETNS_RUN_DIR, name)
+    # A container node's place ("ns@pid") names its namespace too.
+    return os.path.join(netns.NETNS_RUN_DIR, netns_of(name))
 
 
 @contextmanager
@@ -87,6 +90,20 @@ def create(name: str) -> None:
             raise OSError(ctypes.get_errno(), f"unshare failed making namespace {name}")
         # pid names whose namespace to bind: this thread's new one (/proc/self is the main thread's).
         netns._create(name, libc, pid="thread-self")
+
+
+def attach(name: str, pid: int) -> None:
+    """Name the network namespace process `pid` is in (a container's), as `ip netns attach`."""
+    netns._create(name, netns._get_libc(None), pid=str(pid))
+
+
+def same_namespace(name: str, pid: int) -> bool:
+    """Whether the named namespace is the one process `pid` is in."""
+    try:
+        a, b = os.stat(_path(name)), os.stat(f"/proc/{pid}/ns/net")
+    except OSError:
+        return False
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
 
 
 def is_placeholder(name: str) -> bool:

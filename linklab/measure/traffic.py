@@ -127,7 +127,7 @@ def wait_listening(ns: str, ports: list[int], deadline_s: float = 15.0) -> None:
     t0 = time.monotonic()
     while time.monotonic() - t0 < deadline_s:
         # ss's own -N enters the namespace: no `ip netns exec` process on top (costly under emulation).
-        out = runner.run(["ss", "-N", ns, "-Hltn"], check=False, timeout=10).stdout
+        out = runner.run(["ss", "-N", runner.netns_of(ns), "-Hltn"], check=False, timeout=10).stdout
         listening = {int(m) for m in re.findall(r":(\d+)\s", out)}
         if all(p in listening for p in ports):
             return

@@ -9,7 +9,7 @@ from typing import Iterator
 
 from linklab.model.resolve import ovs_bond_kind, ovs_switch  # the one rule for what OVS makes of a host bond
 from linklab.model.topology import (
-    IFNAME_RE, MIN_IPV6_MTU, NAME_RE, OPTION_MODES, Impairment, Link, Topology,
+    CONTAINER_ONLY, IFNAME_RE, MIN_IPV6_MTU, NAME_RE, OPTION_MODES, Impairment, Link, Topology,
 )
 
 Problem = tuple[tuple, str]
@@ -21,7 +21,21 @@ def check_topology(t: Topology, indices: list[int] | None = None) -> list[Proble
     """`indices[j]` is the position in the file of t.links[j] (links that failed structural
     validation are absent from t.links but keep their numbering in messages)."""
     numbered = list(zip(indices or range(len(t.links)), t.links))
-    return [*_names(t, numbered), *_switches(t), *(p for i, link in numbered for p in _link(t, i, link))]
+    return [*_names(t, numbered), *_hosts(t), *_switches(t), *(p for i, link in numbered for p in _link(t, i, link))]
+
+
+def _hosts(t: Topology) -> Iterator[Problem]:
+    for name, host in t.hosts.items():
+        if host is None:
+            continue
+        here = ("hosts", name)
+        if host.kind == "container" and not host.image:
+            yield here + ("image",), ("a container node needs an image (e.g. image: linklab/base, which "
+                                      "`make images` builds; or any image you can pull)")
+        if host.kind != "container":
+            for field in CONTAINER_ONLY:
+                if getattr(host, field):
+                    yield here + (field,), f"{field} applies to container nodes only (write kind: container)"
 
 
 OVS_ONLY = ("controller", "fail_mode")

@@ -410,7 +410,7 @@ def _nodes(t: Topology, links: list[resolved.Link], scale: float, notes: list[st
         sysctls = {**t.defaults.sysctls, **(host.sysctls if host else {})}
         scaled, changed = scaling.scale_sysctls({k: str(v) for k, v in sysctls.items()}, scale)
         notes += [f"host {name}: {n}" for n in changed]
-        nodes.append(resolved.Node(name=name, kind="host", sysctls=scaled,
+        nodes.append(resolved.Node(name=name, kind="host", sysctls=scaled, container=_container(host),
                             hosts=_hosts_entries(name, t, links, ends_of)))
     for name, sw in t.switches.items():
         mtus = [link.mtu for link in links if any(e.node == name for e in link.ends)]
@@ -423,6 +423,13 @@ def _nodes(t: Topology, links: list[resolved.Link], scale: float, notes: list[st
                             datapath=sw.datapath if ovs else None, port_mtu=sw.port_mtu if sw else None,
                             mtu=min(mtus) if mtus else None))
     return nodes
+
+
+def _container(host) -> resolved.Container | None:
+    if host is None or host.kind != "container":
+        return None
+    env = {k: (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in host.env.items()}
+    return resolved.Container(image=host.image, cmd=host.cmd, env=env, binds=host.binds)
 
 
 @functools.lru_cache(maxsize=4096)

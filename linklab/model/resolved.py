@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Literal, NamedTuple
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, model_serializer
 
 
 class Resolved(BaseModel):
@@ -121,9 +121,19 @@ class Link(Resolved):
         return [m for b in self.bonds if b.node == node for m in b.members]
 
 
+class Container(Resolved):
+    """What a container node runs: a Docker image with its command, environment and binds."""
+
+    image: str
+    cmd: list[str] | None = None  # None: the image's own command
+    env: dict[str, str] = {}
+    binds: list[str] = []  # HOST:CONTAINER[:ro|rw]
+
+
 class Node(Resolved):
     name: str
-    kind: Literal["host", "switch"]
+    kind: Literal["host", "switch"]  # a container node is a host (addresses, sysctls, names) in a container
+    container: Container | None = None
     switch_kind: Literal["bridge", "ovs"] | None = None
     stp: bool = False
     controller: str | None = None  # OVS: the os-ken app (controllers/<app>.py)
@@ -134,6 +144,15 @@ class Node(Resolved):
     sysctls: dict[str, str] = {}
     mtu: int | None = None  # switches: the bridge's MTU (the smallest of its links)
     hosts: list[tuple[str, str]] = []  # /etc/hosts entries seen from this node: (address, name)
+
+    @model_serializer(mode="wrap")
+    def _without_no_container(self, handler):
+        # A node that is no container is written as before it could be one: state files, stored
+        # runs and golden files of namespace-only labs do not change.
+        out = handler(self)
+        if isinstance(out, dict) and out.get("container") is None:
+            out.pop("container", None)
+        return out
 
 
 class Lab(Resolved):

@@ -213,9 +213,48 @@ class Link(Model):
     ipv6: bool | None = None
 
 
+HOST_KINDS = ("host", "container")
+CONTAINER_ONLY = ("image", "cmd", "env", "binds")
+ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _cmd(v):
+    # `cmd: sleep infinity` is split like a shell would (no shell runs it); a list is taken as is.
+    if isinstance(v, str):
+        import shlex
+        try:
+            return shlex.split(v)
+        except ValueError as e:
+            raise ValueError(f"cmd {v!r} cannot be split into words: {e}") from None
+    return v
+
+
+def _bind(v: str) -> str:
+    """HOST_PATH:CONTAINER_PATH[:ro|rw], both absolute (resolution does not know where the file is)."""
+    parts = v.split(":")
+    if len(parts) not in (2, 3) or not all(p.startswith("/") for p in parts[:2]) or parts[2:] not in ([], ["ro"], ["rw"]):
+        raise ValueError(f"bad bind {v!r}: write /host/path:/container/path, optionally :ro or :rw, both paths absolute")
+    return v
+
+
 class Host(Model):
+    # host: a network namespace sharing this machine's files; container: a Docker container (its
+    # own root filesystem from `image`) whose network namespace joins the lab the same way.
+    kind: Literal[HOST_KINDS] = "host"  # type: ignore[valid-type]
     sysctls: dict[str, str | int] = Field(default_factory=dict)
     description: str | None = None
+    image: Annotated[str, Field(min_length=1)] | None = None  # containers: a local or pullable Docker image
+    cmd: Annotated[list[str], BeforeValidator(_cmd), Field(min_length=1)] | None = None  # default: the image's
+    env: dict[str, str | int | float | bool] = Field(default_factory=dict)
+    binds: list[Annotated[str, AfterValidator(_bind)]] = Field(default_factory=list)
+
+    @field_validator("env")
+    @classmethod
+    def _env_names(cls, v):
+        for k in v:
+            if not ENV_NAME_RE.match(k):
+                raise ValueError(f"bad environment variable name {k!r} (letters, digits and _, not starting with a digit)")
+        return v
 
     @field_validator("sysctls")
     @classmethod

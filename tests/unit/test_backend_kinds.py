@@ -14,10 +14,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_every_kind_offers_the_same_verbs_and_names_a_build_phase():
-    assert list(kinds.REGISTRY) == ["host", "bridge", "ovs", "controller"]
+    assert list(kinds.REGISTRY) == ["host", "container", "bridge", "ovs", "controller"]
     for name, kind in kinds.REGISTRY.items():
         assert isinstance(kind, Kind) and kind.name == name
-        for verb in ("check", "create", "configure", "inspect", "remove"):
+        for verb in ("check", "create", "configure", "inspect", "remove", "claim", "create_all", "remove_all",
+                     "where", "marked", "remove_marked", "release_idle"):
             assert callable(getattr(kind, verb, None)), f"kind {name} lacks {verb}"
         assert kind.phase in build.PHASES, f"kind {name} configures in an unknown phase {kind.phase!r}"
     # A kind writes only what differs: host and bridge inherit the empty verbs.
@@ -29,7 +30,7 @@ def test_every_kind_offers_the_same_verbs_and_names_a_build_phase():
 def test_unknown_kind_lists_the_valid_ones():
     with pytest.raises(UsageError) as e:
         kinds.get("p4switch")
-    assert "valid: host, bridge, ovs, controller" in str(e.value)
+    assert "valid: host, container, bridge, ovs, controller" in str(e.value)
 
 
 def test_build_runs_phases_in_order_and_each_kind_in_the_phase_it_names(monkeypatch):
@@ -56,9 +57,10 @@ def test_build_runs_phases_in_order_and_each_kind_in_the_phase_it_names(monkeypa
     monkeypatch.setattr(build.sysctl, "set_in_netns", lambda ns, values: seen.append(("dad", ns, "*")))
     b = build.Build(lab, {}, {n.name: f"ns-{n.name}" for n in lab.nodes}, "mark", fakes, {}, {}, [])
     build.run(b)
-    # Every namespace first, made by the node's first kind (a controller beside its switch makes none)
-    assert seen[:2 * len(lab.nodes)] == [x for n in lab.nodes
-                                         for x in (("create", fakes[n.name][0].name, n.name), ("dad", f"ns-{n.name}", "*"))]
+    # Every namespace first, made by the node's first kind (a controller beside its switch makes
+    # none; a kind makes all of its nodes at once), then DAD off in each
+    assert seen[:2 * len(lab.nodes)] == ([("create", fakes[n.name][0].name, n.name) for n in lab.nodes]
+                                         + [("dad", f"ns-{n.name}", "*") for n in lab.nodes])
     phases = [p for p, _, _ in seen[2 * len(lab.nodes):]]
     assert [p for i, p in enumerate(phases) if i == 0 or phases[i - 1] != p] == [
         p for p in build.PHASES if p in phases]

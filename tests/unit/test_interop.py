@@ -456,3 +456,21 @@ def test_export_command_needs_no_lab_and_refuses_bad_input(tmp_path):
     assert res.returncode == 0 and res.stdout.startswith("#!/usr/bin/python3") and "100000000bit" in res.stdout
     res = _linklab("export", "--to", "containerlab", "topologies/nosuch.yaml")
     assert res.returncode == 2
+
+
+def test_container_nodes_round_trip_through_containerlab():
+    """Export: a container node is kind linux with its own image (and cmd, env, binds); import: a
+    linux node with an image of its own becomes a container node, one taking the kinds' default
+    image stays a host."""
+    from linklab.model import Context, load_topology, resolve
+    lab = resolve(load_topology(ROOT / "tests/golden/topologies/good/container_options.yaml"), Context())
+    nodes = clab_export.topology_dict(lab)["topology"]["nodes"]
+    assert nodes["r1"]["kind"] == "linux" and nodes["r1"]["image"] == "registry.example:5000/frr:9.1"
+    assert nodes["r1"]["cmd"] == "/usr/lib/frr/docker-start" and nodes["r1"]["binds"][1] == "/srv/shared:/shared:ro"
+    assert nodes["r2"]["cmd"] == "sleep infinity" and "image" not in nodes["h1"]
+    text = yaml.safe_dump({"name": "rt", "topology": {"kinds": {"linux": {"image": "alpine"}}, "nodes": nodes,
+                                                       "links": [{"endpoints": ["r1:eth1", "h1:eth1"]}]}})
+    hosts = clab_import.import_clab(text, "rt.clab.yml").topology["hosts"]
+    assert hosts["r1"]["kind"] == "container" and hosts["r1"]["image"] == "registry.example:5000/frr:9.1"
+    assert hosts["r1"]["env"] == {"DAEMONS": "zebra ospfd", "DEBUG": "true", "WORKERS": "4"}
+    assert hosts["r2"]["cmd"] == "sleep infinity" and "kind" not in hosts["h1"]

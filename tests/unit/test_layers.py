@@ -17,7 +17,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("foundation", ("linklab", "linklab.errors", "linklab.units", "linklab.fsutil", "linklab.runner",
                     "linklab.procs", "linklab.console", "linklab.kernel", "linklab.controllers", "linklab.state")),
     ("model", ("linklab.model",)),                # topology in, resolved lab out: pure
-    ("linux", ("linklab.linux",)),                # netlink, tc plans, OVS output: no lab knowledge
+    ("linux", ("linklab.linux", "linklab.docker")),  # netlink, tc plans, OVS output, the Docker API: no lab knowledge
     ("tools", ("linklab.measure",)),              # one class per measurement tool, pure parsers
     ("backends", ("linklab.backends",)),          # realize a resolved lab; node kinds
     ("handle", ("linklab.handle",)),              # a running lab: model, backend, namespaces

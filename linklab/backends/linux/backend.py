@@ -59,7 +59,11 @@ class LinuxBackend(Backend):
                                  hint="another lab, another checkout or a crashed run owns it: `linklab clean "
                                       "--dry-run` shows what linklab can prove abandoned; a namespace without a "
                                       "linklab mark is not linklab's to remove")
-        return {**owned, "id": lab_id, "namespaces": sorted(set(owned.get("namespaces", [])) | set(want))}
+        owned = {**owned, "id": lab_id, "namespaces": sorted(set(owned.get("namespaces", [])) | set(want))}
+        me = Mark(lab.name, lab_id, current_home())
+        for kind in kinds.REGISTRY.values():  # what a kind makes beside namespaces (containers)
+            owned = kind.claim(lab, [n for n in lab.nodes if kinds.of(n)[0] is kind], owned, me)
+        return owned
 
     # ---- build / reconcile ---------------------------------------------------------------
     def apply(self, lab: Lab, owned: dict[str, Any], say=print) -> dict[str, Any]:
@@ -76,7 +80,7 @@ class LinuxBackend(Backend):
                    for node, ns in want_ns.items()}
             build.run(build.Build(lab, ipr, want_ns, mark(lab.name, owned["id"]),
                                   kinds={n.name: kinds.of(n) for n in lab.nodes}, previous=owned, owned=new,
-                                  present=netns.listnetns(), say=say))
+                                  present=netns.listnetns(), say=say, registry=kinds.REGISTRY.values()))
         new["sysctl_originals"] = sysctl.apply(lab, want_ns, owned.get("sysctl_originals", {}))
         return new
 
@@ -91,10 +95,8 @@ class LinuxBackend(Backend):
         # switch's OVS it runs beside). The model is not needed: a kind finds its own in `owned`.
         nodes = {p["node"] for p in owned.get("processes", [])}
         nodes |= {n for n in (node_of(lab_name, ns) for ns in owned.get("namespaces", [])) if n}
-        for node in sorted(nodes):
-            ns = netns_name(lab_name, node)
-            for kind in reversed(kinds.REGISTRY.values()):
-                removed += kind.remove(lab_name, node, ns, owned)
+        for kind in reversed(kinds.REGISTRY.values()):
+            removed += kind.remove_all(lab_name, sorted(nodes), owned, lambda node: netns_name(lab_name, node))
         present = set(netns.listnetns())
         table = daemons.processes_by_netns()  # one walk of /proc for every namespace
         for ns in owned.get("namespaces", []):
@@ -116,8 +118,11 @@ class LinuxBackend(Backend):
         return True
 
     def marked(self) -> dict[str, Mark]:
-        """Every namespace carrying a linklab mark, with its mark."""
+        """Every namespace carrying a linklab mark, with its mark, and what kinds make beside
+        namespaces that carries one ("container ll-lab-r1": its kind's name first)."""
         out = {}
+        for kind in kinds.REGISTRY.values():
+            out.update(kind.marked())
         for ns in netns.listnetns():
             found = parse_mark(read_mark(ns))
             if found:
@@ -132,7 +137,9 @@ class LinuxBackend(Backend):
 
     def remove_orphans(self, names: list[str], say=print) -> list[str]:
         removed = []
-        for ns in names:
+        for kind in kinds.REGISTRY.values():  # a kind's objects first: a container before its namespace
+            removed += kind.remove_marked([n for n in names if n.startswith(f"{kind.name} ")])
+        for ns in (n for n in names if " " not in n):
             found = parse_mark(read_mark(ns))
             remove_netns(ns)
             removed.append(f"netns {ns}")
@@ -140,17 +147,20 @@ class LinuxBackend(Backend):
                 removed.append(f"hosts {hosts_dir(ns)}")
         return removed
 
+    def release_idle(self) -> list[str]:
+        return [x for kind in kinds.REGISTRY.values() for x in kind.release_idle()]
+
     # ---- read back -----------------------------------------------------------------------
     def inspect(self, lab: Lab) -> dict[str, Any]:
         from linklab.backends.linux.inspect import inspect_lab
         return inspect_lab(lab)
 
     def exec_argv(self, lab: Lab, node: str, argv: list[str]) -> list[str]:
-        lab.node(node)  # KeyError for unknown nodes; the CLI turns it into a usage error
-        return runner.netns_argv(argv, netns_name(lab.name, node))
+        return runner.netns_argv(argv, self.node_netns(lab, node))  # KeyError for unknown nodes: a usage error
 
     def node_netns(self, lab: Lab, node: str) -> str:
-        return netns_name(lab.name, node)
+        n = lab.node(node)
+        return kinds.of(n)[0].where(lab, n, netns_name(lab.name, node))
 
     def node_pids(self, lab: Lab, node: str) -> list[int]:
         return daemons.netns_pids(netns_name(lab.name, node))

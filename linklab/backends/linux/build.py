@@ -38,6 +38,7 @@ class Build:
     ns        node name -> its network namespace
     mark      the ownership mark every interface and namespace of the lab carries
     kinds     node name -> the kinds it is built from, in order (an OVS switch with a controller: two)
+    registry  every kind there is, in the registry's order
     previous  what the previous build recorded that the lab owns (empty on the first `up`)
     owned     what the lab owns after this build, filled as it goes (recorded in the state file)
     present   the namespaces that existed when the build started
@@ -49,8 +50,11 @@ class Build:
 
     def __init__(self, lab: Lab, ipr: dict[str, Callable[[], IPRoute]], ns: dict[str, str], mark: str,
                  kinds: dict[str, list[Kind]], previous: dict[str, Any], owned: dict[str, Any],
-                 present: Iterable[str], say: Callable[[str], None] = print):
+                 present: Iterable[str], say: Callable[[str], None] = print, registry: Iterable[Kind] = ()):
         self.lab, self.ns, self.mark, self.kinds, self.say = lab, ns, mark, kinds, say
+        # Every kind there is, in order: each makes its nodes at once, and one with none in this
+        # lab still removes what an earlier build made of it (a node that changed kind).
+        self.registry = list(registry) or list(dict.fromkeys(k for ks in kinds.values() for k in ks))
         self.previous, self.owned, self.present = previous, owned, set(present)
         self._batches: dict[str, netlink.Batch] = {}
         # Interface indexes, asked for hundreds of times per build (each ask a netlink round
@@ -123,10 +127,12 @@ def run(b: Build) -> None:
 # ---- the steps every lab needs -----------------------------------------------------------------
 
 def namespaces(b: Build) -> None:
-    """Every node's namespace, made by the first of its kinds (most make a plain named one), then
-    no IPv6 duplicate address detection in it: it would delay every lab address by ~1-2 s."""
+    """Every node's namespace, made by the first of its kinds (most make a plain named one; each
+    kind its nodes at once), then no IPv6 duplicate address detection in it: it would delay
+    every lab address by ~1-2 s."""
+    for kind in b.registry:
+        kind.create_all(b, [n for n in b.lab.nodes if b.kinds[n.name][0] is kind])
     for node in b.lab.nodes:
-        b.kinds[node.name][0].create(b, node)
         sysctl.set_in_netns(b.ns[node.name], {"net.ipv6.conf.all.accept_dad": "0",
                                               "net.ipv6.conf.default.accept_dad": "0"})
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from linklab import runner
 from linklab.measure.cpu import CpuSampler, CpuWindow
 from linklab.measure.probes.base import Probe, Repetition
 
@@ -33,4 +34,6 @@ class CpuLoad(Probe):
     def row(self, rep: Repetition) -> dict[str, Any]:
         if self.window is None:
             return {}
-        return self.window.row("cpu", labels={rep.client_ns: "client", rep.server_ns: "server"})
+        # Processes are told apart by their network namespace's name (a container node's too).
+        return self.window.row("cpu", labels={runner.netns_of(rep.client_ns): "client",
+                                              runner.netns_of(rep.server_ns): "server"})

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from linklab.backends.linux.kinds.base import Kind
 from linklab.backends.linux.kinds.bridge import Bridge
+from linklab.backends.linux.kinds.container import Container
 from linklab.backends.linux.kinds.controller import Controller
 from linklab.backends.linux.kinds.host import Host
 from linklab.backends.linux.kinds.ovs import Ovs
@@ -20,6 +21,7 @@ from linklab.model.resolved import Node
 # it, and removed before it).
 REGISTRY: dict[str, Kind] = {k.name: k for k in (
     Host(),        # a namespace with addresses, sysctls and /etc/hosts names
+    Container(),   # a host in a Docker container: the container's namespace, joined like a host's
     Bridge(),      # a Linux bridge switch
     Ovs(),         # an Open vSwitch switch with its own ovsdb-server/ovs-vswitchd
     Controller(),  # an os-ken OpenFlow controller beside an OVS switch
@@ -27,7 +29,9 @@ REGISTRY: dict[str, Kind] = {k.name: k for k in (
 
 
 def kind_of(node: Node) -> str:
-    return node.kind if node.kind == "host" else (node.switch_kind or "bridge")
+    if node.kind == "host":
+        return "container" if node.container else "host"
+    return node.switch_kind or "bridge"
 
 
 def get(name: str) -> Kind:

@@ -14,14 +14,28 @@ DefaultNode). The backend calls these; a kind never calls the backend.
   remove(lab_name, node, ns, owned)  stop or remove what the node owns beyond its namespace;
                           returns what was removed
 
+Verbs over all of a kind's nodes at once (defaults: nothing, or the one-node verb for each):
+
+  claim(lab, nodes, owned, me)  refuse (StateError) to build over what is not this lab's; returns
+                          `owned` with what apply is about to make, recorded before it is made
+  create_all(build, nodes)      `create` for each node (a kind may start them side by side)
+  remove_all(lab_name, nodes, owned)  `remove` for each node
+  where(lab, node, ns)    where the node's commands run (runner's netns=): its namespace by default
+  marked()                what of this kind carries a linklab mark, anywhere: name -> Mark (what
+                          `clean` judges after a crash)
+  remove_marked(names)    remove those (names from `marked`); returns what was removed
+  release_idle()          stop what the kind started for all labs once no lab uses it (`clean`)
+
 Only the first kind of a node creates its namespace; a kind that runs beside another in the same
 node (a controller beside its switch's OVS) configures and removes only what is its own.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from linklab.backends.linux.names import Mark
 from linklab.backends.linux.ownership import mark_loopback
 from linklab.linux import netlink
 from linklab.model.resolved import Lab, Node
@@ -58,4 +72,27 @@ class Kind:
         return {}
 
     def remove(self, lab_name: str, node: str, ns: str, owned: dict[str, Any]) -> list[str]:
+        return []
+
+    # ---- verbs over a kind's nodes ---------------------------------------------------------
+    def claim(self, lab: Lab, nodes: list[Node], owned: dict[str, Any], me: Mark) -> dict[str, Any]:
+        return owned
+
+    def create_all(self, b: Build, nodes: list[Node]) -> None:
+        for node in nodes:
+            self.create(b, node)
+
+    def remove_all(self, lab_name: str, nodes: Iterable[str], owned: dict[str, Any], ns_of) -> list[str]:
+        return [x for node in nodes for x in self.remove(lab_name, node, ns_of(node), owned)]
+
+    def where(self, lab: Lab, node: Node, ns: str) -> str:
+        return ns
+
+    def marked(self) -> dict[str, Mark]:
+        return {}
+
+    def remove_marked(self, names: list[str]) -> list[str]:
+        return []
+
+    def release_idle(self) -> list[str]:
         return []
