@@ -62,7 +62,8 @@ def select_points(exp: Experiment, opts: Options) -> list[Point]:
         if unknown:
             from linklab.errors import UsageError
             raise UsageError(f"unknown point id(s) {', '.join(unknown)} (valid: {', '.join(sorted(ids))})")
-        points = [p for p in points if p.id in set(opts.points)]
+        wanted = set(opts.points)
+        points = [p for p in points if p.id in wanted]
     return points
 
 
@@ -329,10 +330,15 @@ def session_parts(opts: Options) -> dict[str, Any]:
     if opts.repetitions:
         parts["repetitions"] = opts.repetitions
     if opts.shard:  # two shards of one experiment are two runs, merged by `linklab merge`
-        parts["shard"] = "{}/{}".format(*opts.shard)
+        parts["shard"] = shard_label(opts)
     if opts.points is not None:
         parts["points"] = sorted(opts.points)
     return parts
+
+
+def shard_label(opts: Options) -> str:
+    """`K/N`, as the fingerprint and the manifest name a shard."""
+    return "{}/{}".format(*opts.shard)
 
 
 def selection_manifest(exp: Experiment, points: list[Point], opts: Options) -> dict[str, Any]:
@@ -342,7 +348,7 @@ def selection_manifest(exp: Experiment, points: list[Point], opts: Options) -> d
         out["points_total"] = len(expand(exp.matrix, exclude=exp.exclude))
         out["point_ids"] = [p.id for p in points]
     if opts.shard:
-        out["shard"] = "{}/{}".format(*opts.shard)
+        out["shard"] = shard_label(opts)
     return out
 
 
