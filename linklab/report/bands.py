@@ -100,10 +100,15 @@ class Band:
     half: float       # half-width on the metric's scale
     source: str       # which part set it: prediction, noise floor (measured|declared), tolerance, resolution
     parts: dict[str, float]
+    # Extra room on one side only, on the metric's scale: what another machine's speed moves the
+    # metric by in one direction (linklab/report/machine.py).
+    below: float = 0.0
+    above: float = 0.0
 
     def bounds(self, metric: Metric) -> tuple[float, float]:
         """(low, high) in the metric's unit."""
-        return from_scale(metric, self.centre - self.half), from_scale(metric, self.centre + self.half)
+        return (from_scale(metric, self.centre - self.half - self.below),
+                from_scale(metric, self.centre + self.half + self.above))
 
 
 def prediction_half(base: Sample, m: int, alpha: float = PREDICTION_ALPHA) -> float:
@@ -112,8 +117,11 @@ def prediction_half(base: Sample, m: int, alpha: float = PREDICTION_ALPHA) -> fl
     return t_quantile(1 - alpha / 2, base.n - 1) * base.sd_y * math.sqrt(1 / base.n + 1 / max(m, 1))
 
 
-def band(metric: Metric, base: Sample, m: int, floor: Floor, tolerance: float = 0.0) -> Band:
-    """The band for the mean of m new repetitions around the baseline's, on the metric's scale."""
+def band(metric: Metric, base: Sample, m: int, floor: Floor, tolerance: float = 0.0,
+         below: float = 0.0, above: float = 0.0) -> Band:
+    """The band for the mean of m new repetitions around the baseline's, on the metric's scale;
+    `below`/`above`: on that side only, the noise floor widened by this fraction of the baseline
+    mean (another machine's speed: linklab/report/machine.py)."""
     level = abs(from_scale(metric, base.y))  # the baseline's centre in the metric's unit
     parts = {"prediction": prediction_half(base, m)}
     if metric.scale == "rel":
@@ -130,14 +138,29 @@ def band(metric: Metric, base: Sample, m: int, floor: Floor, tolerance: float = 
         parts["tolerance"] = tolerance * level
         parts["resolution"] = metric.resolution
     source = max(parts, key=lambda k: parts[k])
-    return Band(base.y, parts[source], source, parts)
+    half = parts[source]
+    # The extra room widens the noise floor (what reruns elsewhere move by), not the rest: a band
+    # the baseline's own spread already made wider gets none.
+    noise = parts[f"noise floor ({floor.source})"]
+
+    def extra(fraction: float) -> float:
+        return max(0.0, noise + _room(metric, level, fraction) - half) if fraction else 0.0
+
+    return Band(base.y, half, source, parts, extra(below), extra(above))
+
+
+def _room(metric: Metric, level: float, fraction: float) -> float:
+    """A fraction of the baseline mean as a distance on the metric's scale."""
+    if metric.scale == "log":
+        return math.log1p(fraction)
+    return fraction * level
 
 
 def side(metric: Metric, base: Sample, new: Sample, b: Band) -> str | None:
     """None inside the band, else "up" or "down" (the new mean's side of it)."""
     d = new.y - base.y
     # A hair of slack for floating point: a value exactly on the edge is inside.
-    if abs(d) <= b.half * (1 + 1e-9) + 1e-12:
+    if abs(d) <= (b.half + (b.below if d < 0 else b.above)) * (1 + 1e-9) + 1e-12:
         return None
     return "up" if d > 0 else "down"
 

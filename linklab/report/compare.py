@@ -21,6 +21,9 @@ baseline is judged by these rules; any one failing fails the gate (exit 1):
   flag        a flag the baseline's point never carried (emulator_rtt, queue_dropped, ...)
               nor did the quiet reruns its noise floor was measured on (noise.py)
   baseline    the baseline's point has no repetition to judge against (all failed or disturbed)
+  cpu_level   the run's CPU at every point moved by more than machines of this kind differ by
+              (machine.py: CPU is judged relative to the run's level, since a slower machine
+              costs more CPU per packet everywhere; the level itself must stay within x2)
 
 --allow-missing turns missing, failed, disturbed and baseline into "not judged" (listed, never
 failing) for those who mean it. Points only in the new run are listed and not judged.
@@ -37,13 +40,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from linklab.errors import UsageError
-from linklab.report import bands, metrics
+from linklab.report import bands, machine, metrics
 from linklab.report.noise import NoiseFloor, point_key
 from linklab.report.points import DISTURBED, Point, group, row_flags
 from linklab.report.runs import Run, row_ok
 
 CHECKS = ("experiment", "scale", "placement")
-RULES = ("band", "missing", "failed", "preflight", "disturbed", "members", "path_mtu", "flag", "baseline")
+RULES = ("band", "missing", "failed", "preflight", "disturbed", "members", "path_mtu", "flag", "baseline", "cpu_level")
 MISSING_RULES = ("missing", "failed", "disturbed", "baseline")  # what --allow-missing lets pass
 # Verdicts of one check
 WITHIN, FAIL, HARMLESS, NOT_JUDGED = "within", "FAIL", "harmless", "not judged"
@@ -65,6 +68,7 @@ class Check:
     direction: str | None = None      # band: "up"/"down" outside it
     base_text: str = ""               # structural: what the baseline had
     new_text: str = ""                # structural: what the new run has
+    level: float = 1.0                # band: the run's CPU level the new values were divided by
 
     @property
     def change_pct(self) -> float | None:
@@ -146,6 +150,14 @@ def compare(base: Run, new: Run, allow: set[str] = frozenset(), tolerance: float
     res.only_new = [p.label for p in np_ if p.key() not in base_keys]
     scale_ratio = base.scale / new.scale if new.scale else 1.0
     lenient = NOT_JUDGED if allow_missing else FAIL
+    level = cpu_level(bp, new_by_key)
+    if level.pairs:
+        res.checks.append(Check("(every point)", "cpu_level", "CPU level", FAIL if level.beyond_machines else WITHIN,
+                                base_text="x1.00", new_text=level.words()))
+    if level.other_machine:
+        res.notes.append(f"another machine: its CPU is {level.words()}; CPU is judged relative to that level, "
+                         f"and throughput may be {100 * machine.RATE_ALLOWANCE:g} % "
+                         f"{'lower' if level.slower else 'higher'} (linklab/report/machine.py)")
     for p in bp:
         q = new_by_key.get(p.key())
         if q is None:
@@ -161,7 +173,7 @@ def compare(base: Run, new: Run, allow: set[str] = frozenset(), tolerance: float
             continue
         res.checks += _structure_checks(p, q, noise.seen(point_key(p)) if noise else {})
         if q.clean:
-            res.checks += _metric_checks(p, q, scale_ratio, tolerance, noise)
+            res.checks += _metric_checks(p, q, scale_ratio, tolerance, noise, level)
     if noise is None:
         res.notes.append("no noise floor measured for this baseline: bands use the metrics' declared floors "
                          "(`linklab noise` measures one from quiet reruns)")
@@ -260,20 +272,41 @@ def _classes_text(c: dict[str, int]) -> str:
     return ", ".join(f"{k} in {v} of {total}" for k, v in sorted(c.items()))
 
 
-def _metric_checks(p: Point, q: Point, scale_ratio: float, tolerance: float, noise: NoiseFloor | None) -> list[Check]:
+def cpu_level(bp: list[Point], new_by_key: dict[Any, Point]) -> machine.Level:
+    """The new run's CPU next to the baseline's over every point both measured (machine.py)."""
+    pairs = []
+    for p in bp:
+        q = new_by_key.get(p.key())
+        if q is None or not p.clean or not q.clean:
+            continue
+        for m in metrics.METRICS:
+            if m.machine == "cost":
+                b, n = [v for r in p.clean if (v := m.get(r)) is not None], [v for r in q.clean if (v := m.get(r)) is not None]
+                if b and n:
+                    pairs.append((sum(b) / len(b), sum(n) / len(n)))
+    return machine.level(pairs)
+
+
+def _metric_checks(p: Point, q: Point, scale_ratio: float, tolerance: float, noise: NoiseFloor | None,
+                   level: machine.Level = machine.NONE) -> list[Check]:
     out: list[Check] = []
     for m in metrics.METRICS:
         if not m.judged:
             continue
+        # CPU at the baseline machine's speed; a rate scaled back to the baseline's scale.
+        k = (1 / level.factor if m.machine == "cost" else 1.0) * (scale_ratio if m.scaled else 1.0)
         b = bands.sample(m, [v for r in p.clean if (v := m.get(r)) is not None])
-        n = bands.sample(m, [v * (scale_ratio if m.scaled else 1.0) for r in q.clean if (v := m.get(r)) is not None])
+        n = bands.sample(m, [v * k for r in q.clean if (v := m.get(r)) is not None])
         if b is None or n is None:
             continue
         floor = (noise.floor(m) if noise else None) or bands.declared_floor(m, b.mean)
-        bd = bands.band(m, b, n.n, floor, tolerance)
+        room = machine.RATE_ALLOWANCE if m.machine == "rate" and level.other_machine else 0.0
+        bd = bands.band(m, b, n.n, floor, tolerance, below=room if level.slower else 0.0,
+                        above=0.0 if level.slower else room)
         direction = bands.side(m, b, n, bd)
         verdict = WITHIN if direction is None else FAIL if bands.fails(m, direction) else HARMLESS
-        out.append(Check(q.label, "band", m.title, verdict, metric=m, base=b, new=n, band=bd, direction=direction))
+        out.append(Check(q.label, "band", m.title, verdict, metric=m, base=b, new=n, band=bd, direction=direction,
+                         level=level.factor if m.machine == "cost" else 1.0))
     return out
 
 
@@ -294,8 +327,10 @@ def _cells(c: Check) -> list[str]:
         sd = "-" if c.base.n < 2 else _num(c.base.sd, f)
         lo, hi = c.bounds()
         pct = f" ({c.change_pct:+.0f} %)" if c.change_pct is not None else ""
+        # CPU judged at the run's level: the measured mean, then what the band judged.
+        measured = f"{_num(c.new.mean * c.level, f)} / {c.level:.2f} = " if c.level != 1.0 else ""
         return [c.rule_text(), c.point, c.what, f"n={c.base.n} mean {_num(c.base.mean, f)} sd {sd}",
-                f"{_num(c.new.mean, f)} (n={c.new.n}){pct}",
+                f"{measured}{_num(c.new.mean, f)} (n={c.new.n}){pct}",
                 f"[{_num(lo, f)}, {_num(hi, f)}] {SOURCE_WORDS.get(c.band.source, c.band.source)}"]
     return [c.rule, c.point, c.what, c.base_text or "-", c.new_text or "-", "-"]
 
@@ -339,7 +374,8 @@ def as_json(res: Result) -> dict[str, Any]:
             d.update({"metric": c.metric.key, "sides": c.metric.sides, "scale": c.metric.scale,
                       "baseline_n": c.base.n, "baseline_mean": c.base.mean,
                       "baseline_sd": None if c.base.n < 2 else c.base.sd, "new_n": c.new.n, "new_mean": c.new.mean,
-                      "band_low": lo, "band_high": hi, "band_from": c.band.source, "direction": c.direction})
+                      "band_low": lo, "band_high": hi, "band_from": c.band.source, "direction": c.direction,
+                      "cpu_level": c.level})
         else:
             d.update({"baseline": c.base_text, "new": c.new_text})
         return d

@@ -106,6 +106,9 @@ class Metric:
     sides_why: str = ""             # why a one-sided metric's other side is harmless
     resolution: float = 0.0         # the smallest difference the figure expresses (not its noise)
     judged: bool = True             # compare judges it (False: derived from another judged metric)
+    # What the emulating machine's speed does to it (linklab/report/machine.py): "cost" (CPU:
+    # judged relative to the run's CPU level), "rate" (more room on another machine), "" (none).
+    machine: str = ""
 
     @property
     def title(self) -> str:
@@ -119,7 +122,7 @@ class Metric:
 METRICS: tuple[Metric, ...] = (
     # Two-sided: +30 % is a shaper that stopped limiting.
     Metric("throughput_mbps", "throughput", "Mbit/s", col("throughput_bps", 1e-6), ".1f", "higher", True, 0.15, 2.0,
-           resolution=0.1),
+           resolution=0.1, machine="rate"),
     # Retransmits may triple before they count (rel_floor 2.0): between one-repetition quick runs
     # with nothing changed, a CI machine measured 654 -> 1602 /GB (2.45x) at 802.3ad, MTU 450, one
     # stream. What the gate is for (a bond that reorders, a queue that overflows) moves them 10x.
@@ -145,11 +148,11 @@ METRICS: tuple[Metric, ...] = (
     Metric("tcp_rtt_ms", "iperf3 TCP RTT", "ms", col("rtt_mean_us", 1e-3), ".2f", "lower", rel_floor=1.0, abs_floor=5.0,
            resolution=0.01),
     Metric("busiest_core_pct", "busiest core", "%", lambda r: (c[1] if (c := busiest_core(r)) else None), ".0f",
-           "lower", abs_floor=15.0, scale="abs", sides="upper", sides_why=_LESS_CPU, resolution=1.0),
+           "lower", abs_floor=15.0, scale="abs", sides="upper", sides_why=_LESS_CPU, resolution=1.0, machine="cost"),
     Metric("sender_cpu_pct", "sender iperf3 CPU", "% of a core", col("cpu_client_iperf3_pct"), ".0f", "lower",
-           abs_floor=15.0, scale="abs", sides="upper", sides_why=_LESS_CPU, resolution=1.0),
+           abs_floor=15.0, scale="abs", sides="upper", sides_why=_LESS_CPU, resolution=1.0, machine="cost"),
     Metric("receiver_cpu_pct", "receiver iperf3 CPU", "% of a core", col("cpu_server_iperf3_pct"), ".0f", "lower",
-           abs_floor=15.0, scale="abs", sides="upper", sides_why=_LESS_CPU, resolution=1.0),
+           abs_floor=15.0, scale="abs", sides="upper", sides_why=_LESS_CPU, resolution=1.0, machine="cost"),
     # Besides its band, one member vs spread over several is judged as structure (compare.py).
     Metric("member_max_share", "busiest bond member's share", "of bytes", col("client_member_tx_max_share"), ".2f",
            None, abs_floor=0.1, scale="abs", resolution=0.01),

@@ -340,3 +340,70 @@ def test_a_point_with_nothing_measured_fails_even_where_the_baseline_had_a_failu
     one = changed(e1x5, lambda r: r.update(error="iperf3: interrupted") if r["rep"] == 4 and r["point_index"] == 2
                   else None)
     assert ("failed", "802.3ad mtu=1500 streams=1", "repetitions") not in failed_rules(compare(base, one))
+
+
+# -- another machine: CPU judged relative to the run's level (linklab/report/machine.py) --------
+
+BASELINE_E1 = ROOT / "baselines" / "e1_bonding_mtu-quick-vm-tcg"
+
+
+@pytest.fixture(scope="module")
+def e1base():
+    from linklab.report.noise import for_baseline
+    base = Run.load(BASELINE_E1)
+    return base, for_baseline(base)
+
+
+def machine(cpu: float, points: dict | None = None, thr: dict | None = None):
+    """A row change: every CPU figure x cpu (x points[point_id prefix] where given), and
+    throughput x thr[point_id prefix] where given."""
+    def fn(r):
+        f = next((v for k, v in (points or {}).items() if r["point_id"].startswith(k)), cpu)
+        for k in list(r):
+            if (k.startswith("cpu") and k.endswith("_busy_pct") and k[3:4].isdigit()) or k in (
+                    "cpu_client_iperf3_pct", "cpu_server_iperf3_pct"):
+                if isinstance(r[k], (int, float)):
+                    r[k] = r[k] * f
+        t = next((v for k, v in (thr or {}).items() if r["point_id"].startswith(k)), 1.0)
+        scale_throughput(t)(r)
+    return fn
+
+
+def test_a_slower_machine_passes_with_its_cpu_level_named(e1base):
+    # x1.45 CPU everywhere and -5 % at the point the emulator's CPU limits: what a CI machine measured.
+    base, nf = e1base
+    res = compare(base, changed(base, machine(1.45, thr={"p007": 0.95})), noise=nf)
+    assert res.ok, render(res)
+    level = [c for c in res.checks if c.rule == "cpu_level"]
+    assert len(level) == 1 and level[0].verdict == WITHIN and "x1.45" in level[0].new_text
+    assert any(n.startswith("another machine: its CPU is x1.45") for n in res.notes)
+    # The measured figure and the one judged are both shown.
+    busiest = next(c for c in res.checks if c.what == "busiest core (%)")
+    assert " / 1.45 = " in render(res, show_all=True) and busiest.level == pytest.approx(1.45)
+
+
+def test_one_point_costlier_than_the_machine_explains_fails(e1base):
+    base, nf = e1base
+    res = compare(base, changed(base, machine(1.45, points={"p005": 1.45 * 2.0})), noise=nf)
+    assert {c.point for c in res.failures} == {"802.3ad mtu=9200 streams=20"}, render(res)
+    assert {c.what for c in res.failures} >= {"busiest core (%)"}
+
+
+def test_cpu_beyond_what_machines_differ_by_fails_its_level(e1base):
+    base, nf = e1base
+    res = compare(base, changed(base, machine(2.3)), noise=nf)
+    assert [c.rule for c in res.failures] == ["cpu_level"], render(res)
+    assert compare(base, changed(base, machine(1.0 / 2.3)), noise=nf).failures[0].rule == "cpu_level"
+
+
+def test_throughput_room_on_another_machine_is_one_sided_and_bounded(e1base):
+    base, nf = e1base
+    thr_fail = lambda res: {c.point for c in res.failures if c.what == THR.title}  # noqa: E731
+    # The same machine: -6 % at one point fails (the measured floor is ~4 %).
+    assert thr_fail(compare(base, changed(base, machine(1.0, thr={"p000": 0.94})), noise=nf)) == {"802.3ad mtu=450 streams=1"}
+    # A slower machine: -6 % passes, -15 % fails, +6 % fails (a slower machine never speeds a link up).
+    assert not thr_fail(compare(base, changed(base, machine(1.45, thr={"p000": 0.94})), noise=nf))
+    assert thr_fail(compare(base, changed(base, machine(1.45, thr={"p000": 0.85})), noise=nf)) == {"802.3ad mtu=450 streams=1"}
+    assert thr_fail(compare(base, changed(base, machine(1.45, thr={"p000": 1.06})), noise=nf)) == {"802.3ad mtu=450 streams=1"}
+    # Every point -25 % on a slower machine: caught everywhere.
+    assert len(thr_fail(compare(base, changed(base, machine(1.45, thr={"p": 0.75})), noise=nf))) == 12

@@ -1,0 +1,70 @@
+"""How fast was the new run's machine next to the baseline's? Read off the runs' own CPU figures.
+
+Under software emulation (the lab VM on TCG) the CPU a packet costs scales with the host that
+emulates it. Measured with E1 quick, 2026-11-25, against its baseline (recorded on another
+machine of the same kind): on this machine the same code as the baseline's, and today's code
+twice, put every point's busiest core and iperf3 CPU at 1.13-2.1x the baseline's (median over
+the points 1.27, 1.30, 1.48; throughput 1 % or less apart except at balance-rr, MTU 450, 20
+streams, the point the emulator's CPU limits: -1 to -5.3 %); a CI machine measured ~1.45x and
+-4.3 % there. Same-machine quiet reruns move the level by a few per cent (the noise floor's
+CPU scores, noise.py). A CPU band around the baseline's percentages would fail every run on a
+slower machine; none around them would catch nothing.
+
+So the CPU metrics (metrics.Metric.machine == "cost") are judged *relative to the run's level*:
+the level is the median, over every point and CPU metric both runs measured above MIN_CPU_PCT,
+of log(new mean / baseline mean). Each new CPU mean is divided by exp(level) before its band
+judges it: a point whose CPU rose beyond the others still fails. The level itself is judged
+(compare.py: rule cpu_level): beyond MACHINE_SPREAD either way it fails — no machine of the kind
+differs that much, something in the lab does. What this cannot catch, and says: a CPU change at
+every point alike smaller than MACHINE_SPREAD.
+
+On another machine (level beyond OTHER_MACHINE), the rates the emulator's speed can move
+(Metric.machine == "rate": throughput) get RATE_ALLOWANCE more room on the side a machine of
+that speed moves them (a slower one: down), never on the other.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from statistics import median
+from typing import Iterable
+
+MIN_CPU_PCT = 5.0        # pairs below this on either side are left out: near idle, ratios are noise
+MACHINE_SPREAD = 2.0     # the level may be x2 or /2 at most (measured between machines: up to x1.5)
+OTHER_MACHINE = 1.15     # beyond x1.15 (or /1.15) the run is taken to be on another machine
+RATE_ALLOWANCE = 0.08    # throughput's extra room then (measured: -5.3 % at most), on one side
+
+
+@dataclass(frozen=True)
+class Level:
+    log: float            # median log ratio new/baseline of the CPU metrics; 0.0 with no pairs
+    pairs: int            # how many point x metric pairs it is the median of
+
+    @property
+    def factor(self) -> float:
+        return math.exp(self.log)
+
+    @property
+    def other_machine(self) -> bool:
+        return self.pairs > 0 and abs(self.log) > math.log(OTHER_MACHINE)
+
+    @property
+    def beyond_machines(self) -> bool:
+        return self.pairs > 0 and abs(self.log) > math.log(MACHINE_SPREAD)
+
+    @property
+    def slower(self) -> bool:
+        return self.log > 0
+
+    def words(self) -> str:
+        return f"x{self.factor:.2f} the baseline's (median of {self.pairs} point x metric pairs)"
+
+
+NONE = Level(0.0, 0)
+
+
+def level(pairs: Iterable[tuple[float, float]]) -> Level:
+    """(baseline mean, new mean) of each CPU metric at each point -> the run's CPU level."""
+    logs = [math.log(n / b) for b, n in pairs if b >= MIN_CPU_PCT and n >= MIN_CPU_PCT]
+    return Level(median(logs), len(logs)) if logs else NONE
