@@ -210,3 +210,20 @@ def test_hosts_dir_left_empty_by_a_killed_down_is_removed_but_not_one_with_files
     someone.mkdir()
     (someone / "resolv.conf").write_text("nameserver 1.1.1.1\n")  # not ours: kept
     assert remove_dir(someone, "lab") is False and (someone / "resolv.conf").exists()
+
+
+def test_clean_of_a_container_killed_mid_up_removes_its_hosts_dir_too(tmp_path, monkeypatch):
+    # Killed after the node's hosts file was written but before the state listed it: the
+    # container is the orphan clean finds, and its hosts dir (same namespace name) goes with it;
+    # a directory of that name holding only someone else's file stays.
+    from linklab.backends.linux import hostsfile
+    monkeypatch.setattr(linux, "hosts_dir", lambda ns: str(tmp_path / ns))
+    for kind in linux.kinds.REGISTRY.values():
+        monkeypatch.setattr(kind, "remove_marked", lambda names: [])
+    (tmp_path / "ll-lab-c1").mkdir()
+    (tmp_path / "ll-lab-c1" / "hosts").write_text(f"# {mark('lab', 'ab12', current_home())}: written by linklab\n")
+    (tmp_path / "ll-lab-c2").mkdir()
+    (tmp_path / "ll-lab-c2" / "resolv.conf").write_text("nameserver 192.0.2.1\n")
+    removed = linux.LinuxBackend().remove_orphans(["container ll-lab-c1", "container ll-lab-c2"])
+    assert removed == [f"hosts {tmp_path / 'll-lab-c1'}"] and not (tmp_path / "ll-lab-c1").exists()
+    assert hostsfile.mark_of(tmp_path / "ll-lab-c2") is None and (tmp_path / "ll-lab-c2" / "resolv.conf").exists()

@@ -139,10 +139,18 @@ class LinuxBackend(Backend):
         removed = []
         for kind in kinds.REGISTRY.values():  # a kind's objects first: a container before its namespace
             removed += kind.remove_marked([n for n in names if n.startswith(f"{kind.name} ")])
-        for ns in (n for n in names if " " not in n):
-            found = parse_mark(read_mark(ns))
-            remove_netns(ns)
-            removed.append(f"netns {ns}")
+        for name in names:
+            if " " in name:
+                # "container ll-lab-c1": its kind removed it above; the hosts file its node was
+                # given is named after the same namespace and carries the same lab's mark (a kill
+                # between writing it and saving the state leaves it listed nowhere else).
+                ns = name.split(" ", 1)[1]
+                found = hostsfile.mark_of(Path(hosts_dir(ns)))
+            else:
+                ns = name
+                found = parse_mark(read_mark(ns))
+                remove_netns(ns)
+                removed.append(f"netns {ns}")
             if found and hostsfile.remove_dir(Path(hosts_dir(ns)), found[0]):
                 removed.append(f"hosts {hosts_dir(ns)}")
         return removed

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from linklab import fsutil
-from linklab.backends.linux.names import hosts_dir, parse_mark
+from linklab.backends.linux.names import Mark, hosts_dir, parse_mark
 from linklab.model.resolved import Lab
 
 
@@ -30,6 +30,15 @@ def _our_tmp(name: str) -> bool:
     return name == ".hosts.tmp" or fsutil.is_tmp_name(name)
 
 
+def mark_of(d: Path) -> Mark | None:
+    """The mark in the first line of hosts directory d's file (None: none, or not ours)."""
+    try:
+        first = (d / "hosts").read_text().splitlines()[0]
+    except (OSError, IndexError):
+        return None
+    return parse_mark(first.lstrip("# ").split(" ")[0].rstrip(":"))
+
+
 def remove_dir(d: Path, lab_name: str) -> bool:
     hosts = d / "hosts"
     if not hosts.exists() and d.is_dir():
@@ -42,11 +51,7 @@ def remove_dir(d: Path, lab_name: str) -> bool:
             leftover.unlink()
         d.rmdir()
         return True
-    try:
-        first = hosts.read_text().splitlines()[0]
-    except (OSError, IndexError):
-        return False
-    found = parse_mark(first.lstrip("# ").split(" ")[0].rstrip(":"))
+    found = mark_of(d)
     if not found or found[0] != lab_name:
         return False
     hosts.unlink()
