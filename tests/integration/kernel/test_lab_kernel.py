@@ -20,6 +20,7 @@ def _bond(live, node, ifname="bond0"):
 
 MEMBERS = ["bond0-m0", "bond0-m1"]
 BURST = 50  # echo requests in a burst: enough that a member's share is 0.5 +/- 0.1 by counting alone
+HOUSEKEEPING = 5  # frames a member sends beside a burst it does not carry (LACP, ARP, ND)
 
 
 def _burst(lb, src, dst, count=BURST):
@@ -51,11 +52,11 @@ def test_every_back_to_back_mode_spreads_frames_as_it_says(make_lab):
     # Per-member counters on h1 during a 50-request ping burst (plus a little ARP/LACP/IPv6
     # housekeeping, hence the tolerances):
     #   balance-rr     alternates frames: each member 0.4-0.6 of them
-    #   active-backup  everything on the active member (>= 0.95)
-    #   balance-xor    layer2 hash of one MAC pair: one member (>= 0.95)
+    #   active-backup  everything on the active member (the other: housekeeping only)
+    #   balance-xor    layer2 hash of one MAC pair: one member (the other: housekeeping only)
     #   broadcast      every frame on every member: each member sent >= the 50 requests, and
     #                  h2 received each twice (ping reports duplicates)
-    #   802.3ad        layer2 hash of one MAC pair: one member (>= 0.95)
+    #   802.3ad        layer2 hash of one MAC pair: one member (the other: housekeeping only)
     lb = make_lab("bond2.yaml", "itmodes")
     for mode in BACK_TO_BACK_MODES:
         lb.set(("links[bond].bond.mode", mode), replace=True)
@@ -77,7 +78,10 @@ def test_every_back_to_back_mode_spreads_frames_as_it_says(make_lab):
             assert all(0.45 <= v <= 0.55 for v in share.values()), (mode, sent)
             assert "DUP!" in out, out[-300:]
         else:
-            assert max(share.values()) >= 0.95 and max(sent.values()) >= BURST, (mode, sent)
+            # The burst all on one member; the other sends only housekeeping (LACPDUs at the fast
+            # rate, 1/s, over a burst of 1-3 s under emulation, and ARP/ND): 0-3 frames measured,
+            # bounded at HOUSEKEEPING; more than a tenth of the burst on it fails.
+            assert max(sent.values()) >= BURST and min(sent.values()) <= HOUSEKEEPING, (mode, sent)
             assert "DUP!" not in out, (mode, out[-300:])
 
 

@@ -320,19 +320,21 @@ def test_userspace_datapath_comes_up_and_carries_tcp(make_lab):
     assert 0.8 * GOODPUT_1500 * rate <= bps <= 1.02 * rate, (bps, rate)
 
 
-@pytest.mark.timeout(900)  # 6 points x 2 repetitions through OVS and os-ken
+@pytest.mark.timeout(600)  # 6 points x 1 repetition through OVS and os-ken (~3 min)
 def test_e3_quick_sweep_end_to_end_with_switch_evidence(tmp_path):
     import csv
     from linklab.sweep.engine import Options, run
     try:
-        store = run("experiments/e3_sdn_mtu.yaml", Options(quick=True, results=tmp_path / "results"),
+        store = run("experiments/e3_sdn_mtu.yaml", Options(quick=True, repetitions=1, results=tmp_path / "results"),
                     say=lambda *_: None)
         with open(store.path / "results.csv") as f:
             rows = list(csv.DictReader(f))
     finally:
         if lab.state.load("sdn_pair"):
             lab.down("sdn_pair", say=lambda *_: None)
-    assert len(rows) == 12, "6 points x 2 repetitions"
+    # One repetition per point (the quick variant's second adds CI time, not evidence: every bound
+    # below holds per repetition).
+    assert len(rows) == 6, "6 points x 1 repetition"
     assert all(str(r["preflight_ok"]).lower() == "true" and not r.get("error") for r in rows), [r.get("error") for r in rows]
 
     def pick(controller, port_mtu, mtu):
