@@ -17,13 +17,14 @@ and frees its tmpfs, when no container is left; it goes with the lab VM.
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import shutil
 import socket
 import time
 from pathlib import Path
 
-from linklab import kernel, procs, runner
+from linklab import fsutil, kernel, procs, runner
 from linklab.docker.api import Api
 from linklab.errors import EnvironmentProblem, LinklabError
 
@@ -35,7 +36,9 @@ LOG = ROOT / "dockerd.log"
 # containerd is started by linklab, not by dockerd: dockerd gives the containerd it starts a
 # fixed 15 s (libcontainerd/supervisor: startupTimeout), which a loaded emulated machine missed.
 CONTAINERD_SOCKET = ROOT / "containerd.sock"
-CONTAINERD_PIDFILE = ROOT / "containerd.pid"
+# The daemons linklab started, as procs.identity() records them (pid, start time, name): stopped
+# only while still those processes (procs.stop_recorded), never a later process with their pid.
+DAEMONS = ROOT / "daemons.json"
 CONTAINERD_CONFIG = ROOT / "containerd.toml"
 # No CRI plugin (Kubernetes'): nothing here uses it, and it costs seconds to start.
 CONTAINERD_TOML = 'version = 2\ndisabled_plugins = ["io.containerd.grpc.v1.cri"]\n'
@@ -76,22 +79,34 @@ def connect(say=print) -> Api:
     say("linklab: starting linklab's Docker engine (its storage on a tmpfs at " + str(STORAGE) + ")")
     _storage()
     kernel.load_modules(["overlay"])  # overlay2 layers; a failure shows in dockerd's log
-    stale = [p for p in (_pid(PIDFILE, "dockerd"), _pid(CONTAINERD_PIDFILE, "containerd")) if p]
-    procs.stop(stale)  # ours, no longer answering
+    procs.stop_recorded(_recorded())  # ours, no longer answering
     ROOT.mkdir(parents=True, exist_ok=True)
     CONTAINERD_CONFIG.write_text(CONTAINERD_TOML)
-    _start(containerd_argv(), "containerd", lambda: _answers(CONTAINERD_SOCKET), pidfile=CONTAINERD_PIDFILE)
+    started: list[dict] = []
+    _start(containerd_argv(), "containerd", lambda: _answers(CONTAINERD_SOCKET), started)
     api = Api(SOCKET)
-    _start(argv(), "dockerd", api.ping)
+    _start(argv(), "dockerd", api.ping, started)
     return api
 
 
-def _start(cmd: list[str], name: str, ready, pidfile: Path | None = None) -> None:
-    """Start one of the engine's daemons and wait until it answers (or exits: its log in the error)."""
+def _recorded() -> list[dict]:
+    """The daemons' records (dockerd first: it stops its containers before containerd goes)."""
+    try:
+        records = json.loads(DAEMONS.read_text())
+    except (OSError, ValueError):
+        return []
+    return [r for r in records if isinstance(r, dict)] if isinstance(records, list) else []
+
+
+def _start(cmd: list[str], name: str, ready, started: list[dict]) -> None:
+    """Start one of the engine's daemons, record it, and wait until it answers (or exits: its
+    log in the error)."""
     with open(LOG, "ab") as log:
         proc = runner.start(cmd, stdout=log, stderr=log)
-    if pidfile:
-        pidfile.write_text(f"{proc.pid}\n")
+    record = procs.identity(proc.pid)
+    if record:
+        started.insert(0, record)
+        fsutil.write_json_atomic(DAEMONS, started)
     deadline = time.monotonic() + START_DEADLINE_S
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -118,15 +133,11 @@ def _answers(path: Path) -> bool:
 def stop(release_storage: bool = False) -> bool:
     """Stop linklab's engine (its containers go with it), and with `release_storage` free its
     tmpfs (images are imported again on next use); False: it was not running."""
-    pid = _pid(PIDFILE, "dockerd")
-    if pid:
-        procs.stop([pid], grace=15.0)  # dockerd stops its containers on TERM
-    daemon = _pid(CONTAINERD_PIDFILE, "containerd")
-    if daemon:
-        procs.stop([daemon], grace=15.0)
+    # One at a time, dockerd first: it stops its containers on TERM, through containerd.
+    stopped = [r for r in _recorded() if procs.stop_recorded([r], grace=15.0)]
     if release_storage and os.path.ismount(STORAGE):
         ctypes.CDLL(None, use_errno=True).umount2(str(STORAGE).encode(), MNT_DETACH)
-    return pid is not None
+    return any(r.get("comm") == "dockerd" for r in stopped)
 
 
 def tail(n: int = 15) -> str:
@@ -134,16 +145,6 @@ def tail(n: int = 15) -> str:
         return "\n".join(LOG.read_text(errors="replace").splitlines()[-n:])
     except OSError:
         return ""
-
-
-def _pid(pidfile: Path, comm: str) -> int | None:
-    """The daemon a pid file names, if that pid still runs that program."""
-    try:
-        pid = int(pidfile.read_text().strip())
-        running = Path(f"/proc/{pid}/comm").read_text().strip()
-    except (OSError, ValueError):
-        return None
-    return pid if running == comm and procs.alive(pid) else None
 
 
 def _storage() -> None:

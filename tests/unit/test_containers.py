@@ -255,3 +255,25 @@ def test_a_saved_image_is_loaded_and_a_root_filesystem_imported(tmp_path):
     assert images._is_saved_image(tar(tmp_path / "saved.tar", ["manifest.json", "abc/layer.tar"]))
     assert not images._is_saved_image(tar(tmp_path / "rootfs.tar", ["./etc/os-release", "./bin/sh"]))
     assert not images._is_saved_image(tmp_path / "absent.tar")
+
+
+def test_engine_daemons_are_recorded_and_stopped_only_while_still_themselves(tmp_path, monkeypatch):
+    # The engine's daemons are recorded as procs.identity() (pid, start time, name) and stopped
+    # through procs.stop_recorded: a record whose pid now names another process is left alone.
+    import subprocess
+    monkeypatch.setattr(engine, "DAEMONS", tmp_path / "daemons.json")
+    monkeypatch.setattr(engine, "LOG", tmp_path / "dockerd.log")
+    started: list = []
+    engine._start(["sleep", "60"], "sleep", lambda: True, started)
+    proc_pid = started[0]["pid"]
+    assert engine._recorded() == started and started[0]["comm"] == "sleep"
+    other = subprocess.Popen(["sleep", "60"])
+    try:
+        # A stale record: the other process's pid with a start time it does not have.
+        engine.fsutil.write_json_atomic(engine.DAEMONS, [{"pid": other.pid, "start": 1, "comm": "sleep"}, *started])
+        assert engine.stop() is False  # no dockerd among them
+        assert other.poll() is None, "a process that merely reuses a recorded pid was stopped"
+        assert not engine.procs.alive(proc_pid)
+    finally:
+        other.kill()
+        other.wait()
