@@ -3,7 +3,7 @@ sweep and down, each followed by recovery (a rerun of the command, or `linklab c
 residue check; and `clean` next to live labs.
 
 The killed process is a fork of this (already imported) interpreter running the same lab
-functions the CLI runs: a cold `python -m linklab` costs ~12 s under TCG, which would make 30
+functions the CLI runs: a cold `python -m linklab` costs ~12 s under TCG, which would make two dozen
 kills take far too long. Only that process is killed; what it started in its own sessions
 (iperf3 servers) lives on, as after a real crash. LINKLAB_KILL_SEED picks other moments.
 """
@@ -141,7 +141,7 @@ def recover(op: str, name: str, fn) -> str:
         return said
 
 
-@pytest.mark.timeout(1800)  # 30 commands killed and recovered, 6 of them sweeps
+@pytest.mark.timeout(1500)  # 24 commands killed and recovered, 6 of them sweeps (~4 min)
 def test_kill_9_anywhere_in_up_set_sweep_down_leaves_nothing_behind(tmp_path, record_property):
     rng = random.Random(SEED)
     name = "killlab"
@@ -162,7 +162,7 @@ def test_kill_9_anywhere_in_up_set_sweep_down_leaves_nothing_behind(tmp_path, re
     timed(up)
     sweep_dir["dir"] = results / "probe"
     t["sweep"] = timed(sweep)
-    plan = ["up"] * 8 + ["set"] * 8 + ["sweep"] * 6 + ["down"] * 8
+    plan = ["up"] * 6 + ["set"] * 6 + ["sweep"] * 6 + ["down"] * 6
     rng.shuffle(plan)
     kills, leftovers, log = 0, [], []
     for i, op in enumerate(plan):
@@ -198,7 +198,7 @@ def test_kill_9_anywhere_in_up_set_sweep_down_leaves_nothing_behind(tmp_path, re
     record_property("leftovers", len(leftovers))
     record_property("kill_log", " | ".join(log))
     assert leftovers == [], "\n".join(log)
-    assert kills >= 30 * 0.8, f"only {kills} kills landed inside the command:\n" + "\n".join(log)
+    assert kills >= len(plan) * 0.8, f"only {kills} kills landed inside the command:\n" + "\n".join(log)
 
 
 def sweep_problems(results: Path) -> list[str]:
