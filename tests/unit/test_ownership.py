@@ -12,6 +12,7 @@ from linklab.backends.linux.names import current_home, mark, netns_name
 from linklab.errors import StateError
 
 TOPO = "tests/integration/data/one_link.yaml"
+REAL_REMOVE_DIR = linux.hostsfile.remove_dir  # World replaces it; a test that checks hosts dirs puts it back
 
 
 class World:
@@ -227,3 +228,21 @@ def test_clean_of_a_container_killed_mid_up_removes_its_hosts_dir_too(tmp_path, 
     removed = linux.LinuxBackend().remove_orphans(["container ll-lab-c1", "container ll-lab-c2"])
     assert removed == [f"hosts {tmp_path / 'll-lab-c1'}"] and not (tmp_path / "ll-lab-c1").exists()
     assert hostsfile.mark_of(tmp_path / "ll-lab-c2") is None and (tmp_path / "ll-lab-c2" / "resolv.conf").exists()
+
+
+def test_down_removes_the_hosts_dir_of_each_namespace_it_owned_even_unlisted(world, tmp_path, monkeypatch):
+    # Killed after writing h1's hosts file but before the state listed it: the namespace is
+    # listed, so its hosts dir (same name, this lab's mark) goes too; another lab's stays.
+    from linklab.backends.linux import hostsfile
+    monkeypatch.setattr(linux.hostsfile, "remove_dir", REAL_REMOVE_DIR)
+    monkeypatch.setattr(linux, "hosts_dir", lambda ns: str(tmp_path / "etc" / ns))
+    nss = lab_state("lab", "ab12")
+    mark_all(world, nss, "lab", "ab12", current_home())
+    for ns, owner in ((nss[0], "lab"), (nss[1], "other")):
+        d = tmp_path / "etc" / ns
+        d.mkdir(parents=True)
+        (d / "hosts").write_text(f"# {mark(owner, 'ab12', current_home())}: written by linklab\n")
+    owned = state.load("lab")["owned"]
+    removed = linux.LinuxBackend().destroy("lab", owned, say=lambda *_: None)
+    assert f"hosts {tmp_path / 'etc' / nss[0]}" in removed and not (tmp_path / "etc" / nss[0]).exists()
+    assert (tmp_path / "etc" / nss[1] / "hosts").exists()

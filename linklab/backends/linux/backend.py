@@ -104,8 +104,12 @@ class LinuxBackend(Backend):
                 if not self._remove_if_ours(ns, me, say, table):
                     continue
                 removed.append(f"netns {ns}")
-        for d in owned.get("hosts_files", []):
-            if hostsfile.remove_dir(Path(d), lab_name):
+        # The hosts files listed, and those of every namespace the lab owned or its nodes are
+        # named by: a kill between writing one and saving the state leaves it listed nowhere.
+        dirs = dict.fromkeys([*owned.get("hosts_files", []), *(hosts_dir(ns) for ns in owned.get("namespaces", [])),
+                              *(hosts_dir(netns_name(lab_name, node)) for node in sorted(nodes))])
+        for d in dirs:
+            if Path(d).exists() and hostsfile.remove_dir(Path(d), lab_name):
                 removed.append(f"hosts {d}")
         return removed
 
