@@ -324,6 +324,9 @@ def cmd_clean(args, argv) -> int:
                 if not args.dry_run:
                     procs.stop([pid], grace=5.0)
     removed += lab.clean(args.lab, say=say, dry_run=args.dry_run, other_checkouts=args.all_checkouts)
+    if not kernel.in_lab_vm() and args.lab is None:
+        from linklab.cluster import leftovers  # a killed local cluster's nodes: their own state directories
+        removed += leftovers.clean(leftovers.cluster_dir(), say=say, dry_run=args.dry_run)
     if not kernel.in_lab_vm() and not args.dry_run and placement.stop_vm_if_unused(say=say):
         removed.append("lab VM (no lab uses it)")
     verb = "would remove" if args.dry_run else "removed"

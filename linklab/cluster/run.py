@@ -12,6 +12,7 @@ MAX_TRIES times is recorded failed, with that evidence. Nothing is recorded twic
 from __future__ import annotations
 
 import collections
+import contextlib
 import os
 import queue
 import threading
@@ -20,8 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from linklab import state
-from linklab.cluster import session, worker
+from linklab.cluster import leftovers, session, worker
 from linklab.cluster.address import Address, import_ray, parse, require_ray
 from linklab.errors import UsageError
 from linklab.results.manifest import placement_name
@@ -65,7 +65,9 @@ def run_on_cluster(exp_path: str | Path, opts: Options, cluster: str, allow: set
                                    opts, say)
     if complete:
         return store
-    with store.lock(), session.connect(address, say) as slots:
+    # A local cluster's driver records itself: killed, `linklab clean` finds its nodes' labs (leftovers.py).
+    recorded = leftovers.driver_recorded(leftovers.cluster_dir()) if address.local_nodes else contextlib.nullcontext()
+    with store.lock(), recorded, session.connect(address, say) as slots:
         say(f"linklab: {slots} nodes can host a lab; results stream into {store.path}")
         Driver(exp, points, store, _spec(exp_path, opts, address), slots, allow, say).run(opts)
     return store
@@ -73,7 +75,7 @@ def run_on_cluster(exp_path: str | Path, opts: Options, cluster: str, allow: set
 
 def _spec(exp_path, opts: Options, address: Address) -> dict[str, Any]:
     """What a worker needs to run its units (sent with each)."""
-    local_state = state.state_dir().resolve() / "cluster" if address.local_nodes else None
+    local_state = leftovers.cluster_dir() if address.local_nodes else None
     return {"workload": "dry" if opts.dry_run is not None else "lab", "dry_run_s": opts.dry_run,
             "experiment": str(Path(exp_path).resolve()), "quick": opts.quick, "repetitions": opts.repetitions,
             "cwd": os.getcwd(), "state_root": str(local_state) if local_state else None}
