@@ -19,7 +19,8 @@ baseline is judged by these rules; any one failing fails the gate (exit 1):
               {client,server}_member_{tx,rx}_active)
   path_mtu    the path MTU pre-flight found is not the baseline's
   flag        a flag the baseline's point never carried (emulator_rtt, queue_dropped, ...)
-              nor did the quiet reruns its noise floor was measured on (noise.py)
+              nor did the quiet reruns its noise floor was measured on (noise.py); a share flag
+              within FLAG_MARGIN of its threshold is listed as marginal, not failed
   baseline    the baseline's point has no repetition to judge against (all failed or disturbed)
   cpu_level   the run's CPU at every point moved by more than machines of this kind differ by
               (machine.py: CPU is judged relative to the run's level, since a slower machine
@@ -36,10 +37,12 @@ recorded on another machine, whose emulated CPU is faster or slower.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from linklab.errors import UsageError
+from linklab.measure.disturbance import QUEUE_DROP_PCT
 from linklab.report import bands, machine, metrics
 from linklab.report.noise import NoiseFloor, point_key
 from linklab.report.points import DISTURBED, Point, group, row_flags
@@ -50,6 +53,13 @@ RULES = ("band", "missing", "failed", "preflight", "disturbed", "members", "path
 MISSING_RULES = ("missing", "failed", "disturbed", "baseline")  # what --allow-missing lets pass
 # Verdicts of one check
 WITHIN, FAIL, HARMLESS, NOT_JUDGED = "within", "FAIL", "harmless", "not judged"
+# Flags set when a share crosses a threshold (measure/disturbance.py), and that threshold in %. A
+# new one within FLAG_MARGIN of it is listed, not failed: a queue that dropped 9 of 8000 packets
+# (0.11 %) where quiet reruns dropped 0-7 is the threshold's edge (CI, 2026-11-25), while a queue
+# too small for its flow drops percents at every point; the point's throughput and retransmits
+# are judged by their bands either way.
+SHARE_FLAGS = {"queue_dropped": QUEUE_DROP_PCT, "emulator_burst": QUEUE_DROP_PCT}
+FLAG_MARGIN = 3.0
 MEMBER_COLUMNS = {f"{side}_member_{d}_active": f"{side} {d}" for side in ("client", "server") for d in ("tx", "rx")}
 
 
@@ -249,10 +259,20 @@ def _structure_checks(p: Point, q: Point, seen: dict[str, Any]) -> list[Check]:
     for f in sorted(n_flags - b_flags):
         carriers = [r for r in q.ok if f in row_flags(r)]
         evidence = next((row_flags(r)[f] for r in carriers if row_flags(r)[f]), "")
-        out.append(Check(q.label, "flag", f, FAIL, base_text=f"never in {len(p.ok)} repetitions"
-                         + (" nor in the quiet reruns" if seen else ""),
-                         new_text=f"in {len(carriers)} of {len(q.ok)}" + (f": {evidence}" if evidence else "")))
+        worst = _worst_share(row_flags(r)[f] for r in carriers)
+        marginal = f in SHARE_FLAGS and worst is not None and worst < FLAG_MARGIN * SHARE_FLAGS[f]
+        out.append(Check(q.label, "flag", f, HARMLESS if marginal else FAIL,
+                         base_text=f"never in {len(p.ok)} repetitions" + (" nor in the quiet reruns" if seen else ""),
+                         new_text=f"in {len(carriers)} of {len(q.ok)}" + (f": {evidence}" if evidence else "")
+                         + (f" (marginal: at most {worst:g} % where the flag starts at {SHARE_FLAGS[f]:g} %; "
+                            f"fails from {FLAG_MARGIN * SHARE_FLAGS[f]:g} %)" if marginal else "")))
     return out
+
+
+def _worst_share(evidences) -> float | None:
+    """The largest "(0.11%)" share a flag's evidence quotes (measure/disturbance.py), if any."""
+    shares = [float(x) for e in evidences for x in re.findall(r"\(([\d.]+)%\)", e or "")]
+    return max(shares) if shares else None
 
 
 def member_classes(rows: list[dict[str, Any]], col: str) -> dict[str, int]:

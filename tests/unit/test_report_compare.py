@@ -407,3 +407,22 @@ def test_throughput_room_on_another_machine_is_one_sided_and_bounded(e1base):
     assert thr_fail(compare(base, changed(base, machine(1.45, thr={"p000": 1.06})), noise=nf)) == {"802.3ad mtu=450 streams=1"}
     # Every point -25 % on a slower machine: caught everywhere.
     assert len(thr_fail(compare(base, changed(base, machine(1.45, thr={"p": 0.75})), noise=nf))) == 12
+
+
+def test_a_share_flag_at_its_threshold_s_edge_is_listed_not_failed(e1base):
+    # CI 2026-11-25: balance-rr MTU 9200 one stream, 9 drops (0.11 %) where the flag starts at 0.1 %.
+    base, nf = e1base
+
+    def dropped(pct):
+        def fn(r):
+            if r["point_id"].startswith("p010"):
+                r["flags"] = ";".join([f for f in str(r.get("flags") or "").split(";") if f] + ["queue_dropped"])
+                r["flag_evidence"] = f"dropped h1/bond0-m1 bfifo 10:: 9 ({pct}%), h1/bond0-m1 htb 1:: 9 ({pct}%)"
+        return fn
+
+    edge = compare(base, changed(base, dropped(0.11)), noise=nf)
+    assert edge.ok, render(edge)
+    listed = [c for c in edge.checks if c.rule == "flag"]
+    assert len(listed) == 1 and listed[0].verdict == HARMLESS and "marginal: at most 0.11 %" in listed[0].new_text
+    clear = compare(base, changed(base, dropped(0.5)), noise=nf)
+    assert [(c.rule, c.what) for c in clear.failures] == [("flag", "queue_dropped")]
