@@ -165,9 +165,10 @@ def compare(base: Run, new: Run, allow: set[str] = frozenset(), tolerance: float
         res.checks.append(Check("(every point)", "cpu_level", "CPU level", FAIL if level.beyond_machines else WITHIN,
                                 base_text="x1.00", new_text=level.words()))
     if level.other_machine:
-        res.notes.append(f"another machine: its CPU is {level.words()}; CPU is judged relative to that level, "
-                         f"and throughput may be {100 * machine.RATE_ALLOWANCE:g} % "
-                         f"{'lower' if level.slower else 'higher'} (linklab/report/machine.py)")
+        res.notes.append(f"another machine: its CPU is {level.words()}; CPU is judged relative to that level "
+                         f"with {100 * machine.CPU_ROOM:g} % more room upwards, and throughput may be "
+                         f"{100 * machine.RATE_ALLOWANCE:g} % {'lower' if level.slower else 'higher'} "
+                         "(linklab/report/machine.py)")
     for p in bp:
         q = new_by_key.get(p.key())
         if q is None:
@@ -320,9 +321,8 @@ def _metric_checks(p: Point, q: Point, scale_ratio: float, tolerance: float, noi
         if b is None or n is None:
             continue
         floor = (noise.floor(m) if noise else None) or bands.declared_floor(m, b.mean)
-        room = machine.RATE_ALLOWANCE if m.machine == "rate" and level.other_machine else 0.0
-        bd = bands.band(m, b, n.n, floor, tolerance, below=room if level.slower else 0.0,
-                        above=0.0 if level.slower else room)
+        below, above = machine.room(m.machine, level)
+        bd = bands.band(m, b, n.n, floor, tolerance, below=below, above=above)
         direction = bands.side(m, b, n, bd)
         verdict = WITHIN if direction is None else FAIL if bands.fails(m, direction) else HARMLESS
         out.append(Check(q.label, "band", m.title, verdict, metric=m, base=b, new=n, band=bd, direction=direction,

@@ -384,7 +384,9 @@ def test_a_slower_machine_passes_with_its_cpu_level_named(e1base):
 
 def test_one_point_costlier_than_the_machine_explains_fails(e1base):
     base, nf = e1base
-    res = compare(base, changed(base, machine(1.45, points={"p005": 1.45 * 2.0})), noise=nf)
+    # 1.65x above the level at one point: what another machine measured with nothing changed.
+    assert compare(base, changed(base, machine(1.33, points={"p005": 1.33 * 1.65})), noise=nf).ok
+    res = compare(base, changed(base, machine(1.45, points={"p005": 1.45 * 3.0})), noise=nf)
     assert {c.point for c in res.failures} == {"802.3ad mtu=9200 streams=20"}, render(res)
     assert {c.what for c in res.failures} >= {"busiest core (%)"}
 
