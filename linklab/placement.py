@@ -23,6 +23,12 @@ def lab_vm():
     return LabVM(state.state_dir(), rwdirs=_rwdirs())
 
 
+def vm_running_in(state_dir: Path) -> bool:
+    """Whether the lab VM of another state directory runs (a local cluster node's)."""
+    from linklab.vm.launcher import LabVM
+    return LabVM(state_dir, rwdirs=[]).running()
+
+
 def _rwdirs() -> list[Path]:
     dirs = [Path.cwd().resolve()]
     sd = state.state_dir().resolve()

@@ -87,5 +87,5 @@ def clean(root: Path, say=print, dry_run: bool = False) -> list[str]:
 
 
 def _vm_running(node: Path) -> bool:
-    from linklab.vm.launcher import LabVM
-    return LabVM(node, rwdirs=[]).running()
+    from linklab import placement
+    return placement.vm_running_in(node)
