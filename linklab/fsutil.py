@@ -93,6 +93,16 @@ def write_json_atomic(path: Path, data: Any) -> None:
     write_atomic(Path(path), json_text(data))
 
 
+def read_json_record(path: Path, kind: type = dict) -> Any:
+    """What write_json_atomic wrote for linklab's own bookkeeping (a VM's, a daemon's, a
+    process's record), or None when it is missing, unreadable, not JSON or not a `kind`."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, kind) else None
+
+
 # Real topologies and experiments are a few KiB: a multi-GiB log passed by mistake is refused
 # with an error instead of exhausting memory (the YAML loader bounds nesting and aliases too).
 MAX_INPUT_BYTES = 1 << 20

@@ -11,7 +11,6 @@ directory — the same commands a user would type, so ownership rules stay in on
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from contextlib import contextmanager
@@ -41,19 +40,11 @@ def driver_recorded(root: Path) -> Iterator[None]:
         (root / DRIVER_FILE).unlink(missing_ok=True)
 
 
-def _read(path: Path) -> dict | None:
-    try:
-        record = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    return record if isinstance(record, dict) else None
-
-
 def abandoned_nodes(root: Path) -> list[Path]:
     """Node state directories whose driver is gone (none while it runs)."""
     if not root.is_dir():
         return []
-    driver = _read(root / DRIVER_FILE)
+    driver = fsutil.read_json_record(root / DRIVER_FILE)
     if driver is not None and procs.is_same(driver):
         return []
     return sorted(d for d in root.glob(NODE_GLOB) if d.is_dir())
@@ -63,7 +54,7 @@ def clean(root: Path, say=print, dry_run: bool = False) -> list[str]:
     """Each abandoned node's sweep stopped, its lab taken down and its VM stopped; what went."""
     out: list[str] = []
     for node in abandoned_nodes(root):
-        child = _read(node / CHILD_FILE)
+        child = fsutil.read_json_record(node / CHILD_FILE)
         labs = sorted(p.stem for p in (node / "labs").glob("*.json")) if (node / "labs").is_dir() else []
         running_child = child is not None and procs.is_same(child)
         vm_up = _vm_running(node)

@@ -17,7 +17,6 @@ and lab VM.
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import socket
@@ -121,11 +120,9 @@ def _lab_unit(spec: dict[str, Any], todo: list[tuple[str, int]], info: dict[str,
 
 def _stop_previous_child(state: Path) -> None:
     """A sweep left running by a unit whose worker was killed holds this node's lab: stopped."""
-    try:
-        record = json.loads((state / CHILD_FILE).read_text())
-    except (OSError, ValueError):
-        return
-    procs.stop_recorded([record])
+    record = fsutil.read_json_record(state / CHILD_FILE)
+    if record is not None:
+        procs.stop_recorded([record])
 
 
 def _run_dir(results: Path) -> ResultsStore | None:

@@ -17,7 +17,6 @@ and frees its tmpfs, when no container is left; it goes with the lab VM.
 from __future__ import annotations
 
 import ctypes
-import json
 import os
 import shutil
 import socket
@@ -91,11 +90,7 @@ def connect(say=print) -> Api:
 
 def _recorded() -> list[dict]:
     """The daemons' records (dockerd first: it stops its containers before containerd goes)."""
-    try:
-        records = json.loads(DAEMONS.read_text())
-    except (OSError, ValueError):
-        return []
-    return [r for r in records if isinstance(r, dict)] if isinstance(records, list) else []
+    return [r for r in fsutil.read_json_record(DAEMONS, list) or [] if isinstance(r, dict)]
 
 
 def _start(cmd: list[str], name: str, ready, started: list[dict]) -> None:

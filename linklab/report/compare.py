@@ -302,10 +302,15 @@ def cpu_level(bp: list[Point], new_by_key: dict[Any, Point]) -> machine.Level:
             continue
         for m in metrics.METRICS:
             if m.machine == "cost":
-                b, n = [v for r in p.clean if (v := m.get(r)) is not None], [v for r in q.clean if (v := m.get(r)) is not None]
+                b, n = _values(m, p.clean), _values(m, q.clean)
                 if b and n:
                     pairs.append((sum(b) / len(b), sum(n) / len(n)))
     return machine.level(pairs)
+
+
+def _values(m: metrics.Metric, rows: list[dict[str, Any]]) -> list[float]:
+    """The metric's value in each row that has one."""
+    return [v for r in rows if (v := m.get(r)) is not None]
 
 
 def _metric_checks(p: Point, q: Point, scale_ratio: float, tolerance: float, noise: NoiseFloor | None,
@@ -316,8 +321,8 @@ def _metric_checks(p: Point, q: Point, scale_ratio: float, tolerance: float, noi
             continue
         # CPU at the baseline machine's speed; a rate scaled back to the baseline's scale.
         k = (1 / level.factor if m.machine == "cost" else 1.0) * (scale_ratio if m.scaled else 1.0)
-        b = bands.sample(m, [v for r in p.clean if (v := m.get(r)) is not None])
-        n = bands.sample(m, [v * k for r in q.clean if (v := m.get(r)) is not None])
+        b = bands.sample(m, _values(m, p.clean))
+        n = bands.sample(m, [v * k for v in _values(m, q.clean)])
         if b is None or n is None:
             continue
         floor = (noise.floor(m) if noise else None) or bands.declared_floor(m, b.mean)

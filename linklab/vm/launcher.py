@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import json
 import os
 import re
 import shlex
@@ -24,7 +23,7 @@ from typing import BinaryIO, Callable
 
 import linklab
 from linklab import procs
-from linklab.fsutil import write_json_atomic
+from linklab.fsutil import read_json_record, write_json_atomic
 from linklab.errors import EnvironmentProblem, StateError, UsageError
 from linklab.kernel import LAB_MODULES
 from linklab.vm import protocol as P
@@ -75,14 +74,6 @@ def _tail(path: Path, lines: int = 25) -> str:
     except OSError:
         return ""
     return "\n".join(text.splitlines()[-lines:])
-
-
-def _read_json(path: Path) -> dict | None:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
 
 
 class BootFailed(Exception):
@@ -138,7 +129,7 @@ class LabVM:
     # -- state ------------------------------------------------------------------------------
 
     def info(self) -> dict | None:
-        return _read_json(self.json_path)
+        return read_json_record(self.json_path)
 
     def running(self) -> bool:
         info = self.info()
@@ -168,10 +159,10 @@ class LabVM:
         return f"{kernel}|host {os.uname().release}"
 
     def _kvm_failed_before(self, kernel: Path) -> dict | None:
-        return ((_read_json(self.accel_cache) or {}).get("kvm_failed") or {}).get(self._accel_key(kernel))
+        return ((read_json_record(self.accel_cache) or {}).get("kvm_failed") or {}).get(self._accel_key(kernel))
 
     def _record_kvm_failure(self, kernel: Path, reason: str) -> None:
-        cache = _read_json(self.accel_cache) or {}
+        cache = read_json_record(self.accel_cache) or {}
         cache.setdefault("kvm_failed", {})[self._accel_key(kernel)] = {
             "at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "reason": reason}
         write_json_atomic(self.accel_cache, cache)
@@ -217,7 +208,7 @@ class LabVM:
         orphans = find_orphan_vms(self.state_dir)
         if orphans:
             say(f"lab VM: stopping a VM left over from an earlier run (pid {', '.join(map(str, orphans))})")
-            self._kill(orphans, (_read_json(self.json_path) or {}).get("pgid"))
+            self._kill(orphans, (read_json_record(self.json_path) or {}).get("pgid"))
         self._remove_runtime_files()
 
     def _remove_runtime_files(self, info: dict | None = None) -> None:
@@ -267,7 +258,7 @@ class LabVM:
         cfg = self.config
         release = kernel_release_of(kernel)
         how = "software emulation (TCG)" if accel == "tcg" else "hardware virtualization (KVM)"
-        last = ((_read_json(self.accel_cache) or {}).get("last_ready_s") or {}).get(accel)
+        last = ((read_json_record(self.accel_cache) or {}).get("last_ready_s") or {}).get(accel)
         expect = f"about {last:.0f} s last time" if last else ("about 25 s" if accel == "tcg" else "a few seconds")
         say(f"starting lab VM: kernel {release}, {how}, {cfg.cpus} vCPUs, {cfg.memory} — {expect}")
         sock_dir = self._socket_dir()
@@ -304,7 +295,7 @@ class LabVM:
             "console_log": str(self.console_log), "agent_log": str(self.agent_log),
         }
         write_json_atomic(self.json_path, info)
-        cache = _read_json(self.accel_cache) or {}
+        cache = read_json_record(self.accel_cache) or {}
         cache.setdefault("last_ready_s", {})[accel] = ready_s
         write_json_atomic(self.accel_cache, cache)
         failed = info["modules_failed"]

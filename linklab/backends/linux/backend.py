@@ -109,7 +109,7 @@ class LinuxBackend(Backend):
         dirs = dict.fromkeys([*owned.get("hosts_files", []), *(hosts_dir(ns) for ns in owned.get("namespaces", [])),
                               *(hosts_dir(netns_name(lab_name, node)) for node in sorted(nodes))])
         for d in dirs:
-            if Path(d).exists() and hostsfile.remove_dir(Path(d), lab_name):
+            if hostsfile.remove_dir(Path(d), lab_name):
                 removed.append(f"hosts {d}")
         return removed
 
