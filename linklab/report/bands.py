@@ -118,10 +118,11 @@ def prediction_half(base: Sample, m: int, alpha: float = PREDICTION_ALPHA) -> fl
 
 
 def band(metric: Metric, base: Sample, m: int, floor: Floor, tolerance: float = 0.0,
-         below: float = 0.0, above: float = 0.0) -> Band:
+         below: float = 0.0, above: float = 0.0, on_top: bool = False) -> Band:
     """The band for the mean of m new repetitions around the baseline's, on the metric's scale;
     `below`/`above`: on that side only, the noise floor widened by this fraction of the baseline
-    mean (another machine's speed: linklab/report/machine.py)."""
+    mean (another machine's speed: linklab/report/machine.py); `on_top`: the whole band widened
+    by it instead (a machine that moves the value itself, whatever the baseline's spread)."""
     level = abs(from_scale(metric, base.y))  # the baseline's centre in the metric's unit
     parts = {"prediction": prediction_half(base, m)}
     if metric.scale == "rel":
@@ -144,7 +145,9 @@ def band(metric: Metric, base: Sample, m: int, floor: Floor, tolerance: float = 
     noise = parts[f"noise floor ({floor.source})"]
 
     def extra(fraction: float) -> float:
-        return max(0.0, noise + _room(metric, level, fraction) - half) if fraction else 0.0
+        if not fraction:
+            return 0.0
+        return _room(metric, level, fraction) if on_top else max(0.0, noise + _room(metric, level, fraction) - half)
 
     return Band(base.y, half, source, parts, extra(below), extra(above))
 

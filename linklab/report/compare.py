@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from linklab.errors import UsageError
-from linklab.measure.disturbance import QUEUE_DROP_PCT
+from linklab.measure.disturbance import CORE_BUSY_PCT, QUEUE_DROP_PCT
 from linklab.report import bands, machine, metrics
 from linklab.report.noise import NoiseFloor, point_key
 from linklab.report.points import DISTURBED, Point, group, row_flags
@@ -168,7 +168,11 @@ def compare(base: Run, new: Run, allow: set[str] = frozenset(), tolerance: float
         res.notes.append(f"another machine: its CPU is {level.words()}; CPU is judged relative to that level "
                          f"with {100 * machine.CPU_ROOM:g} % more room upwards, and throughput may be "
                          f"{100 * machine.RATE_ALLOWANCE:g} % {'lower' if level.slower else 'higher'} "
-                         "(linklab/report/machine.py)")
+                         + ("(more where a point's busiest core saturates at this speed), TCP's RTT and window "
+                            f"{level.factor ** 2:.1f}x (the emulator's queueing), a new core_saturated judged by "
+                            "the CPU bands " if level.slower else
+                            f"and TCP's RTT and window {1 / level.factor ** 2:.2f}x ")
+                         + "(linklab/report/machine.py)")
     for p in bp:
         q = new_by_key.get(p.key())
         if q is None:
@@ -182,7 +186,7 @@ def compare(base: Run, new: Run, allow: set[str] = frozenset(), tolerance: float
                                     base_text=f"all {len(p.ok)} measured repetitions flagged {DISTURBED}",
                                     new_text="cannot be judged against it: re-record the baseline on a quiet host"))
             continue
-        res.checks += _structure_checks(p, q, noise.seen(point_key(p)) if noise else {})
+        res.checks += _structure_checks(p, q, noise.seen(point_key(p)) if noise else {}, level)
         if q.clean:
             res.checks += _metric_checks(p, q, scale_ratio, tolerance, noise, level)
     if noise is None:
@@ -240,7 +244,7 @@ def _error(row: dict[str, Any]) -> str:
     return text if len(text) <= 120 else text[:117] + "..."
 
 
-def _structure_checks(p: Point, q: Point, seen: dict[str, Any]) -> list[Check]:
+def _structure_checks(p: Point, q: Point, seen: dict[str, Any], level: machine.Level = machine.NONE) -> list[Check]:
     """Bond members, path MTU and flags; `seen`: what the quiet reruns showed at this point."""
     out: list[Check] = []
     for col, side in MEMBER_COLUMNS.items():
@@ -262,12 +266,24 @@ def _structure_checks(p: Point, q: Point, seen: dict[str, Any]) -> list[Check]:
         evidence = next((row_flags(r)[f] for r in carriers if row_flags(r)[f]), "")
         worst = _worst_share(row_flags(r)[f] for r in carriers)
         marginal = f in SHARE_FLAGS and worst is not None and worst < FLAG_MARGIN * SHARE_FLAGS[f]
-        out.append(Check(q.label, "flag", f, HARMLESS if marginal else FAIL,
+        # A slower machine's saturation (machine.py): the CPU bands, relative to the level, judge it.
+        slow_machine = f == "core_saturated" and machine.saturated_here_only(level, _mean(BUSIEST, q.ok), CORE_BUSY_PCT)
+        out.append(Check(q.label, "flag", f, HARMLESS if marginal or slow_machine else FAIL,
                          base_text=f"never in {len(p.ok)} repetitions" + (" nor in the quiet reruns" if seen else ""),
                          new_text=f"in {len(carriers)} of {len(q.ok)}" + (f": {evidence}" if evidence else "")
                          + (f" (marginal: at most {worst:g} % where the flag starts at {SHARE_FLAGS[f]:g} %; "
-                            f"fails from {FLAG_MARGIN * SHARE_FLAGS[f]:g} %)" if marginal else "")))
+                            f"fails from {FLAG_MARGIN * SHARE_FLAGS[f]:g} %)" if marginal else "")
+                         + (f" (this machine's: busiest core {_mean(BUSIEST, q.ok):.0f} % / {level.factor:.2f} "
+                            f"< {CORE_BUSY_PCT:g} % at the baseline's speed)" if slow_machine else "")))
     return out
+
+
+BUSIEST = "busiest_core_pct"
+
+
+def _mean(key: str, rows: list[dict[str, Any]]) -> float | None:
+    values = _values(metrics.BY_KEY[key], rows)
+    return sum(values) / len(values) if values else None
 
 
 def _worst_share(evidences) -> float | None:
@@ -327,7 +343,9 @@ def _metric_checks(p: Point, q: Point, scale_ratio: float, tolerance: float, noi
             continue
         floor = (noise.floor(m) if noise else None) or bands.declared_floor(m, b.mean)
         below, above = machine.room(m.machine, level)
-        bd = bands.band(m, b, n.n, floor, tolerance, below=below, above=above)
+        if m.machine == "rate":  # a point whose core saturates at this machine's speed (machine.py)
+            below = max(below, machine.cpu_bound_room(level, _mean(BUSIEST, p.clean)))
+        bd = bands.band(m, b, n.n, floor, tolerance, below=below, above=above, on_top=m.machine == "queue")
         direction = bands.side(m, b, n, bd)
         verdict = WITHIN if direction is None else FAIL if bands.fails(m, direction) else HARMLESS
         out.append(Check(q.label, "band", m.title, verdict, metric=m, base=b, new=n, band=bd, direction=direction,

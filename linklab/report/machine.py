@@ -25,6 +25,21 @@ machine), more than same-machine reruns move. So the CPU metrics get CPU_ROOM mo
 upwards there, and the rates the emulator's speed can move (Metric.machine == "rate":
 throughput) RATE_ALLOWANCE on the side a machine of that speed moves them (a slower one: down),
 never on the other. Both are fractions of the baseline mean, added to the noise floor (bands.py).
+
+A machine twice as slow (measured 2026-11-25, E1 quick, same code as the baseline's: level x1.89
+and x1.95 in two sweeps) moves more than CPU:
+- TCP's RTT and window (Metric.machine == "queue") include the emulator's own queueing (softirq
+  backlogs, veth), which grows faster than the cost per packet: iperf3's RTT at balance-rr rose
+  x2.9-3.6, about level**2 (3.6-3.8), its mean window up to x7 where the baseline's spread was
+  already wide. Their band gets level**2 - 1 of the baseline mean more room on the slower side
+  (1 - 1/level**2 on a faster machine's), nothing on the other, on top of the whole band (the
+  machine moves the value itself, however wide the baseline's own spread made the band).
+- A point whose busiest core was already busy runs out of CPU: at MTU 450 with 20 streams the
+  baseline's busiest core was 64 %, x1.95 is 125 %, and throughput fell 13 %. Throughput's room
+  below on a slower machine is the larger of RATE_ALLOWANCE and 1 - SATURATED_PCT / (the
+  baseline's busiest core x level): what the core the point needs can still give it.
+- `core_saturated` appears where the busiest core, brought back to the baseline's speed (÷ level),
+  would not have been saturated: the CPU bands (relative to the level) judge such a point instead.
 """
 
 from __future__ import annotations
@@ -39,6 +54,7 @@ MACHINE_SPREAD = 2.0     # the level may be x2 or /2 at most (measured between m
 OTHER_MACHINE = 1.15     # beyond x1.15 (or /1.15) the run is taken to be on another machine
 RATE_ALLOWANCE = 0.08    # throughput's extra room then (measured: -5.3 % at most), on one side
 CPU_ROOM = 0.8           # CPU's extra room then, upwards (measured: a point 1.65x above the level)
+SATURATED_PCT = 100.0    # a core cannot be busier: a point needing more loses throughput in proportion
 
 
 @dataclass(frozen=True)
@@ -76,7 +92,7 @@ def level(pairs: Iterable[tuple[float, float]]) -> Level:
 
 
 def room(kind: str, lv: Level) -> tuple[float, float]:
-    """(below, above): the extra room a metric of this machine kind ("cost", "rate", "") gets
+    """(below, above): the extra room a metric of this machine kind ("cost", "rate", "queue", "") gets
     in a run at level `lv`, as fractions of the baseline mean."""
     if not lv.other_machine:
         return 0.0, 0.0
@@ -84,4 +100,21 @@ def room(kind: str, lv: Level) -> tuple[float, float]:
         return 0.0, CPU_ROOM
     if kind == "rate":
         return (RATE_ALLOWANCE, 0.0) if lv.slower else (0.0, RATE_ALLOWANCE)
+    if kind == "queue":
+        return (0.0, lv.factor ** 2 - 1) if lv.slower else (1 - lv.factor ** 2, 0.0)
     return 0.0, 0.0
+
+
+def cpu_bound_room(lv: Level, busiest_core_pct: float | None) -> float:
+    """Throughput's room below (a fraction of the baseline mean) on a slower machine at a point
+    whose busiest core was `busiest_core_pct` busy in the baseline: the share of the rate that a
+    core saturated at that speed can no longer carry (0 where it still has room)."""
+    if not lv.other_machine or not lv.slower or not busiest_core_pct:
+        return 0.0
+    return max(0.0, 1 - SATURATED_PCT / (busiest_core_pct * lv.factor))
+
+
+def saturated_here_only(lv: Level, busiest_core_pct: float | None, saturated_at_pct: float) -> bool:
+    """A core saturated on this slower machine that, at the baseline's speed, would not have been."""
+    return (lv.other_machine and lv.slower and busiest_core_pct is not None
+            and busiest_core_pct / lv.factor < saturated_at_pct)

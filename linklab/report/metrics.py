@@ -107,7 +107,8 @@ class Metric:
     resolution: float = 0.0         # the smallest difference the figure expresses (not its noise)
     judged: bool = True             # compare judges it (False: derived from another judged metric)
     # What the emulating machine's speed does to it (linklab/report/machine.py): "cost" (CPU:
-    # judged relative to the run's CPU level), "rate" (more room on another machine), "" (none).
+    # judged relative to the run's CPU level), "rate" (more room on another machine), "queue"
+    # (includes the emulator's own queueing: room growing with the level squared), "" (none).
     machine: str = ""
 
     @property
@@ -140,13 +141,13 @@ METRICS: tuple[Metric, ...] = (
            scale="log", offset=0.1, resolution=0.01),
     Metric("reorder_extent", "reorder extent (max)", "packets", col("reorder_extent_max"), ".0f", None, abs_floor=2.0,
            scale="log", offset=1.0, resolution=1.0),
-    Metric("cwnd_kb", "mean cwnd", "kB", col("cwnd_mean", 1e-3), ".0f", None, True, resolution=1.0),
+    Metric("cwnd_kb", "mean cwnd", "kB", col("cwnd_mean", 1e-3), ".0f", None, True, resolution=1.0, machine="queue"),
     Metric("cwnd_ms", "cwnd at the measured rate", "ms",
            lambda r: (c * 8 / b * 1e3) if (c := num(r.get("cwnd_mean"))) is not None and (b := num(r.get("throughput_bps"))) else None,
-           ".2f", None, resolution=0.01),
+           ".2f", None, resolution=0.01, machine="queue"),
     # Two-sided: a shorter RTT can be a delay no longer applied.
     Metric("tcp_rtt_ms", "iperf3 TCP RTT", "ms", col("rtt_mean_us", 1e-3), ".2f", "lower", rel_floor=1.0, abs_floor=5.0,
-           resolution=0.01),
+           resolution=0.01, machine="queue"),
     Metric("busiest_core_pct", "busiest core", "%", lambda r: (c[1] if (c := busiest_core(r)) else None), ".0f",
            "lower", abs_floor=15.0, scale="abs", sides="upper", sides_why=_LESS_CPU, resolution=1.0, machine="cost"),
     Metric("sender_cpu_pct", "sender iperf3 CPU", "% of a core", col("cpu_client_iperf3_pct"), ".0f", "lower",
