@@ -27,7 +27,6 @@ from linklab.sweep.matrix import Point, expand
 from linklab.sweep.phases import PhaseClock
 from linklab.sweep.plan import PointPlan, plan_point
 from linklab.sweep.progress import Progress
-from linklab.sweep.recorder import Recorder
 
 DISTURBED_FLAG = "host_disturbed"  # linklab/measure/disturbance.py
 RECORDED_SYSCTLS = ("net.ipv4.tcp_congestion_control", "net.ipv4.tcp_reordering", "net.ipv4.tcp_rmem",
@@ -127,8 +126,6 @@ class Sweep:
     servers: ServerPool = field(default_factory=ServerPool)
     applied: list[tuple[str, Any]] | None = None  # the overrides the lab has now (None: not set yet)
     rerun_disturbed: bool = False  # Options.rerun_disturbed
-    # Writes each repetition while the sweep goes on (waited for before the next repetition measures).
-    recorder: Recorder = field(default_factory=Recorder)
 
 
 def _lab_for(lab_name: str, tpath: Path, exp_path, opts: Options, say) -> dict[str, Any]:
@@ -196,12 +193,8 @@ def _measure_all(sweep: Sweep, points: list[Point], opts: Options, started: floa
             if reps:
                 _run_point(sweep, point, reps)
     finally:
-        try:
-            with sweep.totals.phase("record"):
-                sweep.recorder.close()  # the last repetition on disk before the table is written
-        finally:
-            sweep.servers.stop()
-            sweep.progress.close()
+        sweep.servers.stop()
+        sweep.progress.close()
         with sweep.totals.phase("restore"):
             # Put the lab back the way the user left it, whatever happened.
             lab.set_params(sweep.handle.name, sweep.base_overrides, replace=True, lock=False, say=lambda *_: None,
@@ -250,8 +243,6 @@ def _run_point(sweep: Sweep, point: Point, reps: list[int]) -> None:
             row["error"] = "pre-flight failed: " + "; ".join(pf.problems)
             sweep.progress.log(f"  pre-flight failed, not measured: {row['error']}")
         else:
-            with sweep.totals.phase("record"):
-                sweep.recorder.wait()  # the previous repetition's files are written before this one measures
             _measure_rep(sweep, plan, fault_targets, clock, raw, row)
         if row.get("error"):
             raw["error.txt"] = row["error"] + "\n"
@@ -261,10 +252,9 @@ def _run_point(sweep: Sweep, point: Point, reps: list[int]) -> None:
         row.update(clock.row())
         clock = PhaseClock()
         with sweep.totals.phase("record"):
-            sweep.recorder.submit(_record_rep, sweep.store, point, rep, raw, row, tool_columns(plan))
+            sweep.store.record(point, rep, raw, row, tool=tool_columns(plan))
+            sweep.store.write_table()
         if sweep.rerun_disturbed and attempt == 1 and DISTURBED_FLAG in str(row.get("flags") or "").split(";"):
-            with sweep.totals.phase("record"):
-                sweep.recorder.wait()  # set aside below: it must be on disk
             aside = sweep.store.set_aside_failed(point.id, rep, why="disturbed")
             sweep.progress.log(f"  measuring rep {rep} once more: the host was busy ({aside.name} kept)")
             queue.insert(0, (rep, 2))
@@ -273,13 +263,6 @@ def _run_point(sweep: Sweep, point: Point, reps: list[int]) -> None:
         if queue:
             with clock.phase("pause"):
                 time.sleep(exp.pause)
-
-
-def _record_rep(store: ResultsStore, point: Point, rep: int, raw: dict[str, str], row: dict[str, Any],
-                tool: dict[str, Any]) -> None:
-    """One repetition on disk and the table rewritten with it (in the recorder's thread)."""
-    store.record(point, rep, raw, row, tool=tool)
-    store.write_table()
 
 
 def _reconfigure(sweep: Sweep, overrides: list[tuple[str, Any]]) -> None:

@@ -112,7 +112,6 @@ def test_run_point_charges_one_off_phases_to_the_first_rep_and_pause_to_the_next
     sweep = _sweep(tmp_path, monkeypatch)
     point = Point(index=0, id="p0", key="k", axes={})
     engine._run_point(sweep, point, [1, 2])
-    sweep.recorder.wait()
     first, second = sweep.store.rows()
     assert {"phase_reconfigure_s", "phase_settle_s", "phase_preflight_s", "phase_server_start_s",
             "phase_window_s"} <= set(first)
@@ -145,7 +144,6 @@ def test_a_disturbed_repetition_is_measured_once_more_and_the_first_attempt_kept
     log = io.StringIO()
     sweep.progress, sweep.rerun_disturbed = Progress(3, stream=log), True
     engine._run_point(sweep, Point(index=0, id="p0", key="k", axes={}), [1, 2, 3])
-    sweep.recorder.wait()
     store = sweep.store
     rows = {r["rep"]: r for r in store.rows()}
     assert [rows[k]["flags"] for k in (1, 2, 3)] == ["", "queue_dropped", "host_disturbed"]
@@ -162,7 +160,6 @@ def test_without_the_option_a_disturbed_repetition_stays(tmp_path, monkeypatch):
     _flagged(monkeypatch, ["host_disturbed", "host_disturbed"])
     sweep = _sweep(tmp_path, monkeypatch)
     engine._run_point(sweep, Point(index=0, id="p0", key="k", axes={}), [1, 2])
-    sweep.recorder.wait()
     assert [r["flags"] for r in sweep.store.rows()] == ["host_disturbed", "host_disturbed"]
 
 
@@ -218,53 +215,9 @@ def test_a_point_that_changes_only_tool_settings_does_not_reconfigure_the_lab(tm
     sweep = _sweep(tmp_path, monkeypatch)
     for i, p in enumerate("abc"):
         engine._run_point(sweep, Point(index=i, id=f"p{i}", key=p, axes={"p": p}), [1])
-    sweep.recorder.wait()
     assert applied_sets == [[("links[*].mtu", 1500)], [("links[*].mtu", 9000)]]
     rows = sweep.store.rows()
     assert [("phase_reconfigure_s" in r) for r in rows] == [True, True, True]  # timed even when it was a no-op
-
-
-def test_a_repetition_is_recorded_in_the_background_but_on_disk_before_the_next_one_measures(tmp_path, monkeypatch):
-    # The recording thread is slowed down: rep 1's files must still be on disk before rep 2's
-    # measurement starts, and rep 2's (the last) only once the recorder is waited for.
-    from linklab.results.store import ResultsStore as Store
-    real_record, seen = Store.record, []
-
-    def slow_record(self, *a, **k):
-        time.sleep(0.1)
-        return real_record(self, *a, **k)
-
-    def fake_measure(rep, traffic, probes, clock=None):
-        seen.append(sorted(sweep.store.completed()))
-        return {"iperf3.json": "{}"}, {"window_s": 0.01}
-
-    monkeypatch.setattr(Store, "record", slow_record)
-    monkeypatch.setattr(engine, "plan_point", lambda exp, topo, axes: _Plan)
-    monkeypatch.setattr(engine.lab, "set_params", lambda *a, **k: _record())
-    monkeypatch.setattr(measure_rep, "measure", fake_measure)
-    monkeypatch.setattr(measure_rep, "probes_for", lambda *a, **k: [])
-    sweep = _sweep(tmp_path, monkeypatch)
-    engine._run_point(sweep, Point(index=0, id="p0", key="k", axes={}), [1, 2])
-    assert seen == [[], [("p0", 1)]]
-    assert not sweep.store.done("p0", 2)  # still being written: the sweep went on
-    sweep.recorder.wait()
-    assert sweep.store.done("p0", 2) and len(sweep.store.rows()) == 2
-
-
-def test_a_recording_that_failed_is_raised_where_the_sweep_waits():
-    from linklab.sweep.recorder import Recorder
-    rec, done = Recorder(), []
-
-    def boom():
-        raise OSError("disk full")
-
-    rec.submit(boom)
-    with pytest.raises(OSError, match="disk full"):
-        rec.submit(done.append, 1)  # waits for the failed one first: raised, the next not started
-    assert done == []
-    rec.submit(done.append, 2)
-    rec.close()
-    assert done == [2]
 
 
 def test_reports_do_not_list_the_sweeps_own_timings_as_measurements():
