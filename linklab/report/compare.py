@@ -171,7 +171,7 @@ def compare(base: Run, new: Run, allow: set[str] = frozenset(), tolerance: float
                          + ("(more where a point's busiest core saturates at this speed), TCP's RTT and window "
                             f"{level.factor ** 2:.1f}x (the emulator's queueing), a new core_saturated judged by "
                             "the CPU bands " if level.slower else
-                            f"and TCP's RTT and window {1 / level.factor ** 2:.2f}x ")
+                            f"and TCP's RTT and window {level.factor ** 2:.2f}x ")
                          + "(linklab/report/machine.py)")
     for p in bp:
         q = new_by_key.get(p.key())
@@ -267,13 +267,14 @@ def _structure_checks(p: Point, q: Point, seen: dict[str, Any], level: machine.L
         worst = _worst_share(row_flags(r)[f] for r in carriers)
         marginal = f in SHARE_FLAGS and worst is not None and worst < FLAG_MARGIN * SHARE_FLAGS[f]
         # A slower machine's saturation (machine.py): the CPU bands, relative to the level, judge it.
-        slow_machine = f == "core_saturated" and machine.saturated_here_only(level, _mean(BUSIEST, q.ok), CORE_BUSY_PCT)
+        busiest = _mean(BUSIEST, q.ok) if f == "core_saturated" else None
+        slow_machine = busiest is not None and machine.saturated_here_only(level, busiest, CORE_BUSY_PCT)
         out.append(Check(q.label, "flag", f, HARMLESS if marginal or slow_machine else FAIL,
                          base_text=f"never in {len(p.ok)} repetitions" + (" nor in the quiet reruns" if seen else ""),
                          new_text=f"in {len(carriers)} of {len(q.ok)}" + (f": {evidence}" if evidence else "")
                          + (f" (marginal: at most {worst:g} % where the flag starts at {SHARE_FLAGS[f]:g} %; "
                             f"fails from {FLAG_MARGIN * SHARE_FLAGS[f]:g} %)" if marginal else "")
-                         + (f" (this machine's: busiest core {_mean(BUSIEST, q.ok):.0f} % / {level.factor:.2f} "
+                         + (f" (this machine's: busiest core {busiest:.0f} % / {level.factor:.2f} "
                             f"< {CORE_BUSY_PCT:g} % at the baseline's speed)" if slow_machine else "")))
     return out
 

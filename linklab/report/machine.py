@@ -32,7 +32,7 @@ and x1.95 in two sweeps) moves more than CPU:
   backlogs, veth), which grows faster than the cost per packet: iperf3's RTT at balance-rr rose
   x2.9-3.6, about level**2 (3.6-3.8), its mean window up to x7 where the baseline's spread was
   already wide. Their band gets level**2 - 1 of the baseline mean more room on the slower side
-  (1 - 1/level**2 on a faster machine's), nothing on the other, on top of the whole band (the
+  (1 - level**2 on a faster machine's, whose level is below 1), nothing on the other, on top of the whole band (the
   machine moves the value itself, however wide the baseline's own spread made the band).
 - A point whose busiest core was already busy runs out of CPU: at MTU 450 with 20 streams the
   baseline's busiest core was 64 %, x1.95 is 125 %, and throughput fell 13 %. Throughput's room
