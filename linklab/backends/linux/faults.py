@@ -5,6 +5,8 @@ impairment changed in place. Through netlink (pyroute2), tc for the qdiscs (link
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 from linklab.linux import netlink
 from linklab.linux import tc
 from linklab.backends.linux.names import netns_name
@@ -51,8 +53,12 @@ def set_active_member(lab: Lab, link: str, member: int) -> str:
 
 def change_impairments(old: Lab, new: Lab) -> list[str]:
     """Every egress queue that differs between two resolutions of the same lab, changed in place
-    (tc change) where its structure is the same, rebuilt otherwise; returns what was done."""
-    done = []
+    (tc change) where its structure is the same, rebuilt otherwise; returns what was done.
+
+    The queues change concurrently, one tc process each: an event's time is when all its
+    changes are in, and under software emulation with a flow keeping the CPUs busy one tc
+    process took up to ~0.8 s (two in a row made a change at 2 s land at 3.65 s)."""
+    jobs = []
     before = {(lk.name, i): pair for lk in old.links for i, pair in enumerate(lk.veths)}
     for lk in new.links:
         for i, pair in enumerate(lk.veths):
@@ -61,6 +67,9 @@ def change_impairments(old: Lab, new: Lab) -> list[str]:
                 raise LookupError(f"link {lk.name} member {i} is not in the running lab")
             for (end, _, q), (_, _, q0) in zip(pair.directions(), was.directions()):
                 if q != q0:
-                    how = tc.change(netns_name(new.name, end.node), end.ifname, q0, q, lk.mtu)
-                    done.append(f"{end.node}/{end.ifname} {how}")
-    return done
+                    jobs.append((end, q0, q, lk.mtu))
+    if not jobs:
+        return []
+    with ThreadPoolExecutor(max_workers=min(len(jobs), 8)) as pool:
+        hows = list(pool.map(lambda j: tc.change(netns_name(new.name, j[0].node), j[0].ifname, j[1], j[2], j[3]), jobs))
+    return [f"{end.node}/{end.ifname} {how}" for (end, *_), how in zip(jobs, hows)]

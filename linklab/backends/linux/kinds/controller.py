@@ -5,7 +5,6 @@ to import and listen, the switch ~4 s more to connect)."""
 
 from __future__ import annotations
 
-import re
 import time
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,8 @@ from linklab.backends.linux import daemons, ovsd
 from linklab.backends.linux.build import Build
 from linklab.backends.linux.kinds.base import Kind
 from linklab.backends.linux.names import netns_name
-from linklab.errors import CommandFailed, LinklabError
+from linklab.errors import LinklabError
+from linklab.linux import sockets
 from linklab.linux.ovs import parse_dump_flows
 from linklab.model.resolved import Lab, Node
 
@@ -99,13 +99,9 @@ class Controller(Kind):
             if not daemons.alive(rec):
                 raise LinklabError(f"controller {node.controller} for {node.name} exited",
                                    hint=f"its log: {log}\n" + _tail(log))
-            try:
-                out = runner.run(["ss", "-Hltn"], netns=d.ns, check=False, timeout=30).stdout
-            except CommandFailed:  # timed out: a loaded machine, try again
-                return False
-            return re.search(rf":{node.controller_port}\s", out) is not None
+            return sockets.listens(rec["pid"], node.controller_port, d.ns)
         ovsd.wait_for(listening, LISTEN_DEADLINE_S, f"controller {node.controller} listening on {node.name}",
-                      interval=0.3, why=lambda: _tail(log))
+                      interval=0.2, why=lambda: _tail(log))
         ovsd.wait_for(lambda: connected(d, node.name), CONNECT_DEADLINE_S,
                       f"switch {node.name} connecting to controller {node.controller}", interval=0.2,
                       why=lambda: _tail(d.logs / "ovs-vswitchd.log"))
