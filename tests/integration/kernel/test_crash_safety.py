@@ -28,9 +28,9 @@ from linklab.sweep.engine import Options, run
 DATA = Path(__file__).resolve().parents[1] / "data"
 TOPO = DATA / "one_link.yaml"
 SEED = int(os.environ.get("LINKLAB_KILL_SEED", "20261122"))
-# Kills per command (up, set, sweep, down). 4 each keeps CI's kernel tier within its time; a
+# Kills per command (up, set, sweep, down). 3 each keeps CI's kernel tier within its time; a
 # longer campaign: LINKLAB_KILLS_EACH=25 with other LINKLAB_KILL_SEEDs.
-KILLS_EACH = int(os.environ.get("LINKLAB_KILLS_EACH", "4"))
+KILLS_EACH = int(os.environ.get("LINKLAB_KILLS_EACH", "3"))
 QUIET = dict(say=lambda *_: None)
 
 
@@ -144,7 +144,7 @@ def recover(op: str, name: str, fn) -> str:
         return said
 
 
-@pytest.mark.timeout(1200)  # 16 commands killed and recovered, 4 of them sweeps (~3-4 min)
+@pytest.mark.timeout(1200)  # 12 commands killed and recovered, 3 of them sweeps (~3-4 min)
 def test_kill_9_anywhere_in_up_set_sweep_down_leaves_nothing_behind(tmp_path, record_property):
     rng = random.Random(SEED)
     name = "killlab"
