@@ -5,10 +5,9 @@ taken from the very daemon it waited for)."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
-from linklab.runner import NETNS_DIR
+from linklab.linux import netlink
 
 LISTEN = "0A"  # include/net/tcp_states.h: TCP_LISTEN, as the st column prints it
 
@@ -29,10 +28,7 @@ def listens(pid: int, port: int, netns: str) -> bool:
     """Whether a TCP socket listens on `port` in named network namespace `netns`, read through
     process `pid`, which must be in it: one started through `ip netns exec` is in its parent's
     namespace until that has entered the named one (False then, and if the process is gone)."""
-    try:
-        if os.stat(f"/proc/{pid}/ns/net").st_ino != os.stat(Path(NETNS_DIR, netns)).st_ino:
-            return False
-    except OSError:
+    if not netlink.same_namespace(netns, pid):
         return False
     for table in ("tcp", "tcp6"):
         try:

@@ -5,6 +5,8 @@ import os
 import socket
 from pathlib import Path
 
+from pyroute2 import netns
+
 from linklab.linux import sockets
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "tools"
@@ -24,7 +26,7 @@ def test_an_empty_table_has_no_listener():
 def test_a_process_outside_the_namespace_never_counts(tmp_path, monkeypatch):
     # This process is not in a namespace named "ll-nowhere" (none exists): whatever its own
     # namespace listens on, the answer is no, and a pid that does not exist is no too.
-    monkeypatch.setattr(sockets, "NETNS_DIR", str(tmp_path))
+    monkeypatch.setattr(netns, "NETNS_RUN_DIR", str(tmp_path))
     (tmp_path / "ll-nowhere").write_text("")
     assert sockets.listens(os.getpid(), 6653, "ll-nowhere") is False
     assert sockets.listens(2**22 + 1, 6653, "ll-nowhere") is False
@@ -33,7 +35,7 @@ def test_a_process_outside_the_namespace_never_counts(tmp_path, monkeypatch):
 def test_a_listener_in_the_process_namespace_is_seen_until_closed(tmp_path, monkeypatch):
     # This process's own namespace, named the way `ip netns` names one (a bound ns file): a socket
     # it listens on shows, and no longer once closed.
-    monkeypatch.setattr(sockets, "NETNS_DIR", str(tmp_path))
+    monkeypatch.setattr(netns, "NETNS_RUN_DIR", str(tmp_path))
     (tmp_path / "mine").symlink_to(f"/proc/{os.getpid()}/ns/net")
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

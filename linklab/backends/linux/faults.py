@@ -58,7 +58,7 @@ def change_impairments(old: Lab, new: Lab) -> list[str]:
     The queues change concurrently, one tc process each: an event's time is when all its
     changes are in, and under software emulation with a flow keeping the CPUs busy one tc
     process took up to ~0.8 s (two in a row made a change at 2 s land at 3.65 s)."""
-    jobs = []
+    where, jobs = [], []  # per queue: what the log calls it, tc.change's arguments
     before = {(lk.name, i): pair for lk in old.links for i, pair in enumerate(lk.veths)}
     for lk in new.links:
         for i, pair in enumerate(lk.veths):
@@ -67,9 +67,10 @@ def change_impairments(old: Lab, new: Lab) -> list[str]:
                 raise LookupError(f"link {lk.name} member {i} is not in the running lab")
             for (end, _, q), (_, _, q0) in zip(pair.directions(), was.directions()):
                 if q != q0:
-                    jobs.append((end, q0, q, lk.mtu))
+                    where.append(f"{end.node}/{end.ifname}")
+                    jobs.append((netns_name(new.name, end.node), end.ifname, q0, q, lk.mtu))
     if not jobs:
         return []
     with ThreadPoolExecutor(max_workers=min(len(jobs), 8)) as pool:
-        hows = list(pool.map(lambda j: tc.change(netns_name(new.name, j[0].node), j[0].ifname, j[1], j[2], j[3]), jobs))
-    return [f"{end.node}/{end.ifname} {how}" for (end, *_), how in zip(jobs, hows)]
+        hows = list(pool.map(lambda args: tc.change(*args), jobs))
+    return [f"{w} {how}" for w, how in zip(where, hows)]
