@@ -36,11 +36,16 @@ tier() {
   echo "$name $code $(( SECONDS - t0 ))" >> "$REPORTS/times.txt"
   [ "$code" = 0 ] || rc=$code
 }
-tier unit $PY -m pytest tests/unit "$@"
+# Unit tests share nothing (each writes under its own tmp_path): two workers, one per core.
+tier unit $PY -m pytest tests/unit -n 2 "$@"
 tier golden $PY -m pytest tests/golden "$@"
 tier fuzz $PY -m pytest tests/fuzz "$@"
 tier host $PY -m pytest tests/integration/host "$@"
-tier kernel $PY -m linklab vm run --if-needed --stop-after -- $PY -m pytest tests/integration/kernel "$@"
+# The lab VM stops after the kernel tier, unless LINKLAB_KEEP_VM=1: .ci/run's regression gate runs
+# in it next (a boot and a warm-up of ~1-1.5 min under TCG saved); .ci/run stops it at its end.
+stop_after=(--stop-after)
+[ "${LINKLAB_KEEP_VM:-0}" = 1 ] && stop_after=()
+tier kernel $PY -m linklab vm run --if-needed "${stop_after[@]}" -- $PY -m pytest tests/integration/kernel "$@"
 
 # Did every tier run tests? Count the cases in each tier's JUnit report; print the times.
 ran=0

@@ -6,12 +6,17 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from linklab.report import cpu_model, findings, plots, published, render
+# plots is imported where figures are drawn: matplotlib takes ~1 min to import under software
+# emulation, and a report without figures (`linklab report --no-figures`) needs none of it.
+from linklab.report import cpu_model, findings, published, render
 from linklab.report.points import Point, group, label_points
 from linklab.report.runs import Run
 from linklab.fsutil import write_atomic
+
+if TYPE_CHECKING:
+    from linklab.report import plots
 
 REPORT_MD, REPORT_HTML, FIGURES = "report.md", "report.html", "figures"
 
@@ -31,7 +36,7 @@ class RunReport:
 @dataclass
 class Report:
     runs: list[RunReport]
-    figures: list[plots.Figure]
+    figures: list["plots.Figure"]
     markdown: str = ""
     html: str = ""
 
@@ -49,7 +54,7 @@ def analyse(run: Run, tag: str, experiments_dir: Path | None = None, points: lis
     return run_report
 
 
-def build(run_dirs: list[Path], experiments_dir: Path | None = None) -> Report:
+def build(run_dirs: list[Path], experiments_dir: Path | None = None, figures: bool = True) -> Report:
     runs = [Run.load(d) for d in run_dirs]
     tags = [chr(ord("A") + i) if len(runs) > 1 else "" for i in range(len(runs))]
     grouped = [group(r) for r in runs]
@@ -61,8 +66,11 @@ def build(run_dirs: list[Path], experiments_dir: Path | None = None) -> Report:
         label_points([p for pts in grouped for p in pts])
     run_reports = [analyse(r, t, experiments_dir, pts) for r, t, pts in zip(runs, tags, grouped)]
     ref = next((r.reference for r in run_reports if r.reference), None)
-    sources = [plots.Source(r.tag or r.run.name, r.run, r.points) for r in run_reports]
-    figs = plots.render_all(plots.specs_from(ref), sources)
+    figs = []
+    if figures:
+        from linklab.report import plots
+        sources = [plots.Source(r.tag or r.run.name, r.run, r.points) for r in run_reports]
+        figs = plots.render_all(plots.specs_from(ref), sources)
     rep = Report(run_reports, figs)
     rep.markdown = render.markdown(rep)
     rep.html = render.html(rep)
@@ -80,14 +88,16 @@ def write(rep: Report, out: Path) -> dict[str, Path]:
     """report.md, report.html and figures/*.svg|png; derived from the rows, so rewriting them
     loses nothing measured."""
     out.mkdir(parents=True, exist_ok=True)
-    plots.write(rep.figures, out / FIGURES)
+    if rep.figures:
+        from linklab.report import plots
+        plots.write(rep.figures, out / FIGURES)
     write_atomic(out / REPORT_MD, rep.markdown)
     write_atomic(out / REPORT_HTML, rep.html)
     return {"markdown": out / REPORT_MD, "html": out / REPORT_HTML, "figures": out / FIGURES}
 
 
-def write_report(run_dir: Path, experiments_dir: Path | None = None) -> tuple[Path, str]:
+def write_report(run_dir: Path, experiments_dir: Path | None = None, figures: bool = True) -> tuple[Path, str]:
     """One run's report into its own directory (what a sweep calls when it finishes)."""
-    rep = build([Path(run_dir)], experiments_dir)
+    rep = build([Path(run_dir)], experiments_dir, figures)
     paths = write(rep, Path(run_dir))
     return paths["markdown"], rep.markdown

@@ -89,6 +89,9 @@ def add_commands(sub) -> None:
     r.add_argument("--out", help="where to write the report (default: the run directory; several runs: "
                                  "RESULTS/reports/<runs>)")
     r.add_argument("--quiet", action="store_true", help="do not print the markdown, only where it was written")
+    r.add_argument("--no-figures", action="store_true",
+                   help="tables and findings only, no figures (matplotlib is not even imported: ~1 min saved in a "
+                        "software-emulated VM)")
     r.set_defaults(handler=cmd_report)
 
     c = sub.add_parser(
@@ -176,7 +179,7 @@ def cmd_report(args, argv) -> int:
 
     results = Path(args.results)
     runs = [find_run(t, results) for t in (args.runs or [None])]
-    rep = build(runs)
+    rep = build(runs, figures=not args.no_figures)
     out = Path(args.out) if args.out else default_out(runs, results)
     paths = write(rep, out)
     if not args.quiet:

@@ -114,6 +114,25 @@ def test_report_files_statistics_published_and_findings(tmp_path, experiments):
     assert "core_saturated 1/2, queue_dropped 1/2, reordering 1/2 |" in text and "| ⚑ 802.3ad" not in text
 
 
+def test_a_report_without_figures_has_the_same_text_and_never_imports_matplotlib(tmp_path, experiments):
+    # The kernel tier checks a real sweep's report this way: matplotlib costs ~1 min to import in
+    # the lab VM. In a fresh interpreter, since this one may have imported it for another test.
+    import subprocess
+    import sys
+    run = make_run(tmp_path, datetime(2024, 1, 1), [[90.0, 94.0], [150.0, 140.0]], experiments=experiments)
+    code = ("import sys; from pathlib import Path; from linklab.report.build import write_report; "
+            f"write_report(Path({str(run)!r}), figures=False); print('matplotlib' in sys.modules)")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0 and res.stdout.strip() == "False", res.stdout + res.stderr
+    text = (run / "report.md").read_text()
+    assert "| 802.3ad | 2 | 92.0 ±25.4 |" in text and "![" not in text and not (run / "figures").exists()
+    assert "<img" not in (run / "report.html").read_text()
+    # The same report with its figures: every table reads the same.
+    _, with_figures = write_report(run)
+    tables = lambda md: [line for line in md.splitlines() if line.startswith("|")]
+    assert "![" in with_figures and tables(with_figures) == tables(text)
+
+
 def test_figures_are_deterministic(tmp_path, experiments):
     run = make_run(tmp_path, datetime(2024, 1, 1), [[90.0, 94.0], [150.0, 140.0]], experiments=experiments)
     a, b = build([run]), build([run])

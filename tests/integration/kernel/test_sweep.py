@@ -11,12 +11,24 @@ from pathlib import Path
 import pytest
 
 from linklab import lab, state
+from linklab.model import load_topology
+from linklab.model.resolve import resolve
 from linklab.sweep.engine import Options, run
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 MEMBER_BPS = 100e6  # 1 Gbit/s members at scale 0.1
 KNOWN_FLAGS = {"core_saturated", "queue_dropped", "host_disturbed", "emulator_rtt", "emulator_burst"}  # measure/disturbance.py
 GOODPUT_RATE_BPS = 40e6  # data/goodput.yaml's link rate
+GSO_MAX_BYTES = 65536  # veth's gso_max_size: the largest packet a qdisc sees
+
+
+def netem_queue_max_ms(topology: Path) -> float:
+    """The longest wait netem's queue allows on the topology's members: its limit counts
+    packets (the host port's 10 ms of frames plus the delay line, as resolved), each at most a
+    GSO packet, drained at the member's rate."""
+    resolved = resolve(load_topology(topology))
+    return max(q.limit * GSO_MAX_BYTES * 8 / q.rate_bps * 1e3
+               for link in resolved.links for v in link.veths for q in (v.egress_a, v.egress_b) if q and q.queue_holder == "netem")
 
 
 def rows_of(store):
@@ -85,9 +97,11 @@ def test_quick_sweep_is_complete_and_physically_plausible(results, cleanup_labs)
         assert value not in ("", None) and 1.0 <= float(value) <= 100.0 * procs_ + 3, (side, value)
         assert float(rr[f"cpu_{side}_iperf3_max_thread_pct"]) <= 103.0, (side, rr[f"cpu_{side}_iperf3_max_thread_pct"])
     # Its report: one line per point with the measured rate. (Inside the lab VM the sweep
-    # leaves the report to the host that forwarded it; here the test draws it itself.)
+    # leaves the report to the host that forwarded it; here the test writes it itself, without
+    # figures: matplotlib's import and 18 figures cost ~100 s under emulation, and the unit tier
+    # draws them from stored runs of this lab VM.)
     from linklab.report.build import write_report
-    report = (write_report(store.path)[0]).read_text()
+    report = (write_report(store.path, figures=False)[0]).read_text()
     for mode, r in rows.items():
         assert f"| {mode} |" in report and f"{float(r['throughput_bps']) / 1e6:.1f}" in report
 
@@ -138,14 +152,14 @@ def test_reordering_measured_directly_and_latency_under_load(results, cleanup_la
         # one's (2 x 400 us) plus the emulator's own (up to 2 ms) and descheduling (3 ms). Under
         # load a queue cannot make a ping faster than idle (-1 ms for jitter). Above: the host
         # port's byte FIFO allows 10 ms, but on these members netem is the leaf queue and its
-        # limit (84) counts packets, which GSO can make far larger than a frame: measured 31 and 108 ms
-        # added (p50) in the lab VM. 150 ms still fails a queue with no bound at all.
+        # limit counts packets, which GSO makes up to 64 KiB each (README, "Queues"): what that
+        # queue can hold at the member's rate is the bound (measured 31, 108 and 159 ms added, p50).
         why = {k: r.get(k) for k in ("bond_mode", "flags", "flag_evidence", "host_other_pct", "cpu0_busy_pct",
                                      "cpu1_busy_pct", "ping_rtt_p50_ms", "load_ping_added_p50_ms",
                                      "load_ping_added_p95_ms", "qdisc_dropped_pkts")}
         assert int(r["load_ping_received"]) >= 10, r["load_ping_received"]
         assert 0.2 <= float(r["ping_rtt_p50_ms"]) <= 0.8 + 5.0, why
-        assert -1.0 <= float(r["load_ping_added_p50_ms"]) <= 150.0, why
+        assert -1.0 <= float(r["load_ping_added_p50_ms"]) <= netem_queue_max_ms(DATA / "rr_skew.yaml"), why
         # Flags are the ones linklab knows, and a queue_dropped flag has drops behind it.
         flags = {f for f in (r["flags"] or "").split(";") if f}
         assert flags <= KNOWN_FLAGS, flags
