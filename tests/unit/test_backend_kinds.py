@@ -46,6 +46,9 @@ def test_build_runs_phases_in_order_and_each_kind_in_the_phase_it_names(monkeypa
         def create(self, b, node):
             seen.append(("create", self.name, node.name))
 
+        def begin(self, b, node):
+            seen.append(("begin", self.name, node.name))
+
         def configure(self, b, node):
             seen.append((self.phase, self.name, node.name))
 
@@ -61,10 +64,14 @@ def test_build_runs_phases_in_order_and_each_kind_in_the_phase_it_names(monkeypa
     # none; a kind makes all of its nodes at once), then DAD off in each
     assert seen[:2 * len(lab.nodes)] == ([("create", fakes[n.name][0].name, n.name) for n in lab.nodes]
                                          + [("dad", f"ns-{n.name}", "*") for n in lab.nodes])
-    phases = [p for p, _, _ in seen[2 * len(lab.nodes):]]
+    # Then every kind of every node begins what is slow to become ready, before any link is made
+    begun = seen[2 * len(lab.nodes):2 * len(lab.nodes) + sum(len(v) for v in fakes.values())]
+    assert begun == [("begin", k.name, n.name) for n in lab.nodes for k in fakes[n.name]]
+    assert seen[2 * len(lab.nodes) + len(begun)][0] == "links"
+    phases = [p for p, _, _ in seen[2 * len(lab.nodes) + len(begun):]]
     assert [p for i, p in enumerate(phases) if i == 0 or phases[i - 1] != p] == [
         p for p in build.PHASES if p in phases]
     switches = [n.name for n in lab.nodes if n.kind == "switch"]
     assert [x for x in seen if x[0] == "switches"] == [("switches", f"first-{kinds.kind_of(lab.node(s))}", s)
                                                        for s in switches]
-    assert [x[2] for x in seen if x[1] == "beside"] == [n.name for n in lab.nodes if n.controller]
+    assert [x[2] for x in seen if x[1] == "beside" and x[0] == "daemons"] == [n.name for n in lab.nodes if n.controller]

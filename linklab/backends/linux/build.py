@@ -45,6 +45,7 @@ class Build:
     say       what tells the user of slow steps (a kind starting a daemon or pulling an image)
     created   (node, ifname) of the interfaces this build creates: they have no address and the
               kernel's default qdisc, so nothing needs to be read back to reconcile them
+    begun     node -> what its kind's `begin` started, for that kind's `configure`
     ipr       node -> its pyroute2 handle, opened on first use
     """
 
@@ -66,6 +67,7 @@ class Build:
         self._dumped: set[str] = set()
         self.ipr = {node: _IndexKeeping(h, self._indexes, self._dumped) for node, h in ipr.items()}
         self.created: set[tuple[str, str]] = set()
+        self.begun: dict[str, Any] = {}
         self._mtus: dict[tuple[str, int], int] = {}
 
     def idx(self, node: str, ifname: str) -> int | None:
@@ -114,7 +116,8 @@ class Build:
 
 
 def run(b: Build) -> None:
-    """The build, phase by phase: the phase's own steps, then each kind that names it."""
+    """The build, phase by phase: the phase's own steps, then each kind that names it. Once the
+    namespaces exist, every kind begins what is slow to become ready (`Kind.begin`)."""
     for phase in PHASES:
         for step in STEPS.get(phase, ()):
             step(b)
@@ -122,6 +125,10 @@ def run(b: Build) -> None:
             for kind in b.kinds[node.name]:
                 if kind.phase == phase:
                     kind.configure(b, node)
+        if phase == "namespaces":
+            for node in b.lab.nodes:
+                for kind in b.kinds[node.name]:
+                    kind.begin(b, node)
 
 
 # ---- the steps every lab needs -----------------------------------------------------------------

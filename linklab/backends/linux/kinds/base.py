@@ -7,6 +7,9 @@ DefaultNode). The backend calls these; a kind never calls the backend.
                           (default: a plain named namespace). A kind whose node lives elsewhere (a
                           container) makes that instead and gives its namespace the same name, so
                           everything after it (veth pairs, addresses, queues) works unchanged
+  begin(build, node)      start what is slow to become ready (a controller's ~20 s of imports
+                          under emulation) as soon as the namespaces exist, so it readies while
+                          the rest of the lab is built; `configure` waits for it (default: nothing)
   configure(build, node)  make the node match the resolved lab, idempotently, in the build phase
                           the kind names in `phase` (linklab/backends/linux/build.py: PHASES)
   inspect(lab, node, ns)  live state beyond interfaces, for `status`, pre-flight and a switch's
@@ -64,6 +67,9 @@ class Kind:
             netlink.create(ns)
         # Marked at once: an unmarked namespace is only ever one `claim` just vouched for.
         mark_loopback(ns, b.mark)
+
+    def begin(self, b: Build, node: Node) -> None:
+        pass
 
     def configure(self, b: Build, node: Node) -> None:
         pass

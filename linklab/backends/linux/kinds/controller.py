@@ -64,7 +64,9 @@ class Controller(Kind):
         problem = controllers.app_problem(node.controller)
         return [f"switches.{node.name}.controller: {problem}"] if problem else []
 
-    def configure(self, b: Build, node: Node) -> None:
+    def begin(self, b: Build, node: Node) -> None:
+        """Start (or keep, or adopt) the controller as soon as its namespace exists: its imports
+        (~20 s under emulation) then overlap the rest of the build, and `configure` waits."""
         d = ovsd.OvsDirs(ns=b.ns[node.name], lab=b.lab.name, node=node.name)
         mine = [r for r in b.previous_processes(node.name) if r["role"] == "controller"]
         keep = [r for r in mine if daemons.alive(r) and r.get("app") == node.controller and r.get("port") == node.controller_port]
@@ -81,19 +83,27 @@ class Controller(Kind):
                          "port": node.controller_port}]
         if keep:
             b.keep_processes(keep)
-            rec = keep[0]
-            log = d.logs / "controller.log"
-        else:
-            # What an earlier app installed (flows, groups) is not this app's: start from an empty table.
-            for what in ("del-flows", "del-groups"):
-                ovsd.ofctl(d, what, node.name, check=False)
-            d.logs.mkdir(parents=True, exist_ok=True)
-            log = d.logs / "controller.log"
-            with open(log, "ab") as f:
-                cmd = argv(node.controller, node.controller_port, b.lab.openflow_layout(node.name), b.lab.dpid(node.name))
-                p = runner.start(cmd, netns=d.ns, stdout=f, stderr=f)
-            rec = {**daemons.record(node.name, "controller", p.pid), "app": node.controller, "port": node.controller_port}
-            b.keep_processes([rec])
+            b.begun[node.name] = keep[0]
+            return
+        # What an earlier app installed (flows, groups) is not this app's: start from an empty
+        # table. The switch's OVS runs here only if an earlier build started it (a new lab's
+        # has nothing to delete: the commands fail harmlessly); the old controller is stopped,
+        # so nothing installs flows again before the new one connects.
+        for what in ("del-flows", "del-groups"):
+            ovsd.ofctl(d, what, node.name, check=False)
+        d.logs.mkdir(parents=True, exist_ok=True)
+        with open(d.logs / "controller.log", "ab") as f:
+            cmd = argv(node.controller, node.controller_port, b.lab.openflow_layout(node.name), b.lab.dpid(node.name))
+            p = runner.start(cmd, netns=d.ns, stdout=f, stderr=f)
+        rec = {**daemons.record(node.name, "controller", p.pid), "app": node.controller, "port": node.controller_port}
+        b.keep_processes([rec])
+        b.begun[node.name] = rec
+
+    def configure(self, b: Build, node: Node) -> None:
+        """Wait until the controller `begin` started listens and the switch, built meanwhile, is
+        connected to it."""
+        d = ovsd.OvsDirs(ns=b.ns[node.name], lab=b.lab.name, node=node.name)
+        rec, log = b.begun[node.name], d.logs / "controller.log"
 
         def listening() -> bool:
             if not daemons.alive(rec):
