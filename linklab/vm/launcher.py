@@ -76,6 +76,27 @@ def _tail(path: Path, lines: int = 25) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
+# A guest CPU stuck this long in its kernel is not coming back. Under software emulation QEMU once
+# left both vCPUs spinning in the slab allocator (console: "watchdog: BUG: soft lockup - CPU#0
+# stuck for 1199s! [runc:390]", 2026-11-26, the kernel tier's first container test; systemd's CI
+# saw the same under TCG): the guest answers nothing again, and a command waiting on it would wait
+# until its caller's own limit. The guest's watchdog reports every ~28 s; a host so loaded that
+# the VM was descheduled can report tens of seconds, never minutes.
+LOCKUP_LIMIT_S = 120
+LOCKUP_CHECK_S = 10.0
+LOCKUP_LINE = re.compile(r"watchdog: BUG: soft lockup - CPU#\d+ stuck for (\d+)s! \[[^\]\n]*\]")
+
+
+def kernel_lockup(console: str, limit_s: int = LOCKUP_LIMIT_S) -> str | None:
+    """The last soft-lockup report in console text whose CPU was stuck at least limit_s. Pure."""
+    stuck = [m.group(0) for m in LOCKUP_LINE.finditer(console) if int(m.group(1)) >= limit_s]
+    return stuck[-1] if stuck else None
+
+
+class GuestLockedUp(AgentGone):
+    """The guest kernel reported a CPU stuck for minutes: the VM will not answer again."""
+
+
 class BootFailed(Exception):
     """One boot attempt failed; the caller decides between falling back and giving up."""
 
@@ -341,7 +362,29 @@ class LabVM:
         return info
 
     def _alive_check(self, info: dict) -> Callable[[], bool]:
-        return lambda: _alive(info["pid"])
+        """Whether the VM still runs, asked while waiting on it; raises GuestLockedUp when its
+        console reported a kernel lockup since this wait began (looked at every LOCKUP_CHECK_S)."""
+        try:
+            since = self.console_log.stat().st_size
+        except OSError:
+            since = 0
+        next_look = [time.monotonic() + LOCKUP_CHECK_S]
+
+        def alive() -> bool:
+            if not _alive(info["pid"]):
+                return False
+            if time.monotonic() >= next_look[0]:
+                next_look[0] = time.monotonic() + LOCKUP_CHECK_S
+                try:
+                    with open(self.console_log, "rb") as f:
+                        f.seek(max(since, f.seek(0, os.SEEK_END) - 65536))
+                        line = kernel_lockup(f.read().decode(errors="replace"))
+                except OSError:
+                    line = None
+                if line:
+                    raise GuestLockedUp(f"the lab VM's kernel locked up ({line.removeprefix('watchdog: ')})")
+            return True
+        return alive
 
     def run(self, argv: list[str], *, cwd: str | Path, env: dict[str, str] | None = None,
             timeout: float | None = None, stdout: BinaryIO | None = None, stderr: BinaryIO | None = None,
@@ -371,6 +414,12 @@ class LabVM:
             with ch, recorder:
                 return ch.run([str(a) for a in argv], str(cwd), forwarded_env() if env is None else env,
                               timeout, stdout, stderr, alive, warm, netns)
+        except GuestLockedUp as e:
+            tail = _tail(self.console_log, 10)
+            self.stop(say=lambda _: None)  # a stuck kernel never recovers: nothing of it is worth keeping
+            raise EnvironmentProblem(f"{e}: stopped it; the labs in it are gone\n--- {self.console_log} (tail) ---\n"
+                                     f"{tail}", hint="`linklab up` boots a new one. A soft lockup of a vCPU under "
+                                     "software emulation is the emulator's (QEMU TCG), not the lab's") from None
         except AgentGone as e:
             raise EnvironmentProblem(f"{e}\n--- {self.console_log} (tail) ---\n{_tail(self.console_log, 10)}",
                                      hint="`linklab down` then `linklab up` restarts the lab VM") from None

@@ -5,18 +5,28 @@
 import os
 import time
 
+import pytest
+
 from tests.fuzz.fuzz_inputs import campaign
 
 N = int(os.environ.get("LINKLAB_FUZZ_N", "1200"))
 SEED = int(os.environ.get("LINKLAB_FUZZ_SEED", "20261122"))
 
 
-def test_malformed_documents_exit_2_with_their_path_and_no_traceback(tmp_path):
+# The campaign in two halves (every other document), so `make test` checks them on two workers.
+PARTS = 2
+
+
+@pytest.mark.parametrize("part", range(PARTS))
+def test_malformed_documents_exit_2_with_their_path_and_no_traceback(tmp_path, part):
     t0 = time.monotonic()
-    counts = campaign(N, SEED, tmp_path)  # a traceback fails the test right here, with the document kept
+    counts = campaign(N, SEED, tmp_path, (part, PARTS))  # a traceback fails the test right here, with the document kept
     assert counts["bad"] == [], counts["bad"]
-    print(f"fuzz: {N} documents (seed {SEED}): {counts['exit2']} exit 2, slowest {counts['slowest_s']:.2f} s")
-    assert counts["exit2"] >= 1000 * N / 1200, counts  # most are malformed (some mutations stay valid)
+    n = counts["documents"]
+    print(f"fuzz: {n} of {N} documents (seed {SEED}, part {part + 1}/{PARTS}): {counts['exit2']} exit 2, "
+          f"slowest {counts['slowest_s']:.2f} s")
+    assert n == len(range(part, N, PARTS)), counts
+    assert counts["exit2"] >= 1000 * n / 1200, counts  # most are malformed (some mutations stay valid)
     assert counts["slowest_s"] < 5, counts  # no document may take long: alias bombs, deep nesting
     # A hang guard, not a speed target: 1200 documents take ~1-3 min on a loaded 2-core machine.
     assert time.monotonic() - t0 < 0.4 * N
