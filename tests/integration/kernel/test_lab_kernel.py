@@ -290,8 +290,11 @@ def test_counters_read_in_process_are_what_nstat_and_tc_print(make_lab):
         assert set(first) == set(theirs) == set(last)
         outside = {k: (first[k], v, last[k]) for k, v in theirs.items() if not first[k] <= v <= last[k]}
         assert outside == {}
-        moved = [k for k in first if first[k] != last[k]]
-        assert len(moved) <= 10, moved  # a handful at most: the lab is still
+        # A handful at most moved: the lab is still. IPv6's own chatter is left out (an MLD report
+        # or a neighbour solicitation moves ~6 Ip6/Icmp6 counters each; a slow CI VM, whose reads
+        # took longer, once saw 12 moved by two such packets).
+        moved = [k for k in first if first[k] != last[k] and not k.startswith(("Ip6", "Icmp6"))]
+        assert len(moved) <= 10, moved
         q_first = counters.read_qdiscs(lb.ns(node))
         q_tc = disturbance.parse_qdisc_stats(lb.run(node, ["tc", "-s", "qdisc", "show"]).stdout)
         q_last = counters.read_qdiscs(lb.ns(node))
