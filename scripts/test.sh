@@ -45,22 +45,22 @@ tier host $PY -m pytest tests/integration/host "$@"
 # in it next (a boot and a warm-up of ~1-1.5 min under TCG saved); .ci/run stops it at its end.
 stop_after=(--stop-after)
 [ "${LINKLAB_KEEP_VM:-0}" = 1 ] && stop_after=()
+kernel_tier=(tier kernel $PY -m linklab vm run --if-needed "${stop_after[@]}" -- $PY -m pytest tests/integration/kernel "$@")
 rc_before_kernel=$rc
-tier kernel $PY -m linklab vm run --if-needed "${stop_after[@]}" -- $PY -m pytest tests/integration/kernel "$@"
+"${kernel_tier[@]}"
 # A lab VM whose kernel locked up (a vCPU stuck for minutes: QEMU's under software emulation, seen
 # once in ~15 runs) is stopped by linklab at once; that says nothing of linklab, so the tier runs
 # once more in a new VM. Both attempts are printed, and their times counted.
 if [ "$(tail -n1 "$REPORTS/times.txt" | cut -d' ' -f2)" != 0 ] && $PY -c '
 import sys
 from linklab import placement
-from linklab.vm.launcher import kernel_lockup
-log = placement.lab_vm().console_log
-line = kernel_lockup(log.read_text(errors="replace")) if log.exists() else None
+from linklab.vm.launcher import console_lockup
+line = console_lockup(placement.lab_vm().console_log)
 print(f"make test: the lab VM locked up during the kernel tier ({line}): running it once more in a new VM" if line else "")
 sys.exit(0 if line else 1)'; then
   sed -i 's/^kernel /kernel-locked-up /' "$REPORTS/times.txt"
   rc=$rc_before_kernel
-  tier kernel $PY -m linklab vm run --if-needed "${stop_after[@]}" -- $PY -m pytest tests/integration/kernel "$@"
+  "${kernel_tier[@]}"
 fi
 
 # Did every tier run tests? Count the cases in each tier's JUnit report; print the times.

@@ -93,6 +93,17 @@ def kernel_lockup(console: str, limit_s: int = LOCKUP_LIMIT_S) -> str | None:
     return stuck[-1] if stuck else None
 
 
+def console_lockup(console_log: Path, since: int = 0) -> str | None:
+    """kernel_lockup over what a console log gained after byte `since` (its last 64 KiB at most:
+    a stuck guest keeps reporting, so the newest report is at the end); None if unreadable."""
+    try:
+        with open(console_log, "rb") as f:
+            f.seek(max(since, f.seek(0, os.SEEK_END) - 65536))
+            return kernel_lockup(f.read().decode(errors="replace"))
+    except OSError:
+        return None
+
+
 class GuestLockedUp(AgentGone):
     """The guest kernel reported a CPU stuck for minutes: the VM will not answer again."""
 
@@ -375,12 +386,7 @@ class LabVM:
                 return False
             if time.monotonic() >= next_look[0]:
                 next_look[0] = time.monotonic() + LOCKUP_CHECK_S
-                try:
-                    with open(self.console_log, "rb") as f:
-                        f.seek(max(since, f.seek(0, os.SEEK_END) - 65536))
-                        line = kernel_lockup(f.read().decode(errors="replace"))
-                except OSError:
-                    line = None
+                line = console_lockup(self.console_log, since)
                 if line:
                     raise GuestLockedUp(f"the lab VM's kernel locked up ({line.removeprefix('watchdog: ')})")
             return True
