@@ -16,7 +16,10 @@
 
 The noise floor: with reruns, each rerun is judged with a floor measured from the other reruns
 (leave one out: a rerun never judges itself); else the baseline's own noise.json, else the
-metrics' declared floors. Goal (issue 19): every +/-20 % and every structural change caught,
+metrics' declared floors. With --slower (runs on a machine of another speed, e.g. CI's), each
+run is judged with the baseline's noise floor and a speed response (linklab/report/speed.py)
+measured from the other slower runs, leave one out the same way: the false alarms and the
+changes caught are then what CI's gate gives on such a machine. Goal (issue 19): every +/-20 % and every structural change caught,
 at most 1 false alarm in 10 quiet reruns.
 
     .venv/bin/python bench/gate_power.py [--baseline baselines/e1_bonding_mtu-quick-vm-tcg]
@@ -43,6 +46,8 @@ from linklab.report.compare import compare  # noqa: E402
 from linklab.report.noise import MIN_RERUNS, NoiseFloor, for_baseline, load_reruns, measure, point_key  # noqa: E402
 from linklab.report.points import group  # noqa: E402
 from linklab.report.runs import Run  # noqa: E402
+from linklab.report.speed import SpeedResponse  # noqa: E402
+from linklab.report.speed import measure as measure_speed  # noqa: E402
 
 Rows = list[dict]
 BYTES = ("sent_bytes", "received_bytes", "sent_bps", "received_bps")
@@ -179,6 +184,19 @@ class Source:
     run: Run
     noise: NoiseFloor | None
     clean: set           # failures of the run as it is
+    speed: SpeedResponse | None = None
+
+
+def slower_sources(base: Run, slower: list[Run], tolerance: float) -> tuple[list[Source], str]:
+    nf = for_baseline(base)
+    out = []
+    for i, r in enumerate(slower):
+        sr = measure_speed(base, slower[:i] + slower[i + 1:]) if len(slower) > 1 else None
+        out.append(Source(r, nf, failure_keys(compare(base, r, noise=nf, tolerance=tolerance, speed=sr)), sr))
+    how = (nf.describe() if nf else "the metrics' declared floors") + (
+        f"; leave-one-out speed responses from the other {len(slower) - 1} slower runs" if len(slower) > 1 else
+        "; no speed response (one slower run)")
+    return out, how
 
 
 def sources(base: Run, reruns: list[Run], runs: list[Run], tolerance: float) -> tuple[list[Source], str]:
@@ -199,7 +217,7 @@ def sources(base: Run, reruns: list[Run], runs: list[Run], tolerance: float) -> 
 
 def trial(base: Run, src: Source, change: Change, pid: str | None, tolerance: float) -> bool:
     changed = with_rows(src.run, change.apply(src.run.rows, pid))
-    res = compare(base, changed, noise=src.noise, tolerance=tolerance)
+    res = compare(base, changed, noise=src.noise, tolerance=tolerance, speed=src.speed)
     return bool(failure_keys(res) - src.clean)
 
 
@@ -251,17 +269,21 @@ def main() -> int:
     ap.add_argument("--reruns", nargs="*", default=[], help="quiet reruns: run directories or directories of runs")
     ap.add_argument("--runs", nargs="*", default=None,
                     help="without reruns: stored runs to inject into (default: the baseline itself)")
+    ap.add_argument("--slower", nargs="*", default=[],
+                    help="runs on a machine of another speed (judged with leave-one-out speed responses) instead of "
+                         "quiet reruns")
     ap.add_argument("--tolerance", type=float, default=0.0, metavar="PCT", help="as `linklab compare --tolerance`")
     ap.add_argument("--json", default=str(ROOT / "bench" / "results" / "gate_power.json"))
     args = ap.parse_args()
     t0 = time.monotonic()
     base = Run.load(Path(args.baseline))
-    reruns = load_reruns(args.reruns) if args.reruns else []
+    slower = load_reruns(args.slower) if args.slower else []
+    reruns = (load_reruns(args.reruns) if args.reruns else []) or slower  # either is judged as it is, too
     runs = [Run.load(Path(p)) for p in args.runs] if args.runs else [base]
     tol = args.tolerance / 100
-    srcs, how = sources(base, reruns, runs, tol)
+    srcs, how = slower_sources(base, slower, tol) if slower else sources(base, reruns, runs, tol)
     print(f"baseline {base.path} ({base.name}, {max(len(p.ok) for p in group(base))} repetitions per point)")
-    print(f"changes injected into {len(srcs)} {'quiet rerun' if reruns else 'stored run'}"
+    print(f"changes injected into {len(srcs)} {'slower run' if slower else 'quiet rerun' if reruns else 'stored run'}"
           f"{'s' if len(srcs) != 1 else ''}: {', '.join(s.run.name for s in srcs)}")
     print(f"bands: {how}" + (f"; --tolerance {args.tolerance:g}" if tol else ""))
     table = power(base, srcs, tol)
@@ -273,7 +295,7 @@ def main() -> int:
     alarms = false_alarms(srcs) if reruns else []
     if reruns:
         n_alarm = sum(1 for a in alarms if a["failed"])
-        print(f"\nfalse alarms: {n_alarm} of {len(alarms)} quiet reruns failed the gate")
+        print(f"\nfalse alarms: {n_alarm} of {len(alarms)} {'slower runs' if slower else 'quiet reruns'} failed the gate")
         for a in alarms:
             if a["failed"]:
                 print(f"  {a['run']}: " + "; ".join(a["failed"][:6]) + (" ..." if len(a["failed"]) > 6 else ""))
@@ -291,7 +313,7 @@ def main() -> int:
             if reruns else None}
     print("goal: " + ", ".join(f"{k} {'met' if v else 'NOT met' if v is False else 'not measured'}"
                                for k, v in goal.items()))
-    out = {"baseline": str(base.path), "sources": [s.run.name for s in srcs], "reruns": bool(reruns),
+    out = {"baseline": str(base.path), "sources": [s.run.name for s in srcs], "reruns": bool(reruns), "slower": bool(slower),
            "bands": how, "tolerance_pct": args.tolerance, "changes": table, "false_alarms": alarms,
            "smallest_throughput_change_pct_caught_95": small, "goal": goal,
            "seconds": round(time.monotonic() - t0, 1)}

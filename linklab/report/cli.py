@@ -1,5 +1,5 @@
 """CLI commands for reports (linklab.cli adds them to its parser; each names its handler):
-report, compare, baseline, noise, merge."""
+report, compare, baseline, noise, speed, merge."""
 
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ examples:
   linklab compare RUN_A RUN_B --allow-different placement   # e.g. native vs lab VM, on purpose
   linklab compare BASELINE RUN --tolerance 35        # a baseline recorded on another machine
   linklab compare BASELINE RUN --allow-missing       # a run of part of the matrix, on purpose
+  linklab compare BASELINE RUN2 --confirms RUN1      # RUN2 repeats RUN1: fail what failed in both
 
 Each point of the baseline is judged; any of these fails the gate, and each failure names the
 point, the metric, the baseline's n / mean / sd, the new value, the band and the rule:
@@ -41,9 +42,24 @@ point, the metric, the baseline's n / mean / sd, the new value, the band and the
 The band: where the new mean falls if nothing changed, from the baseline's repetitions (a
 prediction interval), never narrower than the noise floor measured beside the baseline
 (BASELINE/noise.json, `linklab noise`) or, without one, the metric's declared floor.
+On a machine of another speed (CPU level beyond x1.15), CPU is judged relative to that level and
+each point's metrics get the room the baseline's speed response measured for them
+(BASELINE/speed.json, `linklab speed`) or, without one, a general allowance (report/machine.py).
+A repetition flagged host_stolen (the hypervisor under the host took its CPU) is listed, never failed.
 
 exit codes: 0 every check passed, 1 a check failed, 2 bad input (not a run, or runs of
 different experiments/scale/placement without --allow-different)
+"""
+
+SPEED_HELP = """\
+examples:
+  linklab speed baselines/e1_bonding_mtu-quick-vm-tcg results-slow/e1_bonding_mtu
+        every complete run in that directory, made on a slower machine of the kind; writes
+        baselines/e1_bonding_mtu-quick-vm-tcg/speed.json
+
+Per point and metric (not CPU, which compare judges relative to the level): the exponents e of
+level**e = run mean / baseline mean, the smallest and largest over the runs. Runs at the
+baseline's own speed (level within x1.15) are refused: they are quiet reruns (`linklab noise`).
 """
 
 BASELINE_HELP = """\
@@ -116,6 +132,9 @@ def add_commands(sub) -> None:
     c.add_argument("--noise", metavar="FILE",
                    help="noise floor to use (default: BASELINE/noise.json when it exists, else the metrics' declared "
                         "floors)")
+    c.add_argument("--confirms", metavar="RUN",
+                   help="NEW repeats RUN (the same code, measured again to confirm a failed gate): a check fails "
+                        "only where it failed for RUN too; the others are listed as not confirmed")
     c.add_argument("--all", action="store_true", help="list every check, not only the failures")
     c.add_argument("--json", action="store_true", help="machine-readable output")
     c.set_defaults(handler=cmd_compare)
@@ -156,6 +175,20 @@ def add_commands(sub) -> None:
     n.add_argument("--dry-run", action="store_true", help="print the floor, write nothing")
     n.set_defaults(handler=cmd_noise)
 
+    sp = sub.add_parser(
+        "speed", help="measure how a baseline's points move on a machine of another speed (BASELINE/speed.json)",
+        description="From runs of the baseline's experiment on a machine whose CPU level is beyond x1.15 the "
+                    "baseline's (a slower machine of the kind, say), keep per point and metric how far it moved "
+                    "as an exponent of that level. `linklab compare` then gives each point the room it measurably "
+                    "needs at a run's level, and no more, instead of one allowance for every point.",
+        epilog=SPEED_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sp.add_argument("baseline", help="stored baseline (or run) directory")
+    sp.add_argument("runs", nargs="+", metavar="RUN",
+                    help="run directories, or directories of runs (every complete run in them)")
+    sp.add_argument("--out", help="where to write it (default BASELINE/speed.json)")
+    sp.add_argument("--dry-run", action="store_true", help="print it, write nothing")
+    sp.set_defaults(handler=cmd_speed)
+
     m = sub.add_parser(
         "merge", help="make one run of a sweep's shards (`linklab sweep --shard K/N` on several machines)",
         description="Join the runs of `linklab sweep EXP --shard K/N` (K = 1..N) into one run, raw files "
@@ -189,9 +222,10 @@ def cmd_report(args, argv) -> int:
 
 
 def cmd_compare(args, argv) -> int:
-    from linklab.report.compare import as_json, compare, render
+    from linklab.report.compare import as_json, compare, confirm, render
     from linklab.report.noise import NoiseFloor, for_baseline
     from linklab.report.runs import Run, find_run
+    from linklab.report.speed import for_baseline as speed_for_baseline
 
     results = Path(args.results)
     base = Run.load(find_run(args.baseline, results))
@@ -200,7 +234,15 @@ def cmd_compare(args, argv) -> int:
     if not 0 <= args.tolerance < 100:
         raise UsageError(f"--tolerance {args.tolerance:g}: a percentage from 0 to below 100")
     noise = NoiseFloor.load(Path(args.noise)) if args.noise else for_baseline(base)
-    res = compare(base, new, allow, tolerance=args.tolerance / 100, noise=noise, allow_missing=args.allow_missing)
+    speed = speed_for_baseline(base)
+
+    def judge(run):
+        return compare(base, run, allow, tolerance=args.tolerance / 100, noise=noise,
+                       allow_missing=args.allow_missing, speed=speed)
+
+    res = judge(new)
+    if args.confirms:
+        res = confirm(res, judge(Run.load(find_run(args.confirms, results))))
     print(json.dumps(as_json(res), indent=1) if args.json else render(res, show_all=args.all))
     return 0 if res.ok else 1
 
@@ -224,6 +266,7 @@ def cmd_merge(args, argv) -> int:
 def cmd_baseline(args, argv) -> int:
     from linklab.report.noise import NOISE_FILE
     from linklab.report.runs import Run, export, find_run
+    from linklab.report.speed import SPEED_FILE
 
     results = Path(args.results)
     if args.min_repetitions < 1 or (args.repetitions is not None and args.repetitions < 1):
@@ -249,13 +292,14 @@ def cmd_baseline(args, argv) -> int:
                          hint="record a baseline with `linklab baseline EXPERIMENT DIR` (5 repetitions per point), "
                               "or accept this run with --min-repetitions N")
     dest = Path(args.dest)
-    stale = dest / NOISE_FILE
+    stale = [dest / NOISE_FILE, dest / SPEED_FILE]
     dest = export(run, dest)
     say(f"linklab: {len(run.rows)} rows of {run.name} stored in {dest} "
             f"(sweep took {_wall(run)})")
-    if stale.exists():
-        stale.unlink()
-        say(f"  removed {stale}: it was measured against the previous baseline")
+    for old in stale:
+        if old.exists():
+            old.unlink()
+            say(f"  removed {old}: it was measured against the previous baseline")
     say(f"  its noise floor: linklab noise {dest} --record 10   (quiet machine; or give reruns made already)")
     return 0
 
@@ -309,6 +353,21 @@ def cmd_noise(args, argv) -> int:
     out = Path(args.out) if args.out else base.path / NOISE_FILE
     nf.save(out)
     say(f"linklab: noise floor written to {out} (`linklab compare {base.path} RUN` uses it)")
+    return 0
+
+
+def cmd_speed(args, argv) -> int:
+    from linklab.report.noise import load_reruns
+    from linklab.report.runs import Run, find_run
+    from linklab.report.speed import SPEED_FILE, measure, render
+
+    base = Run.load(find_run(args.baseline, Path("results")))
+    sr = measure(base, load_reruns(list(args.runs)))
+    print(render(sr))
+    if args.dry_run:
+        return 0
+    out = sr.save(Path(args.out) if args.out else base.path / SPEED_FILE)
+    say(f"linklab: speed response written to {out} (`linklab compare {base.path} RUN` uses it)")
     return 0
 
 

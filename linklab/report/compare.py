@@ -14,6 +14,9 @@ baseline is judged by these rules; any one failing fails the gate (exit 1):
               where the baseline's failed
   disturbed   a repetition was measured while other work held the host's CPU (host_disturbed),
               even after the sweep measured it once more
+  stolen      never fails: repetitions measured while the hypervisor under the host took its
+              CPU (host_stolen) are listed with the steal they saw; the machine's CPU level
+              (machine.py) covers what a slower machine moves, and the bands judge the rest
   members     a bond's traffic on one member where the baseline (and the quiet reruns) spread it
               over several, or the other way round (per side and direction:
               {client,server}_member_{tx,rx}_active)
@@ -24,10 +27,15 @@ baseline is judged by these rules; any one failing fails the gate (exit 1):
   baseline    the baseline's point has no repetition to judge against (all failed or disturbed)
   cpu_level   the run's CPU at every point moved by more than machines of this kind differ by
               (machine.py: CPU is judged relative to the run's level, since a slower machine
-              costs more CPU per packet everywhere; the level itself must stay within x2)
+              costs more CPU per packet everywhere; the level itself must stay within x3)
 
 --allow-missing turns missing, failed, disturbed and baseline into "not judged" (listed, never
-failing) for those who mean it. Points only in the new run are listed and not judged.
+failing) for those who mean it.
+
+confirm(): a run that repeats an earlier one of the same code (CI's second sweep after a failed
+gate) fails only the checks that failed in both, matched by point, rule and item. A regression
+moves the same points the same way every time; an emulator stall on a busy or stolen host lands
+on whichever point was measuring. The other failures are listed as "not confirmed". Points only in the new run are listed and not judged.
 Metrics are judged on the repetitions that measured on a quiet host (the baseline's disturbed
 ones are left out of its band; the new run's fail `disturbed` and are left out too).
 
@@ -45,14 +53,16 @@ from linklab.errors import UsageError
 from linklab.measure.disturbance import CORE_BUSY_PCT, QUEUE_DROP_PCT
 from linklab.report import bands, machine, metrics
 from linklab.report.noise import NoiseFloor, point_key
-from linklab.report.points import DISTURBED, Point, group, row_flags
+from linklab.report.speed import SpeedResponse
+from linklab.report.points import DISTURBED, HOST_FLAGS, STOLEN, Point, group, row_flags
 from linklab.report.runs import Run, row_ok
 
 CHECKS = ("experiment", "scale", "placement")
-RULES = ("band", "missing", "failed", "preflight", "disturbed", "members", "path_mtu", "flag", "baseline", "cpu_level")
+RULES = ("band", "missing", "failed", "preflight", "disturbed", "stolen", "members", "path_mtu", "flag", "baseline",
+         "cpu_level")
 MISSING_RULES = ("missing", "failed", "disturbed", "baseline")  # what --allow-missing lets pass
 # Verdicts of one check
-WITHIN, FAIL, HARMLESS, NOT_JUDGED = "within", "FAIL", "harmless", "not judged"
+WITHIN, FAIL, HARMLESS, NOT_JUDGED, UNCONFIRMED = "within", "FAIL", "harmless", "not judged", "not confirmed"
 # Flags set when a share crosses a threshold (measure/disturbance.py), and that threshold in %. A
 # new one within FLAG_MARGIN of it is listed, not failed: a queue that dropped 9 of 8000 packets
 # (0.11 %) where quiet reruns dropped 0-7 is the threshold's edge (CI, 2026-11-25), while a queue
@@ -145,7 +155,8 @@ def check_comparable(base: Run, new: Run, allow: set[str]) -> list[str]:
 
 
 def compare(base: Run, new: Run, allow: set[str] = frozenset(), tolerance: float = 0.0,
-            noise: NoiseFloor | None = None, allow_missing: bool = False) -> Result:
+            noise: NoiseFloor | None = None, allow_missing: bool = False,
+            speed: SpeedResponse | None = None) -> Result:
     res = Result(base, new, notes=check_comparable(base, new, set(allow)), noise=noise)
     if tolerance:
         res.notes.append(f"bands widened to at least ±{100 * tolerance:g} % of the baseline mean (--tolerance)")
@@ -167,12 +178,15 @@ def compare(base: Run, new: Run, allow: set[str] = frozenset(), tolerance: float
     if level.other_machine:
         res.notes.append(f"another machine: its CPU is {level.words()}; CPU is judged relative to that level "
                          f"with {100 * machine.CPU_ROOM:g} % more room upwards, and throughput may be "
-                         f"{100 * machine.RATE_ALLOWANCE:g} % {'lower' if level.slower else 'higher'} "
+                         f"{100 * machine.rate_allowance(level):.0f} % {'lower' if level.slower else 'higher'} "
                          + ("(more where a point's busiest core saturates at this speed), TCP's RTT and window "
                             f"{level.factor ** 2:.1f}x (the emulator's queueing), a new core_saturated judged by "
                             "the CPU bands " if level.slower else
                             f"and TCP's RTT and window {level.factor ** 2:.2f}x ")
                          + "(linklab/report/machine.py)")
+        if speed is not None and speed.applies(level):
+            res.notes.append(speed.describe(level) + ": where a point's metric moved more at that speed, "
+                             "its band has that room (linklab/report/speed.py)")
     for p in bp:
         q = new_by_key.get(p.key())
         if q is None:
@@ -186,9 +200,12 @@ def compare(base: Run, new: Run, allow: set[str] = frozenset(), tolerance: float
                                     base_text=f"all {len(p.ok)} measured repetitions flagged {DISTURBED}",
                                     new_text="cannot be judged against it: re-record the baseline on a quiet host"))
             continue
-        res.checks += _structure_checks(p, q, noise.seen(point_key(p)) if noise else {}, level)
+        seen = dict(noise.seen(point_key(p))) if noise else {}
+        if speed is not None and (slow_flags := speed.seen(point_key(p), level)):
+            seen["flags"] = sorted(set(seen.get("flags") or []) | set(slow_flags))
+        res.checks += _structure_checks(p, q, seen, level)
         if q.clean:
-            res.checks += _metric_checks(p, q, scale_ratio, tolerance, noise, level)
+            res.checks += _metric_checks(p, q, scale_ratio, tolerance, noise, level, speed)
     if noise is None:
         res.notes.append("no noise floor measured for this baseline: bands use the metrics' declared floors "
                          "(`linklab noise` measures one from quiet reruns)")
@@ -196,6 +213,22 @@ def compare(base: Run, new: Run, allow: set[str] = frozenset(), tolerance: float
         res.notes.append(noise.describe())
     if res.only_new:
         res.notes.append(f"only in the new run (not judged): {', '.join(res.only_new)}")
+    return res
+
+
+def confirm(res: Result, earlier: Result) -> Result:
+    """`res` judged as a repeat of `earlier`: its failures that `earlier` did not have too become
+    UNCONFIRMED (see the module's text). Both must judge against the same baseline."""
+    if earlier.base.path != res.base.path or earlier.base.name != res.base.name:
+        raise UsageError(f"--confirms: {earlier.new.path} was not judged against {res.base.path}")
+    if earlier.new.path == res.new.path:
+        raise UsageError(f"--confirms {earlier.new.path}: that is the run being judged; give the earlier run")
+    failed_before = {(c.point, c.rule, c.what) for c in earlier.failures}
+    for c in res.failures:
+        if (c.point, c.rule, c.what) not in failed_before:
+            c.verdict = UNCONFIRMED
+    res.notes.append(f"confirming {earlier.new.path} ({len(earlier.failures)} failed there): a check fails only "
+                     "where it failed in both runs; the others are listed as not confirmed")
     return res
 
 
@@ -232,6 +265,10 @@ def _state_checks(p: Point, q: Point, lenient: str) -> list[Check]:
         out.append(Check(q.label, "disturbed", "repetitions", lenient, base_text="",
                          new_text=f"{len(disturbed)} of {len(q.ok)} flagged {DISTURBED}: "
                                   f"{row_flags(disturbed[0]).get(DISTURBED) or 'other work held the host'}"))
+    stolen = [r for r in q.ok if STOLEN in row_flags(r)]
+    if stolen:
+        out.append(Check(q.label, "stolen", "repetitions", HARMLESS, base_text="",
+                         new_text=f"{len(stolen)} of {len(q.ok)} flagged {STOLEN}: {row_flags(stolen[0]).get(STOLEN)}"))
     return out
 
 
@@ -259,8 +296,8 @@ def _structure_checks(p: Point, q: Point, seen: dict[str, Any], level: machine.L
     if b_mtu and n_mtu:
         out.append(Check(q.label, "path_mtu", "path MTU", FAIL if n_mtu - b_mtu else WITHIN,
                          base_text=", ".join(map(str, sorted(b_mtu))), new_text=", ".join(map(str, sorted(n_mtu)))))
-    b_flags = ({f for r in p.ok for f in row_flags(r)} | set(seen.get("flags") or [])) - {DISTURBED}
-    n_flags = {f for r in q.ok for f in row_flags(r)} - {DISTURBED}
+    b_flags = ({f for r in p.ok for f in row_flags(r)} | set(seen.get("flags") or [])) - set(HOST_FLAGS)
+    n_flags = {f for r in q.ok for f in row_flags(r)} - set(HOST_FLAGS)
     for f in sorted(n_flags - b_flags):
         carriers = [r for r in q.ok if f in row_flags(r)]
         evidence = next((row_flags(r)[f] for r in carriers if row_flags(r)[f]), "")
@@ -331,7 +368,7 @@ def _values(m: metrics.Metric, rows: list[dict[str, Any]]) -> list[float]:
 
 
 def _metric_checks(p: Point, q: Point, scale_ratio: float, tolerance: float, noise: NoiseFloor | None,
-                   level: machine.Level = machine.NONE) -> list[Check]:
+                   level: machine.Level = machine.NONE, speed: SpeedResponse | None = None) -> list[Check]:
     out: list[Check] = []
     for m in metrics.METRICS:
         if not m.judged:
@@ -346,6 +383,9 @@ def _metric_checks(p: Point, q: Point, scale_ratio: float, tolerance: float, noi
         below, above = machine.room(m.machine, level)
         if m.machine == "rate":  # a point whose core saturates at this machine's speed (machine.py)
             below = max(below, machine.cpu_bound_room(level, _mean(BUSIEST, p.clean)))
+        if speed is not None:  # what this point's metric measurably did at another speed (speed.py)
+            s_below, s_above = speed.room(point_key(p), m, level)
+            below, above = max(below, s_below), max(above, s_above)
         bd = bands.band(m, b, n.n, floor, tolerance, below=below, above=above, on_top=m.machine == "queue")
         direction = bands.side(m, b, n, bd)
         verdict = WITHIN if direction is None else FAIL if bands.fails(m, direction) else HARMLESS
@@ -392,9 +432,10 @@ def render(res: Result, show_all: bool = False) -> str:
     lines += [f"note: {n}" for n in res.notes]
     if res.failures:
         lines += ["", f"FAILED ({len(res.failures)}):"] + ["  " + line for line in _table(res.failures)]
-    others = [c for c in res.checks if c.verdict != FAIL and (show_all or c.verdict in (HARMLESS, NOT_JUDGED))]
+    others = [c for c in res.checks if c.verdict != FAIL and (show_all or c.verdict in (HARMLESS, NOT_JUDGED,
+                                                                                        UNCONFIRMED))]
     if others:
-        title = "every other check:" if show_all else "outside a band on its harmless side, or not judged:"
+        title = "every other check:" if show_all else "outside a band on its harmless side, not judged or not confirmed:"
         lines += ["", title] + ["  " + line for line in _table(others, verdicts=True)]
     metric_checks = res.deltas
     counts = {v: sum(1 for c in metric_checks if c.verdict == v) for v in (WITHIN, HARMLESS, FAIL)}
@@ -405,6 +446,8 @@ def render(res: Result, show_all: bool = False) -> str:
                  f"{len(structural)} structural checks, {sum(1 for c in structural if c.verdict == FAIL)} failed"
                  + (f", {sum(1 for c in res.checks if c.verdict == NOT_JUDGED)} not judged (--allow-missing)"
                     if any(c.verdict == NOT_JUDGED for c in res.checks) else "")
+                 + (f", {sum(1 for c in res.checks if c.verdict == UNCONFIRMED)} failed here only (--confirms)"
+                    if any(c.verdict == UNCONFIRMED for c in res.checks) else "")
                  + ("" if show_all else "; --all lists every check"))
     lines.append("result: " + ("pass" if res.ok else f"REGRESSION ({len(res.failures)} failed)"))
     return "\n".join(lines)

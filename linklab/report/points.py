@@ -16,6 +16,8 @@ from linklab.report.runs import Run, row_ok
 # A repetition measured while other work held the host's CPU (linklab/measure/disturbance.py):
 # its figures say how busy the machine was, not how the link behaved.
 DISTURBED = "host_disturbed"
+STOLEN = "host_stolen"  # the hypervisor under the host took its CPU: a slower machine for a while
+HOST_FLAGS = (DISTURBED, STOLEN)  # flags about the host the lab ran on, not about the lab
 
 
 @dataclass

@@ -5,7 +5,8 @@ While a command is forwarded into the VM, the host side samples once a second th
 /proc/stat (all cores) and QEMU's own CPU time (/proc/<pid>/stat, all its threads) and keeps
 the last samples in <state dir>/vm/host-cpu.json (shared with the guest). A repetition reads
 the samples around its window (window(), pure) and flags it when other work took a large share
-of the host (linklab/measure/disturbance.py)."""
+of the host, or the hypervisor under the host took its CPU away (steal: the host is itself a
+virtual machine, as CI machines are), each with its own flag (linklab/measure/disturbance.py)."""
 
 from __future__ import annotations
 
@@ -34,13 +35,15 @@ def sample(qemu_pid: int, proc: str = "/proc") -> dict[str, Any] | None:
         return None
     c = st["cpu"]
     total = sum(c[k] for k in ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal"))
-    return {"t": time.time(), "total": total, "idle": c["idle"] + c["iowait"], "qemu": q.utime + q.stime,
-            "ncpu": len(st) - 1, "clk_tck": CLK_TCK}
+    return {"t": time.time(), "total": total, "idle": c["idle"] + c["iowait"], "steal": c["steal"],
+            "qemu": q.utime + q.stime, "ncpu": len(st) - 1, "clk_tck": CLK_TCK}
 
 
 def window(samples: list[dict[str, Any]], t0: float, t1: float) -> dict[str, float] | None:
     """Host CPU between wall-clock times t0 and t1 from the samples bracketing them (pure):
-    host_busy_pct, host_qemu_pct and host_other_pct, each % of all the host's cores."""
+    host_busy_pct, host_qemu_pct, host_steal_pct (the hypervisor's: time the host's own vCPUs
+    wanted to run and could not) and host_other_pct (the rest: other processes and the host's
+    kernel), each % of all the host's cores. Samples from before steal was recorded count none."""
     before = [s for s in samples if s["t"] <= t0 + 0.5]
     after = [s for s in samples if s["t"] >= t1 - 0.5]
     if not before or not after:
@@ -51,8 +54,9 @@ def window(samples: list[dict[str, Any]], t0: float, t1: float) -> dict[str, flo
         return None
     busy = (dt - (b["idle"] - a["idle"])) / dt * 100
     qemu = (b["qemu"] - a["qemu"]) / dt * 100
-    return {"host_busy_pct": round(busy, 1), "host_qemu_pct": round(qemu, 1),
-            "host_other_pct": round(max(busy - qemu, 0.0), 1), "host_cpus": b["ncpu"]}
+    steal = (b.get("steal", 0) - a.get("steal", 0)) / dt * 100
+    return {"host_busy_pct": round(busy, 1), "host_qemu_pct": round(qemu, 1), "host_steal_pct": round(steal, 1),
+            "host_other_pct": round(max(busy - qemu - steal, 0.0), 1), "host_cpus": b["ncpu"]}
 
 
 class HostCpu(Probe):

@@ -46,7 +46,8 @@ def test_host_window_from_recorded_samples_and_flag():
          {"t": 101.0, "total": 1200, "idle": 440, "qemu": 390, "ncpu": 2},
          {"t": 106.0, "total": 2200, "idle": 640, "qemu": 840, "ncpu": 2}]
     w = hostcpu.window(s, 101.0, 106.0)
-    assert w == {"host_busy_pct": 80.0, "host_qemu_pct": 45.0, "host_other_pct": 35.0, "host_cpus": 2}
+    assert w == {"host_busy_pct": 80.0, "host_qemu_pct": 45.0, "host_steal_pct": 0.0, "host_other_pct": 35.0,
+                 "host_cpus": 2}
     assert hostcpu.window(s, 90.0, 99.0) is None  # nothing recorded before the window
     f = d.flags(w)
     assert f["flags"] == "host_disturbed" and "other work 35.0%" in f["flag_evidence"]

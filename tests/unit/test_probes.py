@@ -214,5 +214,5 @@ def test_host_cpu_probe_reads_the_hosts_samples_around_the_window(tmp_path):
                                             {"t": 11.0, "total": 200, "idle": 50, "qemu": 100, "ncpu": 2}]}))
     r = rep()
     r.wall_opened, r.wall_closed = 10.2, 10.8
-    assert HostCpu(path).row(r) == {"host_busy_pct": 75.0, "host_qemu_pct": 50.0, "host_other_pct": 25.0,
-                                    "host_cpus": 2}
+    assert HostCpu(path).row(r) == {"host_busy_pct": 75.0, "host_qemu_pct": 50.0, "host_steal_pct": 0.0,
+                                    "host_other_pct": 25.0, "host_cpus": 2}

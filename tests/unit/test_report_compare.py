@@ -393,9 +393,11 @@ def test_one_point_costlier_than_the_machine_explains_fails(e1base):
 
 def test_cpu_beyond_what_machines_differ_by_fails_its_level(e1base):
     base, nf = e1base
-    res = compare(base, changed(base, machine(2.3)), noise=nf)
+    res = compare(base, changed(base, machine(3.3)), noise=nf)
     assert [c.rule for c in res.failures] == ["cpu_level"], render(res)
-    assert compare(base, changed(base, machine(1.0 / 2.3)), noise=nf).failures[0].rule == "cpu_level"
+    assert compare(base, changed(base, machine(1.0 / 3.3)), noise=nf).failures[0].rule == "cpu_level"
+    # x2.16: what a CI machine of the kind measured with nothing changed (2026-11-26)
+    assert "cpu_level" not in {c.rule for c in compare(base, changed(base, machine(2.16)), noise=nf).failures}
 
 
 def test_throughput_room_on_another_machine_is_one_sided_and_bounded(e1base):
@@ -465,11 +467,14 @@ def test_a_point_whose_core_saturates_at_the_slower_speed_may_lose_what_the_core
     base, nf = e1base
     thr_fail = lambda res: {c.point for c in res.failures if c.what == THR.title}  # noqa: E731
     # balance-rr MTU 450, 20 streams: busiest core 64 % in the baseline, x1.95 = 125 %: -13 %
-    # (what CI measured) passes, -30 % does not; 802.3ad MTU 450, one stream (15 %) has no such room.
+    # (what CI measured) passes, -30 % does not; 802.3ad MTU 450, one stream (15 %) has no such room:
+    # only the allowance of a machine that slow (0.2 x ln 1.95 = 13 %: it lost 13-15 % on CI's), so
+    # -13 % passes there and -22 % does not.
     assert not thr_fail(compare(base, changed(base, slower_by(1.95, thr={"p007": 0.87})), noise=nf))
     assert thr_fail(compare(base, changed(base, slower_by(1.95, thr={"p007": 0.70})), noise=nf)) == {
         "balance-rr mtu=450 streams=20"}
-    assert thr_fail(compare(base, changed(base, slower_by(1.95, thr={"p000": 0.87})), noise=nf)) == {
+    assert not thr_fail(compare(base, changed(base, slower_by(1.95, thr={"p000": 0.87})), noise=nf))
+    assert thr_fail(compare(base, changed(base, slower_by(1.95, thr={"p000": 0.78})), noise=nf)) == {
         "802.3ad mtu=450 streams=1"}
 
 
@@ -480,3 +485,28 @@ def test_a_core_saturated_only_at_the_slower_speed_is_judged_by_the_cpu_bands(e1
     assert [c.verdict for c in flag(slow)] == [HARMLESS] and "this machine's" in flag(slow)[0].new_text
     same = compare(base, changed(base, slower_by(1.0, saturated=("p009",))), noise=nf)
     assert [c.verdict for c in flag(same)] == ["FAIL"]
+
+
+# -- a failed gate confirmed by a second run of the same code (.ci/run) -------------------------
+
+def test_a_repeat_fails_only_the_checks_that_failed_in_both(tmp_path, e1base, capsys):
+    from linklab.report.compare import UNCONFIRMED, confirm
+    base, nf = e1base
+    first = changed(base, machine(1.0, thr={"p000": 0.7}))
+    first.path = tmp_path / "first"
+    stall_elsewhere = changed(base, machine(1.0, thr={"p005": 0.7}))     # a stall on another point
+    same_again = changed(base, machine(1.0, thr={"p000": 0.7, "p005": 0.7}))  # the regression recurs
+    res = confirm(compare(base, stall_elsewhere, noise=nf), compare(base, first, noise=nf))
+    assert res.ok and [c.point for c in res.checks if c.verdict == UNCONFIRMED] == ["802.3ad mtu=9200 streams=20"]
+    assert "1 failed here only (--confirms)" in render(res)
+    res = confirm(compare(base, same_again, noise=nf), compare(base, first, noise=nf))
+    assert {c.point for c in res.failures} == {"802.3ad mtu=450 streams=1"}, render(res)
+    with pytest.raises(UsageError, match="the run being judged"):
+        confirm(compare(base, first, noise=nf), compare(base, first, noise=nf))
+    # the CLI, as .ci/run calls it
+    b, a, n = write(tmp_path, base, "base"), write(tmp_path, first, "a"), write(tmp_path, same_again, "b")
+    assert main(["compare", str(b), str(n)]) == 1
+    assert main(["compare", str(b), str(n), "--confirms", str(a)]) == 1
+    out = capsys.readouterr().out
+    assert "confirming" in out and "802.3ad mtu=9200 streams=20" in out.split("not confirmed:")[-1]
+    assert main(["compare", str(b), write(tmp_path, stall_elsewhere, "c").as_posix(), "--confirms", str(a)]) == 0
