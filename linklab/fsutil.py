@@ -103,6 +103,19 @@ def read_json_record(path: Path, kind: type = dict) -> Any:
     return data if isinstance(data, kind) else None
 
 
+def read_json_written_by(path: Path, fmt: str, section: str, what: str, command: str, args: str) -> dict[str, Any]:
+    """A JSON file a linklab command wrote with `"format": fmt` and a dict under `section` (a
+    baseline's noise floor, its speed response): the whole document, or UsageError naming `what`
+    it should have been and the `command` (with its `args`) that makes one."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as e:
+        raise UsageError(f"{path}: not a readable {what} ({e})", hint=f"measure one with `{command} {args}`") from None
+    if not isinstance(data, dict) or data.get("format") != fmt or not isinstance(data.get(section), dict):
+        raise UsageError(f"{path}: not a {what} written by `{command}` (format {fmt})")
+    return data
+
+
 # Real topologies and experiments are a few KiB: a multi-GiB log passed by mistake is refused
 # with an error instead of exhausting memory (the YAML loader bounds nesting and aliases too).
 MAX_INPUT_BYTES = 1 << 20

@@ -34,7 +34,7 @@ from linklab.report import metrics
 from linklab.report.bands import Floor, sample
 from linklab.report.points import Point, group
 from linklab.report.runs import Run
-from linklab.fsutil import write_json_atomic
+from linklab.fsutil import read_json_written_by, write_json_atomic
 
 NOISE_FILE = "noise.json"
 FORMAT = "linklab-noise-floor/1"
@@ -67,13 +67,7 @@ class NoiseFloor:
 
     @classmethod
     def load(cls, path: Path) -> NoiseFloor:
-        try:
-            data = json.loads(Path(path).read_text())
-        except (OSError, ValueError) as e:
-            raise UsageError(f"{path}: not a readable noise floor ({e})",
-                             hint="measure one with `linklab noise BASELINE RERUNS...`") from None
-        if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("metrics"), dict):
-            raise UsageError(f"{path}: not a noise floor written by `linklab noise` (format {FORMAT})")
+        data = read_json_written_by(path, FORMAT, "metrics", "noise floor", "linklab noise", "BASELINE RERUNS...")
         return cls(Path(path), data["metrics"], {k: v for k, v in data.items() if k != "metrics"})
 
     def save(self, path: Path) -> Path:

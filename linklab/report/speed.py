@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from linklab.errors import UsageError
-from linklab.fsutil import write_json_atomic
+from linklab.fsutil import read_json_written_by, write_json_atomic
 from linklab.report import machine, metrics
 from linklab.report.bands import sample
 from linklab.report.points import HOST_FLAGS, group, row_flags
@@ -86,13 +86,7 @@ class SpeedResponse:
 
     @classmethod
     def load(cls, path: Path) -> SpeedResponse:
-        try:
-            data = json.loads(Path(path).read_text())
-        except (OSError, ValueError) as e:
-            raise UsageError(f"{path}: not a readable speed response ({e})",
-                             hint="measure one with `linklab speed BASELINE RUNS...`") from None
-        if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("points"), dict):
-            raise UsageError(f"{path}: not a speed response written by `linklab speed` (format {FORMAT})")
+        data = read_json_written_by(path, FORMAT, "points", "speed response", "linklab speed", "BASELINE RUNS...")
         return cls(Path(path), data["points"], data.get("flags") or {},
                    {k: v for k, v in data.items() if k not in ("points", "flags")})
 

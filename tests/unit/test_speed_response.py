@@ -89,13 +89,17 @@ def test_runs_at_the_baseline_s_speed_are_refused_and_noise_refuses_the_slow_one
     assert "linklab speed" in e.value.hint
 
 
+def flagged(pid: str, name: str, evidence: str):
+    """A row change: the point's repetitions carry the flag `name` with its evidence."""
+    def fn(r):
+        if r["point_id"].startswith(pid):
+            r["flags"], r["flag_evidence"] = name, evidence
+    return fn
+
+
 def test_flags_seen_at_the_slower_speed_are_not_new_there(e1base):
     base, nf = e1base
-
-    def emulator_rtt(r):
-        if r["point_id"].startswith("p006"):
-            r["flags"] = "emulator_rtt"
-            r["flag_evidence"] = "idle RTT 0.61 ms, the path asks 0.003 ms"
+    emulator_rtt = flagged("p006", "emulator_rtt", "idle RTT 0.61 ms, the path asks 0.003 ms")
 
     def slow_with_flag(level):
         f = machine(level)
@@ -145,10 +149,7 @@ def test_steal_is_its_own_share_and_flag_and_never_other_work():
 def test_a_stolen_repetition_is_listed_never_failed(e1base):
     base, nf = e1base
 
-    def stolen(r):
-        if r["point_id"].startswith("p009"):
-            r["flags"] = "host_stolen"
-            r["flag_evidence"] = "the hypervisor took 30.6% of the host's 2 cores (steal, >= 10%); lab VM 54.8%"
+    stolen = flagged("p009", "host_stolen", "the hypervisor took 30.6% of the host's 2 cores (steal, >= 10%); lab VM 54.8%")
 
     res = compare(base, changed(base, stolen), noise=nf)
     assert res.ok, render(res)
