@@ -148,8 +148,9 @@ def flags(row: Mapping[str, Any], drops: Mapping[str, int] | None = None,
     steal = row.get("host_steal_pct")
     if isinstance(steal, (int, float)) and steal >= HOST_STEAL_PCT:
         names.append("host_stolen")
+        # (no "; " inside: it separates one flag's evidence from the next, report/points.row_flags)
         evidence.append(f"the hypervisor took {steal}% of the host's {row.get('host_cpus')} cores (steal, "
-                        f">= {HOST_STEAL_PCT:g}%); lab VM {row.get('host_qemu_pct')}%")
+                        f">= {HOST_STEAL_PCT:g}%), lab VM {row.get('host_qemu_pct')}%")
     idle = row.get("ping_rtt_p50_ms")
     if asked_rtt_ms is not None and isinstance(idle, (int, float)):
         extra = idle - asked_rtt_ms

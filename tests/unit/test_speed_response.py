@@ -12,6 +12,7 @@ from linklab.errors import UsageError
 from linklab.measure import disturbance
 from linklab.report import metrics
 from linklab.report.compare import HARMLESS, compare, render
+from linklab.report.points import row_flags
 from linklab.report.noise import measure as measure_noise
 from linklab.report.speed import SPEED_FILE, SpeedResponse
 from linklab.report.speed import measure as measure_speed
@@ -140,6 +141,11 @@ def test_steal_is_its_own_share_and_flag_and_never_other_work():
                  "host_cpus": 2}
     f = disturbance.flags(w)
     assert f["flags"] == "host_stolen" and "the hypervisor took 20.0% of the host's 2 cores" in f["flag_evidence"]
+    # beside another flag, each keeps its own evidence (CI's first run with it printed an empty one)
+    both = disturbance.flags({**w, "host_other_pct": 30.0})
+    assert both["flags"] == "host_disturbed;host_stolen"
+    assert row_flags(both)["host_stolen"].startswith("the hypervisor took 20.0%")
+    assert row_flags(both)["host_disturbed"].startswith("host 84.0% busy")
     # Below the threshold: nothing; samples recorded before steal was (no "steal" key) count none.
     assert disturbance.flags({**w, "host_steal_pct": 9.9})["flags"] == ""
     old = [{k: v for k, v in x.items() if k != "steal"} for x in s]
@@ -149,7 +155,7 @@ def test_steal_is_its_own_share_and_flag_and_never_other_work():
 def test_a_stolen_repetition_is_listed_never_failed(e1base):
     base, nf = e1base
 
-    stolen = flagged("p009", "host_stolen", "the hypervisor took 30.6% of the host's 2 cores (steal, >= 10%); lab VM 54.8%")
+    stolen = flagged("p009", "host_stolen", "the hypervisor took 30.6% of the host's 2 cores (steal, >= 10%), lab VM 54.8%")
 
     res = compare(base, changed(base, stolen), noise=nf)
     assert res.ok, render(res)
