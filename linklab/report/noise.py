@@ -88,29 +88,36 @@ def judged_pairs(base: Run) -> int:
                if m.judged and any(m.get(r) is not None for r in p.clean))
 
 
-def scores(base: Run, rerun: Run) -> dict[str, list[float]]:
-    """Per metric, how far each of the rerun's points lies from the baseline's, on the metric's scale."""
-    out: dict[str, list[float]] = {}
-    ratio = base.scale / rerun.scale if rerun.scale else 1.0
-    by_key = {p.key(): p for p in group(rerun)}
+def paired_samples(base: Run, run: Run, want=lambda m: m.judged):
+    """(point, metric, baseline's sample, run's sample) for each point both runs measured on a
+    quiet host and each metric `want` keeps that both have; the run's rates brought to the
+    baseline's scale."""
+    ratio = base.scale / run.scale if run.scale else 1.0
+    by_key = {p.key(): p for p in group(run)}
     for p in group(base):
         q = by_key.get(p.key())
         if q is None:
             continue
         for m in metrics.METRICS:
-            if not m.judged:
+            if not want(m):
                 continue
             b = sample(m, [v for r in p.clean if (v := m.get(r)) is not None])
             n = sample(m, [v * (ratio if m.scaled else 1.0) for r in q.clean if (v := m.get(r)) is not None])
-            if b is None or n is None:
+            if b is not None and n is not None:
+                yield p, m, b, n
+
+
+def scores(base: Run, rerun: Run) -> dict[str, list[float]]:
+    """Per metric, how far each of the rerun's points lies from the baseline's, on the metric's scale."""
+    out: dict[str, list[float]] = {}
+    for _, m, b, n in paired_samples(base, rerun):
+        if m.scale == "rel":
+            if b.y == 0:
                 continue
-            if m.scale == "rel":
-                if b.y == 0:
-                    continue
-                s = abs(n.y / b.y - 1)
-            else:
-                s = abs(n.y - b.y)
-            out.setdefault(m.key, []).append(s)
+            s = abs(n.y / b.y - 1)
+        else:
+            s = abs(n.y - b.y)
+        out.setdefault(m.key, []).append(s)
     return out
 
 

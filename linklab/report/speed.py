@@ -36,7 +36,6 @@ from typing import Any
 from linklab.errors import UsageError
 from linklab.fsutil import read_json_written_by, write_json_atomic
 from linklab.report import machine, metrics
-from linklab.report.bands import sample
 from linklab.report.points import HOST_FLAGS, group, row_flags
 from linklab.report.runs import Run
 
@@ -108,29 +107,17 @@ def responds(metric: metrics.Metric) -> bool:
 
 def exponents(base: Run, run: Run, lv: machine.Level) -> dict[str, dict[str, float]]:
     """Per point and metric: e with level**e = the run's mean / the baseline's, on the metric's scale."""
-    from linklab.report.noise import point_key  # noise imports compare, which imports this module
+    from linklab.report.noise import paired_samples, point_key  # noise imports compare, which imports this module
 
     out: dict[str, dict[str, float]] = {}
-    by_key = {p.key(): p for p in group(run)}
-    ratio = base.scale / run.scale if run.scale else 1.0
-    for p in group(base):
-        q = by_key.get(p.key())
-        if q is None or not p.clean or not q.clean:
+    for p, m, b, n in paired_samples(base, run, responds):
+        if m.scale == "log":
+            d = n.y - b.y
+        elif b.y > 0 and n.y > 0:
+            d = math.log(n.y / b.y)
+        else:
             continue
-        for m in metrics.METRICS:
-            if not responds(m):
-                continue
-            b = sample(m, [v for r in p.clean if (v := m.get(r)) is not None])
-            n = sample(m, [v * (ratio if m.scaled else 1.0) for r in q.clean if (v := m.get(r)) is not None])
-            if b is None or n is None:
-                continue
-            if m.scale == "log":
-                d = n.y - b.y
-            elif b.y > 0 and n.y > 0:
-                d = math.log(n.y / b.y)
-            else:
-                continue
-            out.setdefault(point_key(p), {})[m.key] = d / lv.log
+        out.setdefault(point_key(p), {})[m.key] = d / lv.log
     return out
 
 
