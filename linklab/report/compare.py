@@ -30,17 +30,17 @@ baseline is judged by these rules; any one failing fails the gate (exit 1):
               costs more CPU per packet everywhere; the level itself must stay within x3)
 
 --allow-missing turns missing, failed, disturbed and baseline into "not judged" (listed, never
-failing) for those who mean it.
-
-confirm(): a run that repeats an earlier one of the same code (CI's second sweep after a failed
-gate) fails only the checks that failed in both, matched by point, rule and item. A regression
-moves the same points the same way every time; an emulator stall on a busy or stolen host lands
-on whichever point was measuring. The other failures are listed as "not confirmed". Points only in the new run are listed and not judged.
+failing) for those who mean it. Points only in the new run are listed and not judged.
 Metrics are judged on the repetitions that measured on a quiet host (the baseline's disturbed
 ones are left out of its band; the new run's fail `disturbed` and are left out too).
 
 `tolerance` widens every band to at least that fraction of the baseline mean: for a baseline
 recorded on another machine, whose emulated CPU is faster or slower.
+
+confirm(): a run that repeats an earlier one of the same code (CI's second sweep after a failed
+gate) fails only the checks that failed in both, matched by point, rule and item. A regression
+moves the same points the same way every time; an emulator stall on a busy or stolen host lands
+on whichever point was measuring. The other failures are listed as "not confirmed".
 """
 
 from __future__ import annotations
@@ -53,9 +53,9 @@ from linklab.errors import UsageError
 from linklab.measure.disturbance import CORE_BUSY_PCT, QUEUE_DROP_PCT
 from linklab.report import bands, machine, metrics
 from linklab.report.noise import NoiseFloor, point_key
-from linklab.report.speed import SpeedResponse
 from linklab.report.points import DISTURBED, HOST_FLAGS, STOLEN, Point, group, row_flags
 from linklab.report.runs import Run, row_ok
+from linklab.report.speed import SpeedResponse
 
 CHECKS = ("experiment", "scale", "placement")
 RULES = ("band", "missing", "failed", "preflight", "disturbed", "stolen", "members", "path_mtu", "flag", "baseline",

@@ -29,7 +29,8 @@ streams: 2.2x on a machine whose level was 1.33; 1.26-2.2x in four runs of the s
 machine), more than same-machine reruns move. So the CPU metrics get CPU_ROOM more room
 upwards there, and the rates the emulator's speed can move (Metric.machine == "rate":
 throughput) RATE_ALLOWANCE, or RATE_PER_LOG_LEVEL x |ln level| where that is more, on the side a
-machine of that speed moves them (a slower one: down), never on the other. Both are fractions of the baseline mean, added to the noise floor (bands.py).
+machine of that speed moves them (a slower one: down), never on the other. Both are fractions of
+the baseline mean, added to the noise floor (bands.py).
 
 A machine twice as slow (measured 2026-11-25, E1 quick, same code as the baseline's: level x1.89
 and x1.95 in two sweeps) moves more than CPU:
