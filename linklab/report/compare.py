@@ -15,8 +15,9 @@ baseline is judged by these rules; any one failing fails the gate (exit 1):
   disturbed   a repetition was measured while other work held the host's CPU (host_disturbed),
               even after the sweep measured it once more
   stolen      never fails: repetitions measured while the hypervisor under the host took its
-              CPU (host_stolen) are listed with the steal they saw; the machine's CPU level
-              (machine.py) covers what a slower machine moves, and the bands judge the rest
+              CPU (host_stolen) are listed with the steal they saw; their point's throughput
+              may be lower by that share (machine.stolen_room), the machine's CPU level covers
+              what a slower machine moves, and the bands judge the rest
   members     a bond's traffic on one member where the baseline (and the quiet reruns) spread it
               over several, or the other way round (per side and direction:
               {client,server}_member_{tx,rx}_active)
@@ -324,6 +325,11 @@ def _mean(key: str, rows: list[dict[str, Any]]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
+def _steal(rows: list[dict[str, Any]]) -> list[float]:
+    """The host's steal during each repetition that recorded it (host_steal_pct, % of its cores)."""
+    return [v for r in rows if (v := metrics.num(r.get("host_steal_pct"))) is not None]
+
+
 def _worst_share(evidences) -> float | None:
     """The largest "(0.11%)" share a flag's evidence quotes (measure/disturbance.py), if any."""
     shares = [float(x) for e in evidences for x in re.findall(r"\(([\d.]+)%\)", e or "")]
@@ -382,7 +388,8 @@ def _metric_checks(p: Point, q: Point, scale_ratio: float, tolerance: float, noi
         floor = (noise.floor(m) if noise else None) or bands.declared_floor(m, b.mean)
         below, above = machine.room(m.machine, level)
         if m.machine == "rate":  # a point whose core saturates at this machine's speed (machine.py)
-            below = max(below, machine.cpu_bound_room(level, _mean(BUSIEST, p.clean)))
+            below = max(below, machine.cpu_bound_room(level, _mean(BUSIEST, p.clean)),
+                        machine.stolen_room(max(_steal(q.clean), default=None)))
         if speed is not None:  # what this point's metric measurably did at another speed (speed.py)
             s_below, s_above = speed.room(point_key(p), m, level)
             below, above = max(below, s_below), max(above, s_above)

@@ -55,6 +55,8 @@ from dataclasses import dataclass
 from statistics import median
 from typing import Iterable
 
+from linklab.measure.disturbance import HOST_STEAL_PCT
+
 MIN_CPU_PCT = 5.0        # pairs below this on either side are left out: near idle, ratios are noise
 # The level may be x3 or /3 at most: machines of this kind measured x1.27-2.16 the baseline
 # machine's level (2026-11-25/26, E1 quick, same code), a CI machine x2.16 and x2.10 in one run.
@@ -67,6 +69,7 @@ RATE_ALLOWANCE = 0.08    # throughput's extra room then (measured: -5.3 % at mos
 RATE_PER_LOG_LEVEL = 0.2
 CPU_ROOM = 0.8           # CPU's extra room then, upwards (measured: a point 1.65x above the level)
 SATURATED_PCT = 100.0    # a core cannot be busier: a point needing more loses throughput in proportion
+STOLEN_PCT = HOST_STEAL_PCT  # a repetition measured while the hypervisor took this much of the host
 
 
 @dataclass(frozen=True)
@@ -120,6 +123,14 @@ def room(kind: str, lv: Level) -> tuple[float, float]:
 def rate_allowance(lv: Level) -> float:
     """Throughput's extra room on another machine, on the side its speed moves it."""
     return max(RATE_ALLOWANCE, RATE_PER_LOG_LEVEL * abs(lv.log)) if lv.other_machine else 0.0
+
+
+def stolen_room(steal_pct: float | None) -> float:
+    """Throughput's room below at a point measured while the hypervisor under the host took
+    `steal_pct` % of the host's cores (host_steal_pct, flagged host_stolen from STOLEN_PCT): that
+    share of the rate. Measured on CI-like runs (2026-11-26, E1 quick at level x1.91): -23 % at
+    23.7 % steal (balance-rr MTU 1500, one stream), -26 % at 25.4 % (MTU 450), -18 % at ~35 %."""
+    return steal_pct / 100 if steal_pct is not None and steal_pct >= STOLEN_PCT else 0.0
 
 
 def cpu_bound_room(lv: Level, busiest_core_pct: float | None) -> float:

@@ -162,3 +162,24 @@ def test_a_stolen_repetition_is_listed_never_failed(e1base):
     listed = [c for c in res.checks if c.rule == "stolen"]
     assert len(listed) == 1 and listed[0].verdict == HARMLESS and "30.6%" in listed[0].new_text
     assert not [c for c in res.checks if c.rule == "flag"]
+
+
+def test_a_stolen_point_may_lose_the_share_the_hypervisor_took(e1base):
+    # fc7, 2026-11-26, level x1.91: balance-rr MTU 1500, one stream, -23 % at 23.7 % steal.
+    base, nf = e1base
+
+    def run(thr, steal):
+        slow = machine(1.91, thr={"p008": thr})
+
+        def fn(r):
+            slow(r)
+            if r["point_id"].startswith("p008") and steal:
+                r["host_steal_pct"], r["flags"] = steal, "host_stolen"
+                r["flag_evidence"] = f"the hypervisor took {steal}% of the host's 2 cores (steal, >= 10%), lab VM 51%"
+        return changed(base, fn)
+
+    rr1500 = "balance-rr mtu=1500 streams=1"
+    assert not thr_failures(compare(base, run(0.77, 23.7), noise=nf))
+    assert thr_failures(compare(base, run(0.77, None), noise=nf)) == {rr1500}   # unstolen: too much
+    assert thr_failures(compare(base, run(0.77, 5.0), noise=nf)) == {rr1500}    # below the flag: no room
+    assert thr_failures(compare(base, run(0.60, 23.7), noise=nf)) == {rr1500}   # beyond what was taken
