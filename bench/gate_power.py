@@ -19,8 +19,8 @@ The noise floor: with reruns, each rerun is judged with a floor measured from th
 metrics' declared floors. With --slower (runs on a machine of another speed, e.g. CI's), each
 run is judged with the baseline's noise floor and a speed response (linklab/report/speed.py)
 measured from the other slower runs, leave one out the same way: the false alarms and the
-changes caught are then what CI's gate gives on such a machine. Goal (issue 19): every +/-20 % and every structural change caught,
-at most 1 false alarm in 10 quiet reruns.
+changes caught are then what CI's gate gives on such a machine. Goal (issue 19): every +/-20 %
+and every structural change caught, at most 1 false alarm in 10 quiet reruns.
 
     .venv/bin/python bench/gate_power.py [--baseline baselines/e1_bonding_mtu-quick-vm-tcg]
         [--reruns results-noise/e1_bonding_mtu] [--runs RUN ...] [--tolerance PCT] [--json FILE]

@@ -353,6 +353,11 @@ def _classes_text(c: dict[str, int]) -> str:
     return ", ".join(f"{k} in {v} of {total}" for k, v in sorted(c.items()))
 
 
+def run_level(bp: list[Point], run: Run) -> machine.Level:
+    """cpu_level of a whole run against the baseline's points."""
+    return cpu_level(bp, {p.key(): p for p in group(run)})
+
+
 def cpu_level(bp: list[Point], new_by_key: dict[Any, Point]) -> machine.Level:
     """The new run's CPU next to the baseline's over every point both measured (machine.py)."""
     pairs = []

@@ -69,7 +69,6 @@ RATE_ALLOWANCE = 0.08    # throughput's extra room then (measured: -5.3 % at mos
 RATE_PER_LOG_LEVEL = 0.2
 CPU_ROOM = 0.8           # CPU's extra room then, upwards (measured: a point 1.65x above the level)
 SATURATED_PCT = 100.0    # a core cannot be busier: a point needing more loses throughput in proportion
-STOLEN_PCT = HOST_STEAL_PCT  # a repetition measured while the hypervisor took this much of the host
 
 
 @dataclass(frozen=True)
@@ -127,10 +126,10 @@ def rate_allowance(lv: Level) -> float:
 
 def stolen_room(steal_pct: float | None) -> float:
     """Throughput's room below at a point measured while the hypervisor under the host took
-    `steal_pct` % of the host's cores (host_steal_pct, flagged host_stolen from STOLEN_PCT): that
+    `steal_pct` % of the host's cores (host_steal_pct, flagged host_stolen from HOST_STEAL_PCT): that
     share of the rate. Measured on CI-like runs (2026-11-26, E1 quick at level x1.91): -23 % at
     23.7 % steal (balance-rr MTU 1500, one stream), -26 % at 25.4 % (MTU 450), -18 % at ~35 %."""
-    return steal_pct / 100 if steal_pct is not None and steal_pct >= STOLEN_PCT else 0.0
+    return steal_pct / 100 if steal_pct is not None and steal_pct >= HOST_STEAL_PCT else 0.0
 
 
 def cpu_bound_room(lv: Level, busiest_core_pct: float | None) -> float:

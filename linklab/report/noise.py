@@ -123,7 +123,7 @@ def scores(base: Run, rerun: Run) -> dict[str, list[float]]:
 
 def measure(base: Run, reruns: list[Run], family_alpha: float = FAMILY_ALPHA) -> NoiseFloor:
     from linklab.report import machine
-    from linklab.report.compare import check_comparable, cpu_level, identity  # compare imports this module
+    from linklab.report.compare import check_comparable, identity, run_level  # compare imports this module
 
     if len(reruns) < MIN_RERUNS:
         raise UsageError(f"a noise floor needs at least {MIN_RERUNS} quiet reruns (got {len(reruns)}; "
@@ -133,7 +133,7 @@ def measure(base: Run, reruns: list[Run], family_alpha: float = FAMILY_ALPHA) ->
         check_comparable(base, r, set())
         # A rerun on a machine of another speed moves by what the speed does, not by noise: it
         # would widen every band by the machines' difference (speed.py measures that per point).
-        lv = cpu_level(bp, {p.key(): p for p in group(r)})
+        lv = run_level(bp, r)
         if lv.other_machine:
             raise UsageError(f"{r.path}: its CPU level is {lv.words()}: not a quiet rerun on the baseline's "
                              f"machine kind (beyond x{machine.OTHER_MACHINE:g})",

@@ -122,7 +122,7 @@ def exponents(base: Run, run: Run, lv: machine.Level) -> dict[str, dict[str, flo
 
 
 def measure(base: Run, runs: list[Run]) -> SpeedResponse:
-    from linklab.report.compare import check_comparable, cpu_level, identity  # compare imports this module
+    from linklab.report.compare import check_comparable, identity, run_level  # compare imports this module
     from linklab.report.noise import point_key
 
     if not runs:
@@ -133,7 +133,7 @@ def measure(base: Run, runs: list[Run]) -> SpeedResponse:
     bp = group(base)
     for r in runs:
         check_comparable(base, r, set())
-        lv = cpu_level(bp, {p.key(): p for p in group(r)})
+        lv = run_level(bp, r)
         if not lv.other_machine:
             raise UsageError(f"{r.path}: its CPU level is {lv.words() if lv.pairs else 'unknown (no CPU figures)'}: "
                              f"the baseline's speed (within x{machine.OTHER_MACHINE:g}), nothing to learn from",
