@@ -7,6 +7,7 @@ them, so a topology can be realized by another backend (Mininet, containerlab) o
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Collection
 from typing import Any
 
 from linklab.model.resolved import Lab
@@ -58,6 +59,11 @@ class Backend(ABC):
     @abstractmethod
     def inspect(self, lab: Lab) -> dict[str, Any]:
         """Live state read back from the kernel (not from the state file)."""
+
+    @abstractmethod
+    def interfaces(self, lab: Lab, nodes: Collection[str]) -> dict[str, list[dict[str, Any]]]:
+        """The interfaces of these nodes, read back live as `inspect` shows them (a node whose
+        namespace is gone is left out), without the rest of `inspect` (a switch's tables)."""
 
     @abstractmethod
     def exec_argv(self, lab: Lab, node: str, argv: list[str]) -> list[str]:

@@ -85,8 +85,7 @@ def ovs_plan(lab: Lab, switch: str, port_name, ctl_port: int | None) -> OvsPlan:
     cmds.append([x for p in ports for x in ("--", "set", "interface", port_name(p.name), f"mtu_request={p.mtu}")][1:])
     ctl = None
     if node.controller and ctl_port:
-        cmds.append(["set-controller", switch, ovs.controller_target(ctl_port), "--", "set", "controller", switch,
-                     "connection_mode=out-of-band"])
+        cmds.append(ovs.set_controller_args(switch, ctl_port))
         ctl = {"app": node.controller, "port": ctl_port,
                "env": controllers.app_env(lab.openflow_layout(switch), lab.dpid(switch)),
                # as linklab runs it; the exporter's runtime puts its own paths for the program and the app

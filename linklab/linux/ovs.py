@@ -33,6 +33,19 @@ def controller_target(port: int) -> str:
     return f"tcp:127.0.0.1:{port}"
 
 
+# OVS's minimum. A controller restarted with another app listens only after ~20 s of imports
+# under emulation; with OVS's default backoff (up to 8 s between tries) the switch then stayed
+# unconnected for up to 8 s more.
+CONTROLLER_MAX_BACKOFF_MS = 1000
+
+
+def set_controller_args(bridge: str, port: int) -> list[str]:
+    """ovs-vsctl arguments pointing `bridge` at its controller on `port`: out of band (the lab's
+    links carry only the lab's traffic), retried every second while it is away."""
+    return ["set-controller", bridge, controller_target(port), "--", "set", "controller", bridge,
+            "connection_mode=out-of-band", f"max_backoff={CONTROLLER_MAX_BACKOFF_MS}"]
+
+
 def bond_args(bridge: str, bond: OvsBond) -> list[str]:
     """ovs-vsctl commands (each after `--`) making `bond` on `bridge`, idempotent."""
     args = ["--", "--may-exist", "add-bond", bridge, bond.name, *bond.members,

@@ -97,7 +97,8 @@ def test_mininet_script_builds_ovs_with_its_controller_and_port_mtus():
     # The ports the hosts' MTU exceeds stay at 1500, as in linklab (the E3 mismatch case).
     assert "set interface s1-eth1 mtu_request=1500 -- set interface s1-eth2 mtu_request=1500" in flat
     assert {(n, i): m for n, i, m in table["mtu"]} == {("h1", "eth1"): 2000, ("h2", "eth1"): 2000}
-    assert flat[-1] == "set-controller s1 tcp:127.0.0.1:6653 -- set controller s1 connection_mode=out-of-band"
+    assert flat[-1] == (
+        "set-controller s1 tcp:127.0.0.1:6653 -- set controller s1 connection_mode=out-of-band max_backoff=1000")
     ctl = plan["controller"]
     assert ctl["app"] == "l2_learning" and ctl["argv"][-3:] == ["--ofp-tcp-listen-port", "6653", "l2_learning.py"]
     assert 'LINKLAB_SWITCH={"ports":[1,2],"groups":[]}' in ctl["env"]

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import functools
 import uuid
+from collections.abc import Collection
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -167,6 +169,10 @@ class LinuxBackend(Backend):
         from linklab.backends.linux.inspect import inspect_lab
         return inspect_lab(lab)
 
+    def interfaces(self, lab: Lab, nodes: Collection[str]) -> dict[str, list[dict[str, Any]]]:
+        from linklab.backends.linux.inspect import interfaces_of
+        return interfaces_of(lab, nodes)
+
     def exec_argv(self, lab: Lab, node: str, argv: list[str]) -> list[str]:
         return runner.netns_argv(argv, self.node_netns(lab, node))  # KeyError for unknown nodes: a usage error
 
@@ -184,15 +190,18 @@ class LinuxBackend(Backend):
         return ovs.tool_argv(lab, node, argv, netns_name(lab.name, node))
 
     def switch_counters(self, lab: Lab) -> dict[str, Any]:
-        out: dict[str, Any] = {"switches": {}}
-        for n in lab.nodes:
-            for kind in kinds.of(n) if n.kind == "switch" else ():
-                got = kind.inspect(lab, n, netns_name(lab.name, n.name))
-                if got:
-                    out["switches"][n.name] = got
+        from linklab.linux.ovs import over_mtu_lines
+        reads = [(n.name, kind) for n in lab.nodes if n.kind == "switch" for kind in kinds.of(n)]
+        if not reads:
+            return {"switches": {}}
+        # Every switch's snapshot and the kernel log side by side: each is a few tool processes,
+        # which in the lab VM mostly wait on the emulator (a sweep takes two snapshots a repetition).
+        with ThreadPoolExecutor(max_workers=len(reads) + 1) as pool:
+            log = pool.submit(runner.run, ["dmesg"], check=False, timeout=10)
+            got = list(pool.map(lambda r: r[1].inspect(lab, lab.node(r[0]), netns_name(lab.name, r[0])), reads))
+        out: dict[str, Any] = {"switches": {name: g for (name, _), g in zip(reads, got) if g}}
         if out["switches"]:
-            from linklab.linux.ovs import over_mtu_lines
-            res = runner.run(["dmesg"], check=False, timeout=10)
+            res = log.result()
             out["kernel_over_mtu_lines"] = len(over_mtu_lines(res.stdout)) if res.ok else None
         return out
 

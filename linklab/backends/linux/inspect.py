@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from pyroute2 import IPRoute, netns
@@ -19,17 +20,27 @@ MII = {0: "up", 1: "fail", 2: "down", 3: "back"}
 SLAVE_STATE = {0: "active", 1: "backup"}
 
 
-def inspect_lab(lab: Lab) -> dict[str, Any]:
+def interfaces_of(lab: Lab, names: Collection[str]) -> dict[str, list[dict[str, Any]]]:
+    """The interfaces of the nodes `names` whose namespaces exist, read back from the kernel."""
     present = set(netns.listnetns())
+    out = {}
+    for name in names:
+        ns = netns_name(lab.name, name)
+        if ns in present:
+            with netlink.iproute(ns) as ipr:
+                out[name] = _interfaces(ipr)
+    return out
+
+
+def inspect_lab(lab: Lab) -> dict[str, Any]:
+    read = interfaces_of(lab, [n.name for n in lab.nodes])
     nodes = {}
     for node in lab.nodes:
         ns = netns_name(lab.name, node.name)
-        if ns not in present:
+        if node.name not in read:
             nodes[node.name] = {"netns": ns, "present": False}
             continue
-        with netlink.iproute(ns) as ipr:
-            nodes[node.name] = {"netns": ns, "present": True, "kind": node.kind,
-                                "interfaces": _interfaces(ipr)}
+        nodes[node.name] = {"netns": ns, "present": True, "kind": node.kind, "interfaces": read[node.name]}
         kind = kinds.of(node)[0]
         extra = kind.inspect(lab, node, ns)
         if extra:

@@ -24,13 +24,14 @@ OFCTL_BRIDGE_COMMANDS = ("show", "dump-flows", "dump-ports", "dump-ports-desc", 
 
 
 def tool_argv(lab: Lab, node: str, argv: list[str], ns: str) -> list[str]:
-    """argv running an OVS tool against `node`'s own OVS (`linklab ovs`), in namespace `ns`."""
+    """argv running an OVS tool against `node`'s own OVS (`linklab ovs`), whose daemons run in
+    namespace `ns`."""
     n = lab.node(node)
     if n.switch_kind != "ovs":
         raise LinklabError(f"{node} is not an Open vSwitch switch (kind {n.switch_kind or n.kind})")
     tool, args = tool_args(argv, node)
     d = dirs(lab.name, node, ns)
-    return runner.netns_argv(d.argv(tool, *args), d.ns)
+    return runner.netns_argv(d.argv(tool, *args), d.where(tool))
 
 
 def tool_args(argv: list[str], bridge: str) -> tuple[str, list[str]]:
@@ -96,8 +97,7 @@ class Ovs(Kind):
         if args:
             ovsd.vsctl(d, *args[1:])
         if node.controller:
-            ovsd.vsctl(d, "set-controller", br, parse.controller_target(node.controller_port), "--", "set", "controller",
-                       br, "connection_mode=out-of-band")
+            ovsd.vsctl(d, *parse.set_controller_args(br, node.controller_port))
         else:
             ovsd.vsctl(d, "del-controller", br)
         if node.datapath == "netdev":
@@ -106,13 +106,14 @@ class Ovs(Kind):
     def inspect(self, lab: Lab, node: Node, ns: str) -> dict[str, Any]:
         d = dirs(lab.name, node.name, ns)
         out: dict[str, Any] = {"bridge": node.name}
-        res = ovsd.vsctl(d, "get", "controller", node.name, "is_connected", check=False) if node.controller else None
+        calls = [(*ovsd.OFCTL, "dump-flows", node.name), (*ovsd.OFCTL, "dump-ports", node.name),
+                 ("ovs-appctl", "dpctl/show"),
+                 ("ovs-vsctl", *parse.INTERFACE_COLUMNS, "list", "interface")]
+        if node.controller:
+            calls.append(("ovs-vsctl", "get", "controller", node.name, "is_connected"))
+        flows, ports, dp, ifaces, *ctl = ovsd.tools_at_once(d, calls)
         out["controller"] = node.controller
-        out["controller_connected"] = (res.stdout.strip() == "true") if res is not None and res.ok else None
-        flows = ovsd.ofctl(d, "dump-flows", node.name, check=False)
-        ports = ovsd.ofctl(d, "dump-ports", node.name, check=False)
-        dp = d.run_tool("ovs-appctl", "dpctl/show", check=False)
-        ifaces = ovsd.vsctl(d, *parse.INTERFACE_COLUMNS, "list", "interface", check=False)
+        out["controller_connected"] = (ctl[0].stdout.strip() == "true") if ctl and ctl[0].ok else None
         if not (flows.ok and ports.ok):
             out["error"] = (flows.stderr or ports.stderr).strip()
             return out
