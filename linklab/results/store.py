@@ -79,7 +79,8 @@ class ResultsStore:
         # (280 of them by the end of E3). Only this store writes the run (the sweep holds its
         # lock), so the copies stay true; None until first needed.
         self._rows_cache: dict[tuple[str, int], dict[str, Any]] | None = None
-        self._axis_cache: list[str] | None = None
+        # point id -> its point.json (index, key, axis order), likewise
+        self._points_cache: dict[str, dict[str, Any]] | None = None
 
     # -- finding and making runs ---------------------------------------------------------
 
@@ -380,35 +381,40 @@ class ResultsStore:
 
     def _write_point(self, point: Point) -> None:
         path = self.points_dir / point.id / POINT
-        if path.exists():
-            have = json.loads(path.read_text())
+        have = self._point_infos().get(point.id)
+        if have is not None:
             if have.get("key") != point.key:
                 # Same id, different point: the matrix changed under a resumed run.
                 raise ValueError(f"{path} is for {have.get('key')!r}, not {point.key!r}")
             return
         # fsutil.write_json_atomic sorts keys, so the axis order is kept separately.
-        fsutil.write_json_atomic(path, {"index": point.index, "id": point.id, "key": point.key,
-                                 "axes": point.axes, "axis_order": list(point.axes)})
-        self._axis_cache = None
+        info = {"index": point.index, "id": point.id, "key": point.key, "axes": point.axes,
+                "axis_order": list(point.axes)}
+        fsutil.write_json_atomic(path, info)
+        self._point_infos()[point.id] = info
+
+    def _point_infos(self) -> dict[str, dict[str, Any]]:
+        """Every point.json of the run, read once (then kept as _write_point adds to them): each
+        read is a round trip over the lab VM's shared directory, and results.csv, rewritten
+        after every repetition, orders its columns by them."""
+        if self._points_cache is None:
+            self._points_cache = {}
+            if self.points_dir.is_dir():
+                for p in self.points_dir.glob(f"*/{POINT}"):
+                    try:
+                        self._points_cache[p.parent.name] = json.loads(p.read_text())
+                    except (OSError, ValueError):
+                        continue
+        return self._points_cache
 
     def _axis_order(self) -> list[str]:
         """Axis names in matrix order, as recorded with the points (first point first)."""
-        if self._axis_cache is not None:
-            return list(self._axis_cache)
         order: list[str] = []
-        infos = []
-        if self.points_dir.is_dir():
-            for p in self.points_dir.glob(f"*/{POINT}"):
-                try:
-                    infos.append(json.loads(p.read_text()))
-                except (OSError, ValueError):
-                    continue
-        for info in sorted(infos, key=lambda i: i.get("index", 0)):
+        for info in sorted(self._point_infos().values(), key=lambda i: i.get("index", 0)):
             for name in info.get("axis_order", []):
                 if name not in order:
                     order.append(name)
-        self._axis_cache = order
-        return list(order)
+        return order
 
 
 def experiment_dir(root: Path, experiment: str) -> Path:

@@ -108,6 +108,15 @@ class GuestLockedUp(AgentGone):
     """The guest kernel reported a CPU stuck for minutes: the VM will not answer again."""
 
 
+MACHINE_CACHE_ENV = "LINKLAB_MACHINE_CACHE"
+
+
+def machine_cache_dir() -> Path:
+    """What linklab learned about this machine, shared by its checkouts and state directories:
+    whether KVM boots a guest here (a failed try costs ~15-20 s), how long a boot took."""
+    return Path(os.environ.get(MACHINE_CACHE_ENV) or "/var/cache/linklab")
+
+
 class BootFailed(Exception):
     """One boot attempt failed; the caller decides between falling back and giving up."""
 
@@ -124,7 +133,7 @@ class LabVM:
         self.json_path = self.dir / "vm.json"
         self.console_log = self.dir / "console.log"
         self.agent_log = self.dir / "agent.log"
-        self.accel_cache = self.dir / "accel-cache.json"
+        self.accel_cache = machine_cache_dir() / "vm-accel.json"
         self.marker = marker_for(self.state_dir)
         self._proc: subprocess.Popen | None = None  # set only in the process that booted the VM
 
@@ -190,6 +199,10 @@ class LabVM:
     def _accel_key(self, kernel: Path) -> str:
         return f"{kernel}|host {os.uname().release}"
 
+    def _write_accel_cache(self, cache: dict) -> None:
+        self.accel_cache.parent.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(self.accel_cache, cache)
+
     def _kvm_failed_before(self, kernel: Path) -> dict | None:
         return ((read_json_record(self.accel_cache) or {}).get("kvm_failed") or {}).get(self._accel_key(kernel))
 
@@ -197,7 +210,7 @@ class LabVM:
         cache = read_json_record(self.accel_cache) or {}
         cache.setdefault("kvm_failed", {})[self._accel_key(kernel)] = {
             "at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "reason": reason}
-        write_json_atomic(self.accel_cache, cache)
+        self._write_accel_cache(cache)
 
     def _wanted_accel(self) -> str:
         accel = os.environ.get(ACCEL_ENV) or self.config.accel
@@ -329,7 +342,7 @@ class LabVM:
         write_json_atomic(self.json_path, info)
         cache = read_json_record(self.accel_cache) or {}
         cache.setdefault("last_ready_s", {})[accel] = ready_s
-        write_json_atomic(self.accel_cache, cache)
+        self._write_accel_cache(cache)
         failed = info["modules_failed"]
         say(f"lab VM ready in {ready_s:.0f} s" + (f"; modules that failed to load: {' '.join(failed)}" if failed else ""))
         return info

@@ -50,6 +50,9 @@ PRELOAD = ("linklab.cli", "yaml", "pydantic", "pyroute2", "linklab.lab", "linkla
 # on the host). The zygote compares it with the digest it took before importing, instead of stat'ing
 # its loaded files over 9p before every run (0.17 s under TCG).
 SOURCES_ENV = "LINKLAB_SOURCES"
+# The longest a command waits for the first preload (~30 s alone in a software-emulated VM,
+# minutes under heavy contention); past it, it runs cold.
+FIRST_PRELOAD_WAIT_S = 120.0
 REAP_TICK_S = 1.0  # a missed wakeup (none known) costs at most this
 STAT_THREADS = 16
 MAX_MSG = 1 << 20
@@ -336,6 +339,7 @@ class Zygote:
         theirs.close()
         self.sock = ours
         self.ready = threading.Event()  # preloaded and serving
+        self.preloaded_once = False  # the first preload finished (later ones follow a source change)
         self.failed: list[str] = []
         self.gone = False
         self._lock = threading.Lock()
@@ -358,6 +362,7 @@ class Zygote:
             t = msg.get("t")
             if t == "ready":
                 self.failed = msg.get("failed", [])
+                self.preloaded_once = True
                 self.ready.set()
                 log.info("zygote ready: warm runs from now on%s",
                          f"; could not preload: {'; '.join(self.failed)}" if self.failed else "")
@@ -388,8 +393,14 @@ class Zygote:
             event.set()
 
     def spawn(self, module: str, args: list[str], cwd: str, env: dict[str, str]) -> WarmChild | None:
-        """Fork the command in the zygote; None means "run it cold": still preloading (waiting
-        would cost a light command more than a cold start), sources changed, or zygote gone."""
+        """Fork the command in the zygote; None means "run it cold": sources changed (it is
+        re-importing them), still preloading after FIRST_PRELOAD_WAIT_S, or zygote gone.
+
+        A command that comes while the first preload runs waits for it: a cold run imports the
+        same modules, and both importing at once on the VM's two vCPUs slowed each other down
+        (the `linklab up` that booted the VM took ~50 s cold beside the preload)."""
+        if not self.preloaded_once:
+            self.ready.wait(FIRST_PRELOAD_WAIT_S)
         if not self.ready.is_set() or self.gone:
             return None
         out_r, out_w = os.pipe()

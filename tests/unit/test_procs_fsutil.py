@@ -115,3 +115,22 @@ def test_json_text_round_trips_with_one_top_level_key_per_line():
     assert lines[0] == "{" and lines[-1] == "}" and len(lines) == 2 + len(data)
     assert [json.loads("{" + line.rstrip(",") + "}").popitem()[0] for line in lines[1:-1]] == ["3", "a", "b", "path"]
     assert json_text([1, {"b": 1, "a": 2}]) == '[1, {"a": 2, "b": 1}]\n' and json_text({}) == "{}\n"
+
+
+def test_json_text_writes_each_value_as_json_dumps_does():
+    # Its fast paths (ints and strings written directly, one encoder built once) must not change
+    # a byte: results written before them are compared with results written after.
+    import enum
+    import json
+
+    from linklab.fsutil import json_text
+
+    class Level(enum.IntEnum):
+        HIGH = 3
+
+    values = {"int": 7, "neg": -3, "big": 10**30, "bool": True, "none": None, "nan": float("nan"),
+              "inf": float("-inf"), "float": 1.5e-7, "str": 'q"u\\o\te é ✓', "intenum": Level.HIGH,
+              "nested": {"b": [1, "x"], "a": {"d": 1.0}}, "path": Path("/p"), 5: "int key"}
+    expected = "{\n" + ",\n".join(f" {json.dumps(str(k))}: {json.dumps(v, sort_keys=True, default=str)}"
+                                  for k, v in sorted(values.items(), key=lambda kv: str(kv[0]))) + "\n}\n"
+    assert json_text(values) == expected

@@ -332,3 +332,23 @@ def test_ctrl_c_reaches_the_command_even_when_the_agent_ignores_sigint(served):
         signal.signal(signal.SIGINT, old)
     assert code == 128 + signal.SIGINT
     assert time.monotonic() - t0 < 5
+
+
+def test_a_command_during_the_first_preload_waits_for_it_and_runs_warm(tmp_path):
+    # Cold, it would import the same modules beside the preload, each slowing the other down.
+    from linklab.vm.zygote import Zygote
+
+    pkg = tmp_path / "zlate"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("import os, time\ntime.sleep(1.5)\nPID = os.getpid()\n")
+    (pkg / "__main__.py").write_text("import os, sys\nimport zlate\nsys.exit(7 if zlate.PID != os.getpid() else 3)\n")
+    zygote = Zygote(os.sys.executable, preload_modules=("zlate",), watch=[tmp_path], cwd=str(tmp_path))
+    try:
+        assert not zygote.ready.is_set()  # still importing (1.5 s)
+        child = zygote.spawn("zlate", [], str(tmp_path), dict(os.environ))
+        assert child is not None and zygote.preloaded_once
+        assert child.wait(20) == 7  # imported before the fork: warm
+        for f in (child.stdout, child.stderr):
+            f.close()
+    finally:
+        zygote.close()
