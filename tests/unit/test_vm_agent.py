@@ -294,14 +294,19 @@ def test_warm_ctrl_c(warm_served, tmp_path):
     assert code == 128 + signal.SIGINT
 
 
-def test_zygote_reexec_keeps_reporting_running_commands(tmp_path):
+def _zygote_of(tmp_path, name: str, init: str, main: str):
+    """A zygote preloading package `name` (its __init__ and __main__ sources), under tmp_path."""
     from linklab.vm.zygote import Zygote
 
-    pkg = tmp_path / "zslow"
+    pkg = tmp_path / name
     pkg.mkdir()
-    (pkg / "__init__.py").write_text("V = 1\n")
-    (pkg / "__main__.py").write_text("import time\ntime.sleep(1)\nraise SystemExit(5)\n")
-    zygote = Zygote(os.sys.executable, preload_modules=("zslow",), watch=[tmp_path], cwd=str(tmp_path))
+    (pkg / "__init__.py").write_text(init)
+    (pkg / "__main__.py").write_text(main)
+    return pkg, Zygote(os.sys.executable, preload_modules=(name,), watch=[tmp_path], cwd=str(tmp_path))
+
+
+def test_zygote_reexec_keeps_reporting_running_commands(tmp_path):
+    pkg, zygote = _zygote_of(tmp_path, "zslow", "V = 1\n", "import time\ntime.sleep(1)\nraise SystemExit(5)\n")
     try:
         assert zygote.ready.wait(30)
         child = zygote.spawn("zslow", [], str(tmp_path), dict(os.environ))
@@ -336,13 +341,8 @@ def test_ctrl_c_reaches_the_command_even_when_the_agent_ignores_sigint(served):
 
 def test_a_command_during_the_first_preload_waits_for_it_and_runs_warm(tmp_path):
     # Cold, it would import the same modules beside the preload, each slowing the other down.
-    from linklab.vm.zygote import Zygote
-
-    pkg = tmp_path / "zlate"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("import os, time\ntime.sleep(1.5)\nPID = os.getpid()\n")
-    (pkg / "__main__.py").write_text("import os, sys\nimport zlate\nsys.exit(7 if zlate.PID != os.getpid() else 3)\n")
-    zygote = Zygote(os.sys.executable, preload_modules=("zlate",), watch=[tmp_path], cwd=str(tmp_path))
+    _, zygote = _zygote_of(tmp_path, "zlate", "import os, time\ntime.sleep(1.5)\nPID = os.getpid()\n",
+                           "import os, sys\nimport zlate\nsys.exit(7 if zlate.PID != os.getpid() else 3)\n")
     try:
         assert not zygote.ready.is_set()  # still importing (1.5 s)
         child = zygote.spawn("zlate", [], str(tmp_path), dict(os.environ))
