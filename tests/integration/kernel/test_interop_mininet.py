@@ -174,8 +174,10 @@ def test_e3_in_linklab_and_in_its_mininet_script_at_1500_and_with_mismatched_por
                       for k in ll), file=sys.stderr)
     # At 1500 both carry a real stream, and at most what an emulated VM moves through OVS (E3 quick
     # measured 441-499 Mbit/s in linklab; 5 Gbit/s is ten times that). With the hosts at 2000
-    # behind 1500-byte ports every data segment is dropped at the switch: under 1 % of the 1500
-    # figure in both (linklab's E3 measured 0).
+    # behind 1500-byte ports a segment sent alone is dropped entering the switch, but a GSO
+    # super-packet skips the veth's and the datapath's MTU checks: TCP collapses to under 5 % of
+    # the 1500 figure in both. Measured in the lab VM, 3 s runs: 1.0-12.1 Mbit/s (0.1-1.7 %) in
+    # linklab, 1.3 in the Mininet script; 0 with the sender's TSO/GSO off.
     for got in (ll, mn):
         assert 1e6 < got["mtu1500"] < 5e9, (ll, mn)
-        assert 0 <= got["mismatch"] < 0.01 * got["mtu1500"], (ll, mn)
+        assert 0 <= got["mismatch"] < 0.05 * got["mtu1500"], (ll, mn)
