@@ -9,7 +9,11 @@ the best of three repetitions, two-sided: goodput can no more exceed theory (a s
 shaping) than fall short. The best, because a stall of the emulated CPU only ever subtracts: with
 the hypervisor stealing 14-26 % of the host's CPU, two of three repetitions fell to 0.91-0.95 of
 theory and the third reached 0.995 (CI, 2026-11-26); a path that loses packets loses them in
-every repetition. No repetition may fall below FLOOR either.
+every repetition. No repetition may fall below FLOOR either. A repetition measured while the
+hypervisor took >= HOST_STEAL_PCT of the host's cores (flagged host_stolen, its host_steal_pct
+recorded) may fall short of LOW by that share, the regression gate's rule
+(linklab/report/machine.py: stolen_room): under 29-39 % steal all three fell to 0.952-0.962 at MTU
+9000 (fresh-clone CI, 2026-11-26); on a quiet host the bound is LOW as it stands.
 """
 
 import csv
@@ -18,6 +22,8 @@ from pathlib import Path
 import pytest
 
 from linklab import lab, state
+from linklab.report import metrics
+from linklab.report.machine import stolen_room
 from linklab.sweep.engine import Options, run
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -49,9 +55,12 @@ def test_goodput_through_switches_matches_theory(tmp_path, experiment, lab_name)
         assert r["preflight_ok"] == "true" and not r.get("error"), r.get("error")
         by_mtu.setdefault(int(r["mtu"]), []).append(r)
     for mtu, reps in by_mtu.items():
-        ratios = sorted(float(r["throughput_bps"]) / theory(rate, mtu) for r in reps)
-        shown = ", ".join(f"{x:.3f}" for x in ratios)
-        assert LOW <= max(ratios) <= HIGH and min(ratios) >= FLOOR, f"{experiment} MTU {mtu}: goodput / theory {shown}"
+        ratios = [float(r["throughput_bps"]) / theory(rate, mtu) for r in reps]
+        lows = [LOW - stolen_room(metrics.num(r.get("host_steal_pct"))) for r in reps]
+        shown = ", ".join(f"{x:.3f} (steal {r.get('host_steal_pct') or '-'} %)" for x, r in zip(ratios, reps))
+        assert any(x >= low for x, low in zip(ratios, lows)), f"{experiment} MTU {mtu}: goodput / theory {shown}"
+        assert max(ratios) <= HIGH and min(ratios) >= FLOOR, f"{experiment} MTU {mtu}: goodput / theory {shown}"
         # No port beyond the bottleneck dropped what the path sent (the emulator's bursts).
         flagged = [r["flag_evidence"] for r in reps if "emulator_burst" in r["flags"]]
         assert len(flagged) <= 1, f"{experiment} MTU {mtu}: {flagged}"
+
