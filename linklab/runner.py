@@ -53,6 +53,12 @@ def container_pid(where: str | None) -> int | None:
     return int(where.split(CONTAINER_SEP, 1)[1])
 
 
+# Tools that enter a named namespace themselves (iproute2's netns_switch, the same work as
+# `ip netns exec`): given their own flag, no `ip netns exec` process runs on top of them (~0.2 s
+# apiece in the lab VM).
+ENTERS_NETNS_ITSELF = {"ip": "-n", "ss": "-N"}
+
+
 def netns_argv(argv: list[str] | tuple[str, ...], netns: str | None, names: bool = True) -> list[str]:
     """Prefix argv so it runs inside `netns`. `ip netns exec` also bind-mounts
     /etc/netns/<ns>/hosts over /etc/hosts, which is how lab host names resolve. A command that
@@ -71,6 +77,9 @@ def netns_argv(argv: list[str] | tuple[str, ...], netns: str | None, names: bool
         # Not its pid namespace: nsenter would then fork, and stopping it would leave the command
         # running; without, nsenter execs the command, whose pid is the one the caller holds.
         return ["nsenter", f"--target={pid}", "--mount", "--uts", "--ipc", "--net", "--", *argv]
+    flag = ENTERS_NETNS_ITSELF.get(argv[0])
+    if flag:
+        return [argv[0], flag, netns, *argv[1:]]
     if not names:
         return ["nsenter", f"--net={NETNS_DIR}/{netns}", "--", *argv]
     return ["ip", "netns", "exec", netns, *argv]

@@ -126,8 +126,8 @@ def wait_listening(ns: str, ports: list[int], deadline_s: float = 15.0) -> None:
     """Until every server port accepts connections (a fixed sleep is too short under emulation)."""
     t0 = time.monotonic()
     while time.monotonic() - t0 < deadline_s:
-        # ss's own -N enters the namespace: no `ip netns exec` process on top (costly under emulation).
-        out = runner.run(["ss", "-N", runner.netns_of(ns), "-Hltn"], check=False, timeout=10).stdout
+        # By the namespace's name, also a container node's: the image need not have ss.
+        out = runner.run(["ss", "-Hltn"], netns=runner.netns_of(ns), check=False, timeout=10).stdout
         listening = {int(m) for m in re.findall(r":(\d+)\s", out)}
         if all(p in listening for p in ports):
             return

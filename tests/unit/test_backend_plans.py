@@ -103,6 +103,13 @@ def test_commands_without_lab_names_enter_the_namespace_with_nsenter():
     assert Nstat.needs_names is False and Ping.needs_names is True  # ping resolves h2
 
 
+def test_ip_and_ss_enter_a_named_namespace_with_their_own_flag():
+    from linklab import runner
+    assert runner.netns_argv(["ip", "neigh", "flush", "all"], "ll-x-h1") == ["ip", "-n", "ll-x-h1", "neigh", "flush", "all"]
+    assert runner.netns_argv(["ss", "-Hltn"], "ll-x-h1", names=False) == ["ss", "-N", "ll-x-h1", "-Hltn"]
+    assert runner.netns_argv(["ip", "link"], None) == ["ip", "link"]
+
+
 def test_netlink_batch_builds_the_requests_iproute2_would_send(tmp_path, monkeypatch):
     # The pipelined build path encodes its own messages: decoded again, each must say what
     # `ip link add ... type veth peer ...`, `ip link set`, `ip addr add` say (names, not indexes).

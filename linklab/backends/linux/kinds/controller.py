@@ -134,19 +134,17 @@ def reset_forwarding(lab: Lab) -> None:
     if not switches:
         return
     hosts = [netns_name(lab.name, n.name) for n in lab.nodes if n.kind == "host"]
-    # ss -N and ip -n enter the namespace themselves: no `ip netns exec` process on top of each
-    # (~0.2 s apiece in the lab VM, and a sweep resets before every repetition).
     for ns in hosts:
         # ss -K (sock_diag SOCK_DESTROY): pyroute2 can list sockets but not destroy them.
         # Only connections already closing: a user's own sessions and listeners stay.
-        runner.run(["ss", "-N", ns, "-K", "-t", "state", "fin-wait-1", "state", "last-ack", "state", "closing"],
-                   check=False, timeout=10)
+        runner.run(["ss", "-K", "-t", "state", "fin-wait-1", "state", "last-ack", "state", "closing"],
+                   netns=ns, check=False, timeout=10)
     dirs = [ovsd.OvsDirs(ns=netns_name(lab.name, n.name), lab=lab.name, node=n.name) for n in switches]
     for _ in range(RESET_ATTEMPTS):
         for d in dirs:
             ovsd.ofctl(d, "del-flows", d.node, LEARNED_FLOWS, check=False)
         for ns in hosts:
-            runner.run(["ip", "-n", ns, "neigh", "flush", "all"], check=False, timeout=10)
+            runner.run(["ip", "neigh", "flush", "all"], netns=ns, check=False, timeout=10)
         time.sleep(RESET_SETTLE_S)
         if not any(_learned_flows(d) for d in dirs):
             return
