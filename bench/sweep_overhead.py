@@ -14,6 +14,10 @@ phase, per repetition, and as (wall - windows) / windows as before. The time out
 engine (forwarding the command into the lab VM, the host's report) is shown apart. The lab is
 brought up first, so VM boot and lab build are not counted.
 
+The anchor, in the same run and the same lab: iperf3 run bare (bench/iperf_anchor.py), its own
+start and end beyond -t + -O, which any script that measures with iperf3 pays; what is left of
+the per-repetition overhead is linklab's own.
+
     .venv/bin/python bench/sweep_overhead.py [--experiment experiments/e1_bonding_mtu.yaml]
         [--baseline bench/results/sweep_overhead-before.json] [--no-report]
 """
@@ -66,6 +70,24 @@ def summary_table(b: dict, before: dict | None) -> str:
     return "\n".join(lines)
 
 
+def iperf_anchor(manifest: dict, rows: list[dict], exp) -> dict | None:
+    """bench/iperf_anchor.py run where the lab runs (in the lab VM through `linklab vm run`),
+    between the sweep's client and server, for each stream count the rows used."""
+    streams = sorted({int(r["streams"]) for r in rows if r.get("streams")})
+    if not rows or not streams:
+        return None
+    argv = [sys.executable, str(ROOT / "bench/iperf_anchor.py"), str(manifest.get("lab")), rows[0]["client"],
+            rows[0]["server"], "--duration", str(int(exp.tool.duration)), "--omit", str(int(exp.warmup)),
+            "--streams", *map(str, streams)]
+    if (manifest.get("placement") or {}).get("kind") == "vm":
+        argv = [sys.executable, "-m", "linklab", "vm", "run", "--", *argv]
+    res = subprocess.run(argv, cwd=ROOT, text=True, capture_output=True)
+    if res.returncode:
+        print(f"anchor failed ({res.returncode}): {res.stderr[-1500:]}")
+        return None
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--experiment", default="experiments/e1_bonding_mtu.yaml")
@@ -115,6 +137,16 @@ def main() -> int:
     print(f"paid by every repetition {b['paid_per_rep_s']:.2f} s; by each point once {b['paid_per_point_s']:.2f} s "
           f"(reconfigure, pre-flight, qdisc dump, servers); by the sweep once {b['paid_per_sweep_s']:.2f} s. "
           f"With R repetitions per point: {b['paid_per_rep_s']:.2f} + {b['paid_per_point_s']:.2f}/R s per repetition\n")
+    anchor = iperf_anchor(manifest, rows, exp)
+    if anchor:
+        own = {n: a["beyond_s"] for n, a in anchor["streams"].items()}
+        bare = sum(own.get(str(r.get("streams")), 0.0) for r in rows) / max(len(rows), 1)
+        print(f"anchor: iperf3 bare in the same lab (bench/iperf_anchor.py), beyond its -t + -O, by streams: "
+              + ", ".join(f"{n}: {v:.2f} s {anchor['streams'][n]['walls_s']}" for n, v in own.items())
+              + f"\npaid by every repetition {b['paid_per_rep_s']:.2f} s, of which iperf3's own start and end "
+              f"{bare:.2f} s (the anchor, weighted by the rows' streams; the window's excess was "
+              f"{b['overhead'].get('window', 0.0) / max(b['repetitions'], 1):.2f} s); linklab's own "
+              f"{b['paid_per_rep_s'] - bare:.2f} s\n")
     if not args.no_report:
         from linklab.report.build import write_report
         print(write_report(run_dir)[1])  # per point, and beside the published figures
@@ -125,7 +157,7 @@ def main() -> int:
                                "placement": manifest.get("placement"), "kernel": manifest.get("kernel"),
                                "per_rep_overhead_s": (wall - windows) / max(len(rows), 1),
                                "engine_wall_s": engine_wall, "outside_engine_s": outside_engine,
-                               "breakdown": b, "per_rep_phases": [{"point": r.get("point_key"), "rep": r.get("rep"),
+                               "breakdown": b, "iperf_anchor": anchor, "per_rep_phases": [{"point": r.get("point_key"), "rep": r.get("rep"),
                                                                     **from_row(r)} for r in rows]}, indent=1))
     linklab("down")
     return 0
