@@ -134,6 +134,9 @@ def main() -> int:
           f"{b['overhead_per_rep_s']:.2f} s per repetition"
           f" ({manifest.get('placement', {}).get('kind')}, kernel {manifest.get('kernel')}, scale {manifest.get('scale')})\n"
           if outside_engine is not None else f"\nsweep wall {wall:.1f} s, overhead {overhead_ratio:.2f}\n")
+    if timing.get("record_background_s") is not None:
+        print(f"recording in the background (linklab/sweep/recording.py): {timing['record_background_s']:.2f} s "
+              f"written behind the sweep's waits, {b['seconds'].get('record', 0.0):.2f} s of it waited for\n")
     print(f"paid by every repetition {b['paid_per_rep_s']:.2f} s; by each point once {b['paid_per_point_s']:.2f} s "
           f"(reconfigure, pre-flight, qdisc dump, servers); by the sweep once {b['paid_per_sweep_s']:.2f} s. "
           f"With R repetitions per point: {b['paid_per_rep_s']:.2f} + {b['paid_per_point_s']:.2f}/R s per repetition\n")

@@ -8,6 +8,7 @@ import platform
 import sys
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ from linklab.sweep.matrix import Point, expand
 from linklab.sweep.phases import PhaseClock
 from linklab.sweep.plan import PointPlan, plan_point
 from linklab.sweep.progress import Progress
+from linklab.sweep.recording import Recording
 
 DISTURBED_FLAG = "host_disturbed"  # linklab/measure/disturbance.py
 RECORDED_SYSCTLS = ("net.ipv4.tcp_congestion_control", "net.ipv4.tcp_reordering", "net.ipv4.tcp_rmem",
@@ -124,8 +126,12 @@ class Sweep:
     # manifest's `timing` so the whole wall time is accounted for.
     totals: PhaseClock = field(default_factory=PhaseClock)
     servers: ServerPool = field(default_factory=ServerPool)
+    recording: Recording = field(init=False)  # writes each repetition in the background
     applied: list[tuple[str, Any]] | None = None  # the overrides the lab has now (None: not set yet)
     rerun_disturbed: bool = False  # Options.rerun_disturbed
+
+    def __post_init__(self) -> None:
+        self.recording = Recording(self.totals)
 
 
 def _lab_for(lab_name: str, tpath: Path, exp_path, opts: Options, say) -> dict[str, Any]:
@@ -193,7 +199,10 @@ def _measure_all(sweep: Sweep, points: list[Point], opts: Options, started: floa
             if reps:
                 _run_point(sweep, point, reps)
     finally:
-        sweep.servers.stop()
+        try:
+            sweep.recording.close()  # the last repetition written whole, whatever stopped the loop
+        finally:
+            sweep.servers.stop()
         sweep.progress.close()
         with sweep.totals.phase("restore"):
             # Put the lab back the way the user left it, whatever happened.
@@ -202,7 +211,8 @@ def _measure_all(sweep: Sweep, points: list[Point], opts: Options, started: floa
             lab.forget_base_overrides(sweep.handle.name)
         store.write_table()
         store.update_manifest(timing={"seconds": {k: round(v, 3) for k, v in sweep.totals.seconds.items()},
-                                      "sweep_wall_s": round(time.monotonic() - started, 3)})
+                                      "sweep_wall_s": round(time.monotonic() - started, 3),
+                                      "record_background_s": round(sweep.recording.background_s, 3)})
     if not store.failed() or not opts.retry_failed:
         store.mark_complete()
 
@@ -217,6 +227,7 @@ def _run_point(sweep: Sweep, point: Point, reps: list[int]) -> None:
         fault_targets = _fault_targets(sweep, exp.events)
     with clock.phase("settle"):
         time.sleep(exp.settle)
+    sweep.recording.wait()  # the previous point's last repetition: nothing writes while anything measures
     with clock.phase("preflight"):
         pf = preflight.run(sweep.handle, plan.client, plan.server, plan.tool.ip)
     point_info = {"point_key": point.key, "mtu_varied": plan.mtu_varied, "client": plan.client,
@@ -232,6 +243,7 @@ def _run_point(sweep: Sweep, point: Point, reps: list[int]) -> None:
     queue = [(rep, 1) for rep in reps]
     while queue:
         rep, attempt = queue.pop(0)
+        sweep.recording.wait()  # written during the pause
         if attempt == 1:
             sweep.progress.start_unit(f"{point.key} rep {rep}/{exp.repetitions}")
             t0 = time.monotonic()
@@ -247,14 +259,14 @@ def _run_point(sweep: Sweep, point: Point, reps: list[int]) -> None:
         if row.get("error"):
             raw["error.txt"] = row["error"] + "\n"
         # Recording is timed too, but lands in the sweep's totals (manifest `timing`): a row
-        # cannot hold the time it takes to write itself.
+        # cannot hold the time it takes to write itself. It runs behind the pause, the next
+        # point's reconfiguration and settle (linklab/sweep/recording.py).
         raw["timings.json"] = clock.raw()
         row.update(clock.row())
         clock = PhaseClock()
-        with sweep.totals.phase("record"):
-            sweep.store.record(point, rep, raw, row, tool=tool_columns(plan))
-            sweep.store.write_table()
+        sweep.recording.submit(partial(_record, sweep.store, point, rep, raw, row, tool_columns(plan)))
         if sweep.rerun_disturbed and attempt == 1 and DISTURBED_FLAG in str(row.get("flags") or "").split(";"):
+            sweep.recording.wait()  # moved aside once it is written
             aside = sweep.store.set_aside_failed(point.id, rep, why="disturbed")
             sweep.progress.log(f"  measuring rep {rep} once more: the host was busy ({aside.name} kept)")
             queue.insert(0, (rep, 2))
@@ -263,6 +275,12 @@ def _run_point(sweep: Sweep, point: Point, reps: list[int]) -> None:
         if queue:
             with clock.phase("pause"):
                 time.sleep(exp.pause)
+
+
+def _record(store: ResultsStore, point: Point, rep: int, raw: dict[str, str], row: dict[str, Any],
+            tool: dict[str, Any]) -> None:
+    store.record(point, rep, raw, row, tool=tool)
+    store.write_table()
 
 
 def _reconfigure(sweep: Sweep, overrides: list[tuple[str, Any]]) -> None:

@@ -2,6 +2,7 @@
 
 import io
 import json
+import threading
 import time
 from pathlib import Path
 
@@ -112,6 +113,7 @@ def test_run_point_charges_one_off_phases_to_the_first_rep_and_pause_to_the_next
     sweep = _sweep(tmp_path, monkeypatch)
     point = Point(index=0, id="p0", key="k", axes={})
     engine._run_point(sweep, point, [1, 2])
+    sweep.recording.close()  # the last repetition is written behind the next point's waits
     first, second = sweep.store.rows()
     assert {"phase_reconfigure_s", "phase_settle_s", "phase_preflight_s", "phase_server_start_s",
             "phase_window_s"} <= set(first)
@@ -144,6 +146,7 @@ def test_a_disturbed_repetition_is_measured_once_more_and_the_first_attempt_kept
     log = io.StringIO()
     sweep.progress, sweep.rerun_disturbed = Progress(3, stream=log), True
     engine._run_point(sweep, Point(index=0, id="p0", key="k", axes={}), [1, 2, 3])
+    sweep.recording.close()
     store = sweep.store
     rows = {r["rep"]: r for r in store.rows()}
     assert [rows[k]["flags"] for k in (1, 2, 3)] == ["", "queue_dropped", "host_disturbed"]
@@ -160,7 +163,44 @@ def test_without_the_option_a_disturbed_repetition_stays(tmp_path, monkeypatch):
     _flagged(monkeypatch, ["host_disturbed", "host_disturbed"])
     sweep = _sweep(tmp_path, monkeypatch)
     engine._run_point(sweep, Point(index=0, id="p0", key="k", axes={}), [1, 2])
+    sweep.recording.close()
     assert [r["flags"] for r in sweep.store.rows()] == ["host_disturbed", "host_disturbed"]
+
+
+def test_a_repetition_is_written_in_the_background_and_never_beside_a_measurement(tmp_path, monkeypatch):
+    _flagged(monkeypatch, ["", "", "", ""])
+    events = []
+    measure = measure_rep.measure
+    monkeypatch.setattr(measure_rep, "measure", lambda *a, **k: (events.append("measure"), measure(*a, **k))[1])
+    sweep = _sweep(tmp_path, monkeypatch)
+    write = sweep.store.record
+
+    def slow_write(*a, **k):
+        events.append("write " + threading.current_thread().name.split("_")[0])
+        time.sleep(0.1)  # longer than the pause: the next repetition must wait for it
+        write(*a, **k)
+        events.append("written")
+
+    monkeypatch.setattr(sweep.store, "record", slow_write)
+    engine._run_point(sweep, Point(index=0, id="p0", key="k", axes={}), [1, 2])
+    engine._run_point(sweep, Point(index=1, id="p1", key="k1", axes={}), [1, 2])
+    assert events[-1] != "written"  # the last one is still being written
+    sweep.recording.close()
+    assert events == ["measure", "write linklab-record", "written"] * 4
+    assert len(sweep.store.rows()) == 4 and sweep.recording.background_s >= 0.4
+
+
+def test_a_write_that_fails_stops_the_sweep_where_it_waits(tmp_path, monkeypatch):
+    _flagged(monkeypatch, ["", ""])
+    sweep = _sweep(tmp_path, monkeypatch)
+
+    def full_disk(*a, **k):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(sweep.store, "record", full_disk)
+    with pytest.raises(OSError, match="No space"):
+        engine._run_point(sweep, Point(index=0, id="p0", key="k", axes={}), [1, 2])
+    sweep.recording.close()  # nothing pending after the failure
 
 
 class _Proc:
@@ -215,6 +255,7 @@ def test_a_point_that_changes_only_tool_settings_does_not_reconfigure_the_lab(tm
     sweep = _sweep(tmp_path, monkeypatch)
     for i, p in enumerate("abc"):
         engine._run_point(sweep, Point(index=i, id=f"p{i}", key=p, axes={"p": p}), [1])
+    sweep.recording.close()
     assert applied_sets == [[("links[*].mtu", 1500)], [("links[*].mtu", 9000)]]
     rows = sweep.store.rows()
     assert [("phase_reconfigure_s" in r) for r in rows] == [True, True, True]  # timed even when it was a no-op
