@@ -90,6 +90,15 @@ machine: rows flagged host_disturbed are left out.
 
 
 def add_commands(sub) -> None:
+    _add_report(sub)
+    _add_compare(sub)
+    _add_baseline(sub)
+    _add_noise(sub)
+    _add_speed(sub)
+    _add_merge(sub)
+
+
+def _add_report(sub) -> None:
     r = sub.add_parser(
         "report", help="a run's report: figures, statistics, beside the published figures and findings",
         description="Report one or more runs: provenance, the published findings checked on the run's data "
@@ -110,6 +119,8 @@ def add_commands(sub) -> None:
                         "software-emulated VM)")
     r.set_defaults(handler=cmd_report)
 
+
+def _add_compare(sub) -> None:
     c = sub.add_parser(
         "compare", help="the regression gate: exit 1 when a run differs from a baseline beyond its noise",
         description="Match the two runs' points by their parameters and judge every point of the baseline: each "
@@ -139,6 +150,8 @@ def add_commands(sub) -> None:
     c.add_argument("--json", action="store_true", help="machine-readable output")
     c.set_defaults(handler=cmd_compare)
 
+
+def _add_baseline(sub) -> None:
     b = sub.add_parser(
         "baseline", help="record a baseline (>= 5 repetitions per point) or store a run as one",
         description="Given an experiment file: run a new sweep of it with --repetitions per point (default 5) and "
@@ -157,6 +170,8 @@ def add_commands(sub) -> None:
     b.add_argument("--results", default="results", help="results root directory (default ./results)")
     b.set_defaults(handler=cmd_baseline)
 
+
+def _add_noise(sub) -> None:
     n = sub.add_parser(
         "noise", help="measure a baseline's noise floor from quiet reruns (BASELINE/noise.json)",
         description="How far quiet reruns of the baseline's experiment moved from it with nothing changed, per "
@@ -175,6 +190,8 @@ def add_commands(sub) -> None:
     n.add_argument("--dry-run", action="store_true", help="print the floor, write nothing")
     n.set_defaults(handler=cmd_noise)
 
+
+def _add_speed(sub) -> None:
     sp = sub.add_parser(
         "speed", help="measure how a baseline's points move on a machine of another speed (BASELINE/speed.json)",
         description="From runs of the baseline's experiment on a machine whose CPU level is beyond x1.15 the "
@@ -189,6 +206,8 @@ def add_commands(sub) -> None:
     sp.add_argument("--dry-run", action="store_true", help="print it, write nothing")
     sp.set_defaults(handler=cmd_speed)
 
+
+def _add_merge(sub) -> None:
     m = sub.add_parser(
         "merge", help="make one run of a sweep's shards (`linklab sweep --shard K/N` on several machines)",
         description="Join the runs of `linklab sweep EXP --shard K/N` (K = 1..N) into one run, raw files "
