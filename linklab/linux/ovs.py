@@ -39,6 +39,16 @@ def controller_target(port: int) -> str:
 CONTROLLER_MAX_BACKOFF_MS = 1000
 
 
+def controller_connected_args(bridge: str) -> tuple[str, ...]:
+    """ovs-vsctl's arguments that ask whether `bridge` is connected to its controller now."""
+    return ("get", "controller", bridge, "is_connected")
+
+
+def controller_connected(vsctl_stdout: str) -> bool:
+    """What `ovs-vsctl get controller BR is_connected` printed, as a bool."""
+    return vsctl_stdout.strip() == "true"
+
+
 def set_controller_args(bridge: str, port: int) -> list[str]:
     """ovs-vsctl arguments pointing `bridge` at its controller on `port`: out of band (the lab's
     links carry only the lab's traffic), retried every second while it is away."""

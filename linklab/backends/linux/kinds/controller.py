@@ -16,7 +16,7 @@ from linklab.backends.linux.kinds.base import Kind
 from linklab.backends.linux.names import netns_name
 from linklab.errors import LinklabError
 from linklab.linux import sockets
-from linklab.linux.ovs import parse_dump_flows
+from linklab.linux.ovs import controller_connected, controller_connected_args, parse_dump_flows
 from linklab.model.resolved import Lab, Node
 
 # Measured ~20 s in a quiet VM; over 5 min while four VMs shared two cores. A controller still
@@ -42,8 +42,8 @@ def _runs(pid: int, app: str, port: int) -> bool:
 
 
 def connected(d: ovsd.OvsDirs, bridge: str) -> bool:
-    res = ovsd.vsctl(d, "get", "controller", bridge, "is_connected", check=False)
-    return res.ok and res.stdout.strip() == "true"
+    res = ovsd.vsctl(d, *controller_connected_args(bridge), check=False)
+    return res.ok and controller_connected(res.stdout)
 
 
 def _tail(path: Path, n: int = 8) -> str:

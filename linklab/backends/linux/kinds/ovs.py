@@ -110,10 +110,10 @@ class Ovs(Kind):
                  ("ovs-appctl", "dpctl/show"),
                  ("ovs-vsctl", *parse.INTERFACE_COLUMNS, "list", "interface")]
         if node.controller:
-            calls.append(("ovs-vsctl", "get", "controller", node.name, "is_connected"))
+            calls.append(("ovs-vsctl", *parse.controller_connected_args(node.name)))
         flows, ports, dp, ifaces, *ctl = ovsd.tools_at_once(d, calls)
         out["controller"] = node.controller
-        out["controller_connected"] = (ctl[0].stdout.strip() == "true") if ctl and ctl[0].ok else None
+        out["controller_connected"] = parse.controller_connected(ctl[0].stdout) if ctl and ctl[0].ok else None
         if not (flows.ok and ports.ok):
             out["error"] = (flows.stderr or ports.stderr).strip()
             return out
