@@ -43,7 +43,8 @@ def host_cpu_probe():
     if not kernel.in_lab_vm():
         return None
     from linklab.vm import hostcpu
-    return hostcpu.HostCpu(state.state_dir() / "vm" / hostcpu.FILE)
+    told = os.environ.get(hostcpu.ENV)  # the VM's host says where it writes (launcher.run)
+    return hostcpu.HostCpu(Path(told) if told else state.state_dir() / "vm" / hostcpu.FILE)
 
 
 def shared_with_vm() -> list[Path]:

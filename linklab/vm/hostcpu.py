@@ -23,6 +23,9 @@ from linklab.measure.probes.base import Probe, Repetition
 
 KEEP = 900  # samples (15 minutes at 1 s): longer than any repetition
 FILE = "host-cpu.json"  # in the lab VM's directory of the state directory
+# Where the host writes the samples, told to every command it forwards: a command in the VM may
+# run under another state directory than the VM's own (the kernel test tier's private one).
+ENV = "LINKLAB_HOST_CPU_FILE"
 
 
 def sample(qemu_pid: int, proc: str = "/proc") -> dict[str, Any] | None:

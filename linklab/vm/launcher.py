@@ -430,9 +430,11 @@ class LabVM:
             # (`linklab exec`) has no measurement window, and a sample costs two fsyncs at its start.
             recorder = (hostcpu.Recorder(self.dir / hostcpu.FILE, info["pid"]) if netns is None
                         else contextlib.nullcontext())
+            env = forwarded_env() if env is None else env
+            if netns is None:
+                env = {**env, hostcpu.ENV: str(self.dir / hostcpu.FILE)}
             with ch, recorder:
-                return ch.run([str(a) for a in argv], str(cwd), forwarded_env() if env is None else env,
-                              timeout, stdout, stderr, alive, warm, netns)
+                return ch.run([str(a) for a in argv], str(cwd), env, timeout, stdout, stderr, alive, warm, netns)
         except GuestLockedUp as e:
             tail = _tail(self.console_log, 10)
             self.stop(say=lambda _: None)  # a stuck kernel never recovers: nothing of it is worth keeping

@@ -66,6 +66,9 @@ def test_in_the_lab_vm_placement_adds_the_host_cpu_probe_before_the_judgement(mo
     probes = measure_rep.probes_for(Plan, ["throughput"], handle())
     assert [type(p) for p in probes] == [QueueCounters, HostCpu, Disturbance]
     assert probes[1].path == tmp_path / "vm" / "host-cpu.json"
+    # A command the VM's host forwarded reads the file the host writes, whatever its state directory.
+    monkeypatch.setenv("LINKLAB_HOST_CPU_FILE", "/work/x/.linklab/vm/host-cpu.json")
+    assert measure_rep.probes_for(Plan, ["throughput"], handle())[1].path == Path("/work/x/.linklab/vm/host-cpu.json")
 
 
 def test_events_add_the_fault_timeline_with_their_targets(monkeypatch):

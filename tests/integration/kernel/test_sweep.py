@@ -17,7 +17,7 @@ from linklab.sweep.engine import Options, run
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 MEMBER_BPS = 100e6  # 1 Gbit/s members at scale 0.1
-KNOWN_FLAGS = {"core_saturated", "queue_dropped", "host_disturbed", "emulator_rtt", "emulator_burst"}  # measure/disturbance.py
+KNOWN_FLAGS = {"core_saturated", "queue_dropped", "host_disturbed", "host_stolen", "emulator_rtt", "emulator_burst"}  # measure/disturbance.py
 GOODPUT_RATE_BPS = 40e6  # data/goodput.yaml's link rate
 GSO_MAX_BYTES = 65536  # veth's gso_max_size: the largest packet a qdisc sees
 
