@@ -39,19 +39,20 @@ def main() -> int:
     args = p.parse_args()
     from linklab import procs, runner, state
     from linklab.handle import LabHandle
+    from linklab.measure.iperf3 import Iperf3Client, Iperf3Server
     from linklab.measure.traffic import wait_listening
 
     h = LabHandle.from_record(state.require(args.lab))
     cns, sns = h.ns(args.client), h.ns(args.server)
-    addr = runner.run(["getent", "ahostsv4", args.server], netns=cns).stdout.split()[0]
-    server = runner.start(["iperf3", "-s", "-p", str(PORT)], netns=sns)
+    addr = h.lab.address(args.server, 4)
+    server = runner.start(Iperf3Server(port=PORT).argv(), netns=sns)
     asked = args.duration + args.omit
     out: dict = {"asked_s": asked, "address": addr, "streams": {}}
     try:
         wait_listening(sns, [PORT])
         for n in args.streams:
-            argv = ["iperf3", "-c", addr, "-p", str(PORT), "-t", str(args.duration), "-P", str(n), "-J"]
-            argv += ["-O", str(args.omit)] if args.omit else []
+            # The sweep's own client settings (linklab/measure/iperf3.py), to the address.
+            argv = Iperf3Client(server=addr, port=PORT, duration=args.duration, streams=n, omit=args.omit).argv()
             walls = []
             for _ in range(args.repeats):
                 t0 = time.monotonic()
