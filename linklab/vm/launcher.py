@@ -428,10 +428,11 @@ class LabVM:
             ch, _ = open_channel(sock, time.monotonic() + 60, alive)
             # Host CPU is sampled for sweeps (disturbance.host_disturbed). A user's command in a node
             # (`linklab exec`) has no measurement window, and a sample costs two fsyncs at its start.
-            recorder = (hostcpu.Recorder(self.dir / hostcpu.FILE, info["pid"]) if netns is None
-                        else contextlib.nullcontext())
+            # The command is told where the samples are: it may run under another state directory.
             env = forwarded_env() if env is None else env
+            recorder = contextlib.nullcontext()
             if netns is None:
+                recorder = hostcpu.Recorder(self.dir / hostcpu.FILE, info["pid"])
                 env = {**env, hostcpu.ENV: str(self.dir / hostcpu.FILE)}
             with ch, recorder:
                 return ch.run([str(a) for a in argv], str(cwd), env, timeout, stdout, stderr, alive, warm, netns)
