@@ -13,6 +13,8 @@ import pytest
 from linklab import lab, state
 from linklab.model import load_topology
 from linklab.model.resolve import resolve
+from linklab.report import metrics
+from linklab.report.machine import stolen_room
 from linklab.sweep.engine import Options, run
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -58,10 +60,23 @@ def test_quick_sweep_is_complete_and_physically_plausible(results, cleanup_labs)
     for r in rows.values():
         assert r["preflight_ok"] == "true" and not r.get("error"), r.get("error")
     rr, ad = rows["balance-rr"], rows["802.3ad"]
+    manifest = json.loads((store.path / "manifest.json").read_text())
+    if manifest["placement"]["kind"] == "vm":
+        # The host records its CPU and the hypervisor's steal for every command it forwards into
+        # the lab VM: every row says how much was stolen during its window (a kernel tier that
+        # never saw the samples could not allow for steal below).
+        assert all(metrics.num(r.get("host_steal_pct")) is not None for r in rows.values()), \
+            [(m, r.get("host_steal_pct")) for m, r in rows.items()]
+    # A repetition flagged host_stolen may fall short of a lower bound by the steal's share, the
+    # regression gate's own rule (report/machine.py: stolen_room): round robin's ~190 Mbit/s costs
+    # the emulated CPU most of a core, and under 8-31 % steal it measured 107 Mbit/s. Its
+    # spreading over both members is still checked below, by member share and reordering.
+    rr_room, ad_room = (stolen_room(metrics.num(r.get("host_steal_pct"))) for r in (rr, ad))
+    steal = f"steal {rr.get('host_steal_pct') or '-'} / {ad.get('host_steal_pct') or '-'} %"
     # Round robin over two members with different delays: one stream beats one member (by 10 %
     # at least), never the two members' sum (2 % tolerance for iperf3's interval edges), and the
     # reordering costs retransmits.
-    assert 1.1 * MEMBER_BPS < float(rr["throughput_bps"]) <= 2 * 1.02 * MEMBER_BPS, rr["throughput_bps"]
+    assert 1.1 * (1 - rr_room) * MEMBER_BPS < float(rr["throughput_bps"]) <= 2 * 1.02 * MEMBER_BPS, (rr["throughput_bps"], steal)
     # The 300 us skew puts ~5 segments out of order at this rate (beyond TCP's dupthresh of 3):
     # at least 10 retransmits in 5 s (E1's balance-rr: 288-1144), at most 5 % of the segments
     # sent (more would have cut the rate below the bound above); 802.3ad's one member does not
@@ -71,12 +86,11 @@ def test_quick_sweep_is_complete_and_physically_plausible(results, cleanup_labs)
     assert rr_rtx >= 5 * int(ad["retransmits"]), (rr_rtx, ad["retransmits"])
     # 802.3ad hashes a flow onto one member: that member's rate, never more (2 % tolerance) and
     # not far less (at least 80 %; TCP goodput over a 100 Mbit/s member is 95.6 % in theory).
-    assert 0.80 * MEMBER_BPS <= float(ad["throughput_bps"]) <= 1.02 * MEMBER_BPS, ad["throughput_bps"]
+    assert (0.80 - ad_room) * MEMBER_BPS <= float(ad["throughput_bps"]) <= 1.02 * MEMBER_BPS, (ad["throughput_bps"], steal)
     # Every run says how traffic spread over the members.
     assert float(ad["client_member_tx_max_share"]) > 0.95
     assert 0.4 < float(rr["client_member_tx_max_share"]) < 0.6
     # The manifest records what was run, checked against the files and this kernel.
-    manifest = json.loads((store.path / "manifest.json").read_text())
     assert manifest["kernel"] == platform.release() and manifest["scale"] == 0.1  # rr_skew.yaml: scale 0.1
     assert manifest["experiment_sha256"] == hashlib.sha256((DATA / "plausible.yaml").read_bytes()).hexdigest()
     assert manifest["topology_sha256"] == hashlib.sha256((DATA / "rr_skew.yaml").read_bytes()).hexdigest()
