@@ -10,6 +10,7 @@ The tarball, not the engine, is what lasts: the engine's storage is a tmpfs (eng
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 import tarfile
@@ -116,7 +117,13 @@ def build(say=print, mirror: str | None = None) -> Path:
 
 
 def main(args: list[str]) -> int:
-    if "--if-missing" in args and tarball(BASE).exists():
+    parser = argparse.ArgumentParser(
+        prog="python -m linklab.docker.images",
+        description=f"Build {BASE}, the container nodes' image, from Debian packages with mmdebstrap "
+                    f"(no image registry needed) into {tarball(BASE)}. `make images` runs it.")
+    parser.add_argument("--if-missing", action="store_true", help="do nothing when the image is already built")
+    opts = parser.parse_args(args)
+    if opts.if_missing and tarball(BASE).exists():
         print(f"linklab: {tarball(BASE)} exists (delete it to rebuild)")
         return 0
     try:

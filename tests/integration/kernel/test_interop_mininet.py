@@ -118,7 +118,7 @@ def test_every_bundled_topology_runs_under_mininet_with_test_passing(mininet_run
                 assert re.search(rf"at MTU {link.mtu} via (\S+\+)?{link.name}(\+\S+)?: ok", output), (t.name, link.name)
 
 
-def test_default_lab_throughput_in_linklab_and_in_its_mininet_script(mininet_runs, make_lab):
+def test_default_lab_throughput_in_linklab_and_in_its_mininet_script(mininet_runs, make_lab, record_property):
     """Side by side: linklab's default lab and its exported Mininet script (same qdiscs)."""
     _, output = mininet_runs
     mininet_bps = _figures(output)["bond2_mn.py"]
@@ -132,11 +132,15 @@ def test_default_lab_throughput_in_linklab_and_in_its_mininet_script(mininet_run
     print(f"\nthroughput bond2 (balance-rr 2 x {rate / 2e6:g} Mbit/s, 1 TCP stream, {IPERF_SECONDS} s): "
           f"linklab {linklab_bps / 1e6:.1f} Mbit/s, exported Mininet script {mininet_bps / 1e6:.1f} Mbit/s",
           file=sys.stderr)
-    # Two-sided and loose: the machine is shared and emulated (18-22 Mbit/s were measured here under
-    # heavy contention, ~95+ on a quiet one). Nothing may exceed the bond's rate (+5 % for measurement
-    # edges), and each must carry a real stream.
+    record_property("bond2_bps", {"linklab": round(linklab_bps), "mininet": round(mininet_bps)})
+    # Nothing may exceed the bond's rate (+5 % for measurement edges; an unshaped veth moves ~700
+    # Mbit/s here), and each must carry a real stream. The export builds the same bond and qdiscs,
+    # so it carries what linklab carries, within a factor 2: round robin's one stream is CPU-bound
+    # under emulation and the two run a minute apart (measured 168 and 175 Mbit/s on a quiet
+    # host; the plausible sweep's balance-rr fell from ~190 to 107 under 8-31 % steal).
     for bps in (linklab_bps, mininet_bps):
         assert 1e6 < bps < rate * 1.05, (linklab_bps, mininet_bps)
+    assert 0.5 <= mininet_bps / linklab_bps <= 2, (linklab_bps, mininet_bps)
 
 
 def _figures(output: str) -> dict[str, float]:
@@ -158,7 +162,7 @@ def _linklab_bps(lb, seconds: int) -> float:
     return Iperf3Client.parse(res.stdout).received_bps
 
 
-def test_e3_in_linklab_and_in_its_mininet_script_at_1500_and_with_mismatched_port_mtu(mininet_runs, make_lab):
+def test_e3_in_linklab_and_in_its_mininet_script_at_1500_and_with_mismatched_port_mtu(mininet_runs, make_lab, record_property):
     """E3's own setup (Mininet, OVS, the os-ken controller) exported and run, beside linklab's E3,
     at MTU 1500 and at the mismatch that collapses TCP in linklab's E3 (README: 0 Mbit/s)."""
     _, output = mininet_runs
@@ -172,6 +176,7 @@ def test_e3_in_linklab_and_in_its_mininet_script_at_1500_and_with_mismatched_por
     print(f"\nE3 TCP goodput h1 -> h2 (l2_learning, {E3_SECONDS} s, one run): "
           + "; ".join(f"{k}: linklab {ll[k] / 1e6:.2f} Mbit/s, exported Mininet script {mn[k] / 1e6:.2f} Mbit/s"
                       for k in ll), file=sys.stderr)
+    record_property("e3_bps", {"linklab": {k: round(v) for k, v in ll.items()}, "mininet": {k: round(v) for k, v in mn.items()}})
     # At 1500 both carry a real stream, and at most what an emulated VM moves through OVS (E3 quick
     # measured 441-499 Mbit/s in linklab; 5 Gbit/s is ten times that). With the hosts at 2000
     # behind 1500-byte ports a segment sent alone is dropped entering the switch, but a GSO
@@ -181,3 +186,8 @@ def test_e3_in_linklab_and_in_its_mininet_script_at_1500_and_with_mismatched_por
     for got in (ll, mn):
         assert 1e6 < got["mtu1500"] < 5e9, (ll, mn)
         assert 0 <= got["mismatch"] < 0.05 * got["mtu1500"], (ll, mn)
+    # The same OVS kernel datapath and learning switch in both: at 1500 the script carries what
+    # linklab carries within a factor 3. Unshaped, the rate is what the emulated CPU moves, and
+    # linklab's own figure moved 441-809 Mbit/s between runs (the script measured 462 beside an
+    # 809); a hub controller (1.6-7.9 Mbit/s in E3) or a path through the controller misses by 50x.
+    assert 1 / 3 <= mn["mtu1500"] / ll["mtu1500"] <= 3, (ll, mn)
