@@ -110,9 +110,12 @@ def test_iperf3_from_the_image_between_a_container_and_a_host_measures_the_rate_
         record_property("goodput_of_rate", round(bps / rate_bps, 3))
         # TCP payload at MTU 1500 over the frame the shaper counts: 1448 / 1514 of the rate. One
         # 3 s window after a second of slow start omitted, 20 ms RTT: within 10 % below it (the
-        # container sweep's bound), 1 % above the rate itself (iperf3's interval edges).
+        # container sweep's bound), 5 % above the rate itself. iperf3 counts bytes when it reads
+        # them: a receiver stalled as the omitted second ends counts what queued in its socket
+        # meanwhile (measured 0.958 of the rate, and 1.026 in a fresh-clone CI run). Unshaped, or
+        # shaped at the written 100 Mbit/s instead of the lab's scale, it would be 10x.
         theory = rate_bps * 1448 / 1514
-        assert 0.9 * theory < bps < 1.01 * rate_bps, (bps, rate_bps)
+        assert 0.9 * theory < bps < 1.05 * rate_bps, (bps, rate_bps)
     finally:
         try:
             server.wait(15)  # -1: the server exits after its one test

@@ -238,8 +238,8 @@ def _one_rep_with_events(experiment: str, results):
 
 
 def test_impairment_changed_mid_window_in_place_and_restored_after(results, cleanup_labs):
-    # One 100 Mbit/s link; at 2 s into the window its rate drops to 20 Mbit/s, changed in place
-    # (tc change: the flow keeps going), and the next repetition starts at 100 again.
+    # One 100 Mbit/s link; at 2 s into the 7 s window its rate drops to 20 Mbit/s, changed in
+    # place (tc change: the flow keeps going), and the next repetition starts at 100 again.
     cleanup_labs.append("onelink")
     r, (ev,), rep = _one_rep_with_events("rate_change.yaml", results)
     # Applied at 2 s, up to 1 s late: a tc process per direction, run concurrently, on an emulated
@@ -256,11 +256,15 @@ def test_impairment_changed_mid_window_in_place_and_restored_after(results, clea
     # not the link, sets the first seconds' floor (a CI machine measured 85.1, -11 %); 100 vs 20
     # is what this checks. From 1 s after the change within 15 % (TCP settles onto the new rate).
     assert 0.8 * 95.6 <= _mbps(ivs, 0.3, 1.9) <= 1.1 * 95.6
-    assert 0.85 * 19.1 <= _mbps(ivs, ev["applied_s"] + 1.0, 5.0) <= 1.15 * 19.1
+    assert 0.85 * 19.1 <= _mbps(ivs, ev["applied_s"] + 1.0, 7.0) <= 1.15 * 19.1
     # A rate change is not a failure: the row says how long the flow took to settle at its new
-    # level (from the event's 2 s to the first steady intervals: the tc change itself is up to
-    # 1 s late, then the queue drains) and where it settled, and names no outage.
+    # level and where it settled, and names no outage. Settling runs from the event's 2 s to the
+    # first 0.5 s steady within 10 %: the tc change is up to 1 s late, then the queue sized for 100
+    # Mbit/s overflows at 20 and the receiver often sees nothing until TCP's retransmission timeout
+    # fires (0.6-0.7 s of zero intervals in the lab VM; measured settle 0.2-0.8 s). A 5 s window
+    # once ended before the flow was steady (fresh-clone CI, settle_s empty).
     assert r.get("fault1_outage_s") in (None, "") and r.get("fault1_recover_s") in (None, ""), r
+    assert r["fault1_settle_s"] not in (None, ""), ("never steady at its new level", r["fault1_post_bps"])
     assert 0.0 <= float(r["fault1_settle_s"]) <= 2.5, r["fault1_settle_s"]
     assert 0.85 * 19.1e6 <= float(r["fault1_post_bps"]) <= 1.15 * 19.1e6, r["fault1_post_bps"]
     # Restored: the link's htb class is at 100 Mbit/s again.
