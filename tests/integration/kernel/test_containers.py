@@ -17,6 +17,7 @@ from pyroute2 import netns
 from linklab import lab, runner, state
 from linklab.docker import engine
 from linklab.errors import EnvironmentProblem, LinklabError
+from linklab.report.findings import goodput_fraction
 from linklab.sweep.engine import Options, run
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -114,7 +115,7 @@ def test_iperf3_from_the_image_between_a_container_and_a_host_measures_the_rate_
         # them: a receiver stalled as the omitted second ends counts what queued in its socket
         # meanwhile (measured 0.958 of the rate, and 1.026 in a fresh-clone CI run). Unshaped, or
         # shaped at the written 100 Mbit/s instead of the lab's scale, it would be 10x.
-        theory = rate_bps * 1448 / 1514
+        theory = rate_bps * goodput_fraction(1500)
         assert 0.9 * theory < bps < 1.05 * rate_bps, (bps, rate_bps)
     finally:
         try:
@@ -135,7 +136,7 @@ def test_sweep_with_container_client_and_server(tmp_path):
         assert set(rows) == {"h1", "c2"}
         for server, r in rows.items():
             # 20 Mbit/s links: TCP payload at MTU 1500 is 20 * 1448/1514 = 19.1 Mbit/s; within 10 % below, 1 % above.
-            bps, theory = float(r["throughput_bps"]), 20e6 * 1448 / 1514
+            bps, theory = float(r["throughput_bps"]), 20e6 * goodput_fraction(1500)
             assert 0.9 * theory < bps < 1.01 * 20e6, (server, bps)
     finally:
         if state.load(name):

@@ -17,6 +17,7 @@ from linklab.backends.base import bond_summary
 from linklab.backends.linux import daemons, ovsd
 from linklab.backends.linux.daemons import netns_pids
 from linklab.linux import ovs as ovsparse
+from linklab.report.findings import goodput_fraction
 
 DATA_REL = "../tests/integration/data"  # make_lab reads topologies/<name>: this reaches the test data
 
@@ -156,7 +157,7 @@ def _four_streams_on_both_members(lb):
 
 # TCP goodput over a shaped link at MTU 1500: payload (1500 - 52 bytes of IP, TCP and timestamp
 # headers) over the frame the shaper counts (+14 bytes of Ethernet header).
-GOODPUT_1500 = (1500 - 52) / (1500 + 14)
+GOODPUT_1500 = goodput_fraction(1500)
 
 
 def _rate_bps(lb, written_bps: float) -> float:

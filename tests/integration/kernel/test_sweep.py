@@ -14,6 +14,7 @@ from linklab import lab, state
 from linklab.model import load_topology
 from linklab.model.resolve import resolve
 from linklab.report import metrics
+from linklab.report.findings import goodput_fraction
 from linklab.report.machine import stolen_room
 from linklab.sweep.engine import Options, run
 
@@ -133,7 +134,7 @@ def test_goodput_at_every_mtu_matches_theory_then_a_rerun_resumes_and_force_star
         # (the frame with its 14-byte Ethernet header): 34.3 / 38.2 / 39.7 Mbit/s at 40 Mbit/s.
         # The median within 2 % of it (issue 18's bound: 0.99-1.00 on a quiet machine; a slower
         # one measured 0.987 at MTU 9200 once, its emulated CPU stalling one window).
-        theory = GOODPUT_RATE_BPS * (mtu - 52) / (mtu + 14)
+        theory = GOODPUT_RATE_BPS * goodput_fraction(mtu)
         median = statistics.median(rates)
         shown = ", ".join(f"{x / 1e6:.2f}" for x in rates)
         assert abs(median - theory) / theory < 0.02, f"MTU {mtu}: median of {shown} Mbit/s vs theory {theory / 1e6:.2f}"
