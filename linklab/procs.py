@@ -13,9 +13,10 @@ import contextlib
 import os
 import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Iterator
 
 GRACE_S = 2.0
 
@@ -79,6 +80,27 @@ def stop(pids: Iterable[int] = (), *, grace: float = GRACE_S, group: int | None 
         while time.monotonic() < end and any(alive(p) for p in targets):
             time.sleep(0.05)
     return [p for p in pids if alive(p)]
+
+
+@contextlib.contextmanager
+def terminate_raises() -> Iterator[None]:
+    """While inside: SIGTERM and SIGHUP raise SystemExit(128 + signal) in the main thread, as
+    Ctrl-C raises KeyboardInterrupt, so the caller's cleanup runs (a lab VM killed mid-boot by
+    `kill` or a closed terminal must not leave its QEMU booting on). Elsewhere a no-op: Python
+    only lets the main thread set handlers."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def _raise(signum, _frame):
+        raise SystemExit(128 + signum)
+
+    before = {sig: signal.signal(sig, _raise) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
 
 
 def _group_exists(group: int) -> bool:

@@ -319,7 +319,8 @@ class LabVM:
                                     cwd=self.rwdirs[0] if self.rwdirs else None, env=env, start_new_session=True)
         self._proc = proc
         try:
-            qemu_pid, guest = self._await_ready(proc, sockets, accel, t0)
+            with procs.terminate_raises():  # a `kill` mid-boot cleans up like Ctrl-C does
+                qemu_pid, guest = self._await_ready(proc, sockets, accel, t0)
         except BaseException as e:  # including Ctrl-C: never leave a half-booted VM behind
             self._kill(find_orphan_vms(self.state_dir), proc.pid)
             if proc.poll() is None:  # QEMU not forked yet: virtme-run alone

@@ -1,7 +1,10 @@
 """The package's one process stopper and one atomic writer."""
 
+import signal
 import subprocess
 import sys
+import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -44,6 +47,39 @@ def test_stop_group_that_is_ours_reaches_children_after_the_leader_died():
     assert not procs._group_exists(p.pid) or all(not procs.alive(int(x)) for x in
                                                  subprocess.run(["pgrep", "-g", str(p.pid)], capture_output=True,
                                                                 text=True).stdout.split())
+
+
+def test_terminate_raises_runs_the_callers_cleanup_and_restores_the_handlers():
+    # A child in terminate_raises() is sent SIGTERM: its except-clause runs (the lab VM's boot
+    # stops its half-booted QEMU there) with SystemExit(143); afterwards TERM's default is back.
+    code = textwrap.dedent("""
+        import signal, sys, time
+        from linklab import procs
+        try:
+            with procs.terminate_raises():
+                print("ready", flush=True)
+                time.sleep(30)
+        except BaseException as e:
+            print("cleaned", type(e).__name__, e.code, signal.getsignal(signal.SIGTERM) == signal.SIG_DFL, flush=True)
+    """)
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "ready"
+    p.send_signal(signal.SIGTERM)
+    out, _ = p.communicate(timeout=20)
+    assert out.split() == ["cleaned", "SystemExit", "143", "True"], out
+    # outside the main thread: a no-op, never an error ("signal only works in main thread")
+    before, errors = signal.getsignal(signal.SIGTERM), []
+
+    def enter():
+        try:
+            with procs.terminate_raises():
+                pass
+        except Exception as e:
+            errors.append(e)
+    t = threading.Thread(target=enter)
+    t.start()
+    t.join(5)
+    assert not errors and signal.getsignal(signal.SIGTERM) == before
 
 
 def test_write_atomic_replaces_and_leaves_no_temp(tmp_path):
