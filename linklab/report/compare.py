@@ -325,11 +325,6 @@ def _mean(key: str, rows: list[dict[str, Any]]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def _steal(rows: list[dict[str, Any]]) -> list[float]:
-    """The host's steal during each repetition that recorded it (host_steal_pct, % of its cores)."""
-    return [v for r in rows if (v := metrics.num(r.get("host_steal_pct"))) is not None]
-
-
 def _worst_share(evidences) -> float | None:
     """The largest "(0.11%)" share a flag's evidence quotes (measure/disturbance.py), if any."""
     shares = [float(x) for e in evidences for x in re.findall(r"\(([\d.]+)%\)", e or "")]
@@ -394,7 +389,7 @@ def _metric_checks(p: Point, q: Point, scale_ratio: float, tolerance: float, noi
         below, above = machine.room(m.machine, level)
         if m.machine == "rate":  # a point whose core saturates at this machine's speed (machine.py)
             below = max(below, machine.cpu_bound_room(level, _mean(BUSIEST, p.clean)),
-                        machine.stolen_room(max(_steal(q.clean), default=None)))
+                        max(map(machine.row_stolen_room, q.clean), default=0.0))
         if speed is not None:  # what this point's metric measurably did at another speed (speed.py)
             s_below, s_above = speed.room(point_key(p), m, level)
             below, above = max(below, s_below), max(above, s_above)

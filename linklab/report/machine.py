@@ -56,6 +56,7 @@ from statistics import median
 from typing import Iterable
 
 from linklab.measure.disturbance import HOST_STEAL_PCT
+from linklab.report import metrics
 
 MIN_CPU_PCT = 5.0        # pairs below this on either side are left out: near idle, ratios are noise
 # The level may be x3 or /3 at most: machines of this kind measured x1.27-2.16 the baseline
@@ -130,6 +131,11 @@ def stolen_room(steal_pct: float | None) -> float:
     share of the rate. Measured on CI-like runs (2026-11-26, E1 quick at level x1.91): -23 % at
     23.7 % steal (balance-rr MTU 1500, one stream), -26 % at 25.4 % (MTU 450), -18 % at ~35 %."""
     return steal_pct / 100 if steal_pct is not None and steal_pct >= HOST_STEAL_PCT else 0.0
+
+
+def row_stolen_room(row: dict) -> float:
+    """stolen_room() of one results row, from the host_steal_pct it recorded ("" or absent: none)."""
+    return stolen_room(metrics.num(row.get("host_steal_pct")))
 
 
 def cpu_bound_room(lv: Level, busiest_core_pct: float | None) -> float:

@@ -152,6 +152,16 @@ def test_steal_is_its_own_share_and_flag_and_never_other_work():
     assert hostcpu.window(old, 100.0, 105.0)["host_steal_pct"] == 0.0
 
 
+def test_a_rows_stolen_room_is_the_steal_share_from_the_threshold_on():
+    from linklab.report.machine import row_stolen_room
+    assert row_stolen_room({"host_steal_pct": "23.7"}) == pytest.approx(0.237)
+    assert row_stolen_room({"host_steal_pct": str(disturbance.HOST_STEAL_PCT)}) == pytest.approx(0.1)
+    # below the threshold, not recorded (a native run), empty or damaged: no room
+    for row in ({"host_steal_pct": "9.9"}, {}, {"host_steal_pct": ""}, {"host_steal_pct": "nan"},
+                {"host_steal_pct": None}):
+        assert row_stolen_room(row) == 0.0, row
+
+
 def test_a_stolen_repetition_is_listed_never_failed(e1base):
     base, nf = e1base
 

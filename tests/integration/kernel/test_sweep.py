@@ -15,7 +15,7 @@ from linklab.model import load_topology
 from linklab.model.resolve import resolve
 from linklab.report import metrics
 from linklab.report.findings import goodput_fraction
-from linklab.report.machine import stolen_room
+from linklab.report.machine import row_stolen_room
 from linklab.sweep.engine import Options, run
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -72,7 +72,7 @@ def test_quick_sweep_is_complete_and_physically_plausible(results, cleanup_labs)
     # regression gate's own rule (report/machine.py: stolen_room): round robin's ~190 Mbit/s costs
     # the emulated CPU most of a core, and under 8-31 % steal it measured 107 Mbit/s. Its
     # spreading over both members is still checked below, by member share and reordering.
-    rr_room, ad_room = (stolen_room(metrics.num(r.get("host_steal_pct"))) for r in (rr, ad))
+    rr_room, ad_room = row_stolen_room(rr), row_stolen_room(ad)
     steal = f"steal {rr.get('host_steal_pct') or '-'} / {ad.get('host_steal_pct') or '-'} %"
     # Round robin over two members with different delays: one stream beats one member (by 10 %
     # at least), never the two members' sum (2 % tolerance for iperf3's interval edges), and the
@@ -125,22 +125,27 @@ def test_goodput_at_every_mtu_matches_theory_then_a_rerun_resumes_and_force_star
     cleanup_labs.append("onelink")
     store = run(DATA / "goodput.yaml", Options(results=results), say=lambda *_: None)
     rows = rows_of(store)
-    by_mtu: dict[int, list[float]] = {}
+    by_mtu: dict[int, list[dict]] = {}
     for r in rows:
-        by_mtu.setdefault(int(r["mtu"]), []).append(float(r["throughput_bps"]))
+        by_mtu.setdefault(int(r["mtu"]), []).append(r)
     assert sorted(by_mtu) == [450, 1500, 9200] and all(len(v) == 3 for v in by_mtu.values())
-    for mtu, rates in by_mtu.items():
+    for mtu, reps in by_mtu.items():
         # TCP payload per frame (IP 20 + TCP 20 + timestamps 12) over the bytes the shaper counts
         # (the frame with its 14-byte Ethernet header): 34.3 / 38.2 / 39.7 Mbit/s at 40 Mbit/s.
         # The median within 2 % of it (issue 18's bound: 0.99-1.00 on a quiet machine; a slower
-        # one measured 0.987 at MTU 9200 once, its emulated CPU stalling one window).
+        # one measured 0.987 at MTU 9200 once, its emulated CPU stalling one window), every
+        # repetition within 5 %: a wrong shaper or header count would move all three. Below, a
+        # repetition flagged host_stolen may fall short by the steal's share (the gate's rule,
+        # report/machine.py: stolen_room; under 20-36 % steal MTU 450's median was -2.3 %, CI
+        # 2026-11-26): the median's lower bound holds when two of the three reach their own.
         theory = GOODPUT_RATE_BPS * goodput_fraction(mtu)
-        median = statistics.median(rates)
-        shown = ", ".join(f"{x / 1e6:.2f}" for x in rates)
-        assert abs(median - theory) / theory < 0.02, f"MTU {mtu}: median of {shown} Mbit/s vs theory {theory / 1e6:.2f}"
-        # Every repetition, a stalled one included, stays within 5 %: a wrong shaper or header
-        # count would move all three.
-        assert all(abs(x - theory) / theory < 0.05 for x in rates), f"MTU {mtu}: {shown} Mbit/s vs theory {theory / 1e6:.2f}"
+        rates = [float(r["throughput_bps"]) for r in reps]
+        rooms = [row_stolen_room(r) for r in reps]
+        shown = ", ".join(f"{x / 1e6:.2f} (steal {r.get('host_steal_pct') or '-'} %)" for x, r in zip(rates, reps))
+        why = f"MTU {mtu}: {shown} Mbit/s vs theory {theory / 1e6:.2f}"
+        assert statistics.median(rates) < 1.02 * theory, f"median above: {why}"
+        assert sum(x > (0.98 - room) * theory for x, room in zip(rates, rooms)) >= 2, f"median below: {why}"
+        assert all((0.95 - room) * theory < x < 1.05 * theory for x, room in zip(rates, rooms)), why
     # The same sweep again: complete, so nothing is measured again and nothing overwritten.
     again = run(DATA / "goodput.yaml", Options(results=results), say=lambda *_: None)
     assert again.path == store.path and len(rows_of(again)) == 9
@@ -243,9 +248,14 @@ def test_impairment_changed_mid_window_in_place_and_restored_after(results, clea
     # place (tc change: the flow keeps going), and the next repetition starts at 100 again.
     cleanup_labs.append("onelink")
     r, (ev,), rep = _one_rep_with_events("rate_change.yaml", results)
-    # Applied at 2 s, up to 1 s late: a tc process per direction, run concurrently, on an emulated
-    # CPU that iperf3 keeps busy (one took 0.3-0.8 s in the lab VM; two in a row once took 1.65 s).
-    assert ev["applied_s"] and 1.9 <= ev["applied_s"] <= 3.0 and "changed in place" in ev["did"], ev
+    # Applied at 2 s, up to 1 s late: the timeline wakes on time (measured within 5 ms) and the
+    # lateness is the tc process per direction, run concurrently, on an emulated CPU that iperf3
+    # keeps busy (0.31-0.43 s each on a quiet host, 2026-11-26; 0.19-0.23 s after the window).
+    # Flagged host_stolen, the emulated CPU ran that share of the time less: the 1 s stretches to
+    # 1 / (1 - share) (report/machine.py: stolen_room; 1.15 s late under 20-36 % steal, CI).
+    late_max = 1.0 / (1 - row_stolen_room(r))
+    assert ev["applied_s"] and 1.9 <= ev["applied_s"] <= 2.0 + late_max and "changed in place" in ev["did"], \
+        (ev, "steal", r.get("host_steal_pct"))
     doc = json.loads((rep / "iperf3.json").read_text())
     ivs = doc["intervals"]
     # The fault is judged on the receiver's series: the server reported every 0.1 s too, and the

@@ -11,9 +11,10 @@ the hypervisor stealing 14-26 % of the host's CPU, two of three repetitions fell
 theory and the third reached 0.995 (CI, 2026-11-26); a path that loses packets loses them in
 every repetition. No repetition may fall below FLOOR either. A repetition measured while the
 hypervisor took >= HOST_STEAL_PCT of the host's cores (flagged host_stolen, its host_steal_pct
-recorded) may fall short of LOW by that share, the regression gate's rule
+recorded) may fall short of LOW and of FLOOR by that share, the regression gate's rule
 (linklab/report/machine.py: stolen_room): under 29-39 % steal all three fell to 0.952-0.962 at MTU
-9000 (fresh-clone CI, 2026-11-26); on a quiet host the bound is LOW as it stands.
+9000 (fresh-clone CI, 2026-11-26), and under 20-36 % three bridges at MTU 1500 gave 0.860, 0.883
+and 0.763 (fresh-clone CI, 2026-11-26); on a quiet host the bounds are LOW and FLOOR as they stand.
 """
 
 import csv
@@ -22,9 +23,8 @@ from pathlib import Path
 import pytest
 
 from linklab import lab, state
-from linklab.report import metrics
 from linklab.report.findings import goodput_fraction
-from linklab.report.machine import stolen_room
+from linklab.report.machine import row_stolen_room
 from linklab.sweep.engine import Options, run
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -57,10 +57,11 @@ def test_goodput_through_switches_matches_theory(tmp_path, experiment, lab_name)
         by_mtu.setdefault(int(r["mtu"]), []).append(r)
     for mtu, reps in by_mtu.items():
         ratios = [float(r["throughput_bps"]) / theory(rate, mtu) for r in reps]
-        lows = [LOW - stolen_room(metrics.num(r.get("host_steal_pct"))) for r in reps]
+        rooms = [row_stolen_room(r) for r in reps]
         shown = ", ".join(f"{x:.3f} (steal {r.get('host_steal_pct') or '-'} %)" for x, r in zip(ratios, reps))
-        assert any(x >= low for x, low in zip(ratios, lows)), f"{experiment} MTU {mtu}: goodput / theory {shown}"
-        assert max(ratios) <= HIGH and min(ratios) >= FLOOR, f"{experiment} MTU {mtu}: goodput / theory {shown}"
+        assert any(x >= LOW - room for x, room in zip(ratios, rooms)), f"{experiment} MTU {mtu}: goodput / theory {shown}"
+        assert max(ratios) <= HIGH, f"{experiment} MTU {mtu}: goodput / theory {shown}"
+        assert all(x >= FLOOR - room for x, room in zip(ratios, rooms)), f"{experiment} MTU {mtu}: goodput / theory {shown}"
         # No port beyond the bottleneck dropped what the path sent (the emulator's bursts).
         flagged = [r["flag_evidence"] for r in reps if "emulator_burst" in r["flags"]]
         assert len(flagged) <= 1, f"{experiment} MTU {mtu}: {flagged}"
