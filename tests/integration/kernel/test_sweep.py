@@ -211,12 +211,16 @@ def test_member_down_event_gives_outage_per_mode(results, cleanup_labs):
         assert r["fault1_action"].endswith("state=down") and r["fault1_applied_s"], r
         # Before the fault: one member's goodput (the layer2 hash puts h1 -> h2 on one member),
         # at least 50 % of it under emulation, never more than the member (2 %).
-        assert 0.5 * MEMBER_BPS <= float(r["fault1_pre_bps"]) <= 1.02 * MEMBER_BPS, r["fault1_pre_bps"]
+        # A repetition flagged host_stolen: every lower bound here less the steal's share (stolen_room).
+        room = row_stolen_room(r)
+        assert (0.5 - room) * MEMBER_BPS <= float(r["fault1_pre_bps"]) <= 1.02 * MEMBER_BPS, \
+            (r["fault1_pre_bps"], "steal", r.get("host_steal_pct"))
         # Outage (below half the pre-fault rate): measured, between 0 and 1.5 s (the manual
         # measurements: no visible gap for active-backup, 802.3ad down to one member within 1 s;
         # 0 is physical: a failover faster than one 0.1 s interval shows no gap).
         assert 0.0 <= float(r["fault1_outage_s"]) <= 1.5, (mode, r["fault1_outage_s"])
-        assert 0.5 * MEMBER_BPS <= float(r["throughput_bps"]) <= 1.02 * MEMBER_BPS, (mode, r["throughput_bps"])
+        assert (0.5 - room) * MEMBER_BPS <= float(r["throughput_bps"]) <= 1.02 * MEMBER_BPS, \
+            (mode, r["throughput_bps"], "steal", r.get("host_steal_pct"))
     ab = rows["active-backup"]
     # active-backup: the backup carries one member's rate again within 3 s of the failure.
     assert ab["fault1_recover_s"] not in ("", None) and float(ab["fault1_recover_s"]) <= 3.0, ab
@@ -268,8 +272,11 @@ def test_impairment_changed_mid_window_in_place_and_restored_after(results, clea
     # change: at most 10 % above (the shaper caps it) and at most 20 % below — the emulated CPU,
     # not the link, sets the first seconds' floor (a CI machine measured 85.1, -11 %); 100 vs 20
     # is what this checks. From 1 s after the change within 15 % (TCP settles onto the new rate).
-    assert 0.8 * 95.6 <= _mbps(ivs, 0.3, 1.9) <= 1.1 * 95.6
-    assert 0.85 * 19.1 <= _mbps(ivs, ev["applied_s"] + 1.0, 7.0) <= 1.15 * 19.1
+    # Flagged host_stolen, each lower bound is less the steal's share (stolen_room): under 36.2 %
+    # steal the first seconds gave 74.3 Mbit/s (-22 %, fresh-clone CI 2026-11-26).
+    room, steal = row_stolen_room(r), f"steal {r.get('host_steal_pct') or '-'} %"
+    assert (0.8 - room) * 95.6 <= _mbps(ivs, 0.3, 1.9) <= 1.1 * 95.6, (_mbps(ivs, 0.3, 1.9), steal)
+    assert (0.85 - room) * 19.1 <= _mbps(ivs, ev["applied_s"] + 1.0, 7.0) <= 1.15 * 19.1, steal
     # A rate change is not a failure: the row says how long the flow took to settle at its new
     # level and where it settled, and names no outage. Settling runs from the event's 2 s to the
     # first 0.5 s steady within 10 %: the tc change is up to 1 s late, then the queue sized for 100
@@ -279,7 +286,7 @@ def test_impairment_changed_mid_window_in_place_and_restored_after(results, clea
     assert r.get("fault1_outage_s") in (None, "") and r.get("fault1_recover_s") in (None, ""), r
     assert r["fault1_settle_s"] not in (None, ""), ("never steady at its new level", r["fault1_post_bps"])
     assert 0.0 <= float(r["fault1_settle_s"]) <= 2.5, r["fault1_settle_s"]
-    assert 0.85 * 19.1e6 <= float(r["fault1_post_bps"]) <= 1.15 * 19.1e6, r["fault1_post_bps"]
+    assert (0.85 - room) * 19.1e6 <= float(r["fault1_post_bps"]) <= 1.15 * 19.1e6, (r["fault1_post_bps"], steal)
     # Restored: the link's htb class is at 100 Mbit/s again.
     h1 = [x for x in subprocess.run(["ip", "-n", "ll-onelink-h1", "-o", "link"], capture_output=True, text=True)
           .stdout.splitlines() if "lo:" not in x]
@@ -297,4 +304,4 @@ def test_active_member_changed_on_the_timeline(results, cleanup_labs):
     r, evs, _ = _one_rep_with_events("active_switch.yaml", results)
     assert [e.get("error") for e in evs] == [None, None] and all(" active " in e["did"] for e in evs), evs
     assert 0.55 <= float(r["client_member_tx_max_share"]) <= 0.9, r["client_member_tx_max_share"]
-    assert float(r["throughput_bps"]) > 0.5 * MEMBER_BPS, r["throughput_bps"]
+    assert float(r["throughput_bps"]) > (0.5 - row_stolen_room(r)) * MEMBER_BPS, (r["throughput_bps"], r.get("host_steal_pct"))
