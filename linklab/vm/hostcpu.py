@@ -74,9 +74,14 @@ class HostCpu(Probe):
         self.path = path
 
     def row(self, rep: Repetition) -> dict[str, Any]:
+        return self.between(rep.wall_opened, rep.wall_closed)
+
+    def between(self, t0: float, t1: float) -> dict[str, Any]:
+        """window() between wall-clock times t0 and t1, waiting for the sample after t1;
+        {"host_busy_pct": None} when the samples do not cover them."""
         deadline = time.monotonic() + self.WAIT_S
         while True:
-            got = window(read(self.path), rep.wall_opened, rep.wall_closed)
+            got = window(read(self.path), t0, t1)
             if got is not None or time.monotonic() > deadline:
                 return got or {"host_busy_pct": None}
             time.sleep(0.1)

@@ -11,13 +11,14 @@ import time
 import pytest
 from pyroute2 import netns
 
-from linklab import lab, runner
+from linklab import lab, placement, runner
 from linklab.backends import get_backend
 from linklab.backends.base import bond_summary
 from linklab.backends.linux import daemons, ovsd
 from linklab.backends.linux.daemons import netns_pids
 from linklab.linux import ovs as ovsparse
 from linklab.report.findings import goodput_fraction
+from linklab.report.machine import row_stolen_room
 
 DATA_REL = "../tests/integration/data"  # make_lab reads topologies/<name>: this reaches the test data
 
@@ -145,6 +146,7 @@ def _four_streams_on_both_members(lb):
     try:
         time.sleep(1)
         before = counters.read_counters(lb.ns("h1"), ["bond0-m0", "bond0-m1"])
+        t0 = time.time()
         # Consecutive client ports alternate the layer3+4 hash: two streams a member.
         res = lb.run("h1", ["iperf3", "-c", "h2", "-P", "4", "--cport", "40000", "-t", "3", "-J"], timeout=90)
         after = counters.read_counters(lb.ns("h1"), ["bond0-m0", "bond0-m1"])
@@ -152,7 +154,15 @@ def _four_streams_on_both_members(lb):
         srv.kill()
     bps = json.loads(res.stdout)["end"]["sum_received"]["bits_per_second"]
     sent = {m: after[m]["tx_bytes"] - before[m]["tx_bytes"] for m in after}
-    return bps, sent
+    return bps, sent, _stolen_room_since(t0)
+
+
+def _stolen_room_since(t0: float) -> float:
+    """Throughput's room below for a run from wall-clock time t0 until now: the share of the
+    host's cores the hypervisor took meanwhile, from HOST_STEAL_PCT on, as the lab VM's host
+    recorded it (report/machine.py: stolen_room, the sweeps' rule); 0 natively."""
+    probe = placement.host_cpu_probe()
+    return row_stolen_room(probe.between(t0, time.time())) if probe else 0.0
 
 
 # TCP goodput over a shaped link at MTU 1500: payload (1500 - 52 bytes of IP, TCP and timestamp
@@ -175,9 +185,9 @@ def test_host_802_3ad_bond_to_ovs_through_the_lacp_app(make_lab):
     assert s["lacp_aggregated"], s
     res, _ = lb.ping_until_ok("h1", "h2", deadline_s=30)
     assert " 0% packet loss" in res.stdout, res.stdout
-    bps, sent = _four_streams_on_both_members(lb)
+    bps, sent, room = _four_streams_on_both_members(lb)
     two_members = 2 * _rate_bps(lb, 200e6)
-    assert 0.8 * GOODPUT_1500 * two_members <= bps <= 1.02 * two_members, (bps, two_members)
+    assert (0.8 - room) * GOODPUT_1500 * two_members <= bps <= 1.02 * two_members, (bps, two_members, "room", room)
     total = sum(sent.values())
     assert all(0.4 <= v / total <= 0.6 for v in sent.values()), f"two of the 4 streams on each member: {sent}"
 
@@ -305,14 +315,15 @@ def test_userspace_datapath_comes_up_and_carries_tcp(make_lab):
     srv = runner.start(["iperf3", "-s", "-1"], netns=lb.ns("h2"))
     try:
         time.sleep(1)
+        t0 = time.time()
         out = lb.run("h1", ["iperf3", "-c", "h2", "-t", "3", "-J"], timeout=90).stdout
     finally:
         srv.kill()
-    bps = json.loads(out)["end"]["sum_received"]["bits_per_second"]
+    bps, room = json.loads(out)["end"]["sum_received"]["bits_per_second"], _stolen_room_since(t0)
     # A stalled TCP (checksums left to offload) gives ~0; the shaper caps it (2 % for iperf3's
-    # interval edges); at least 80 % of the goodput (emulated CPU).
+    # interval edges); at least 80 % of the goodput (emulated CPU), less the steal's share.
     rate = _rate_bps(lb, 100e6)
-    assert 0.8 * GOODPUT_1500 * rate <= bps <= 1.02 * rate, (bps, rate)
+    assert (0.8 - room) * GOODPUT_1500 * rate <= bps <= 1.02 * rate, (bps, rate, "room", room)
 
 
 @pytest.mark.timeout(600)  # 4 points x 1 repetition through OVS and os-ken (~4 min)
