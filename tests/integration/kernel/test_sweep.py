@@ -34,6 +34,11 @@ def netem_queue_max_ms(topology: Path) -> float:
                for link in resolved.links for v in link.veths for q in (v.egress_a, v.egress_b) if q and q.queue_holder == "netem")
 
 
+def steal_of(row) -> str:
+    """What a failure message says of a row's host steal (host_steal_pct; "-" natively)."""
+    return f"steal {row.get('host_steal_pct') or '-'} %"
+
+
 def rows_of(store):
     with open(store.path / "results.csv") as f:
         return list(csv.DictReader(f))
@@ -73,7 +78,7 @@ def test_quick_sweep_is_complete_and_physically_plausible(results, cleanup_labs)
     # the emulated CPU most of a core, and under 8-31 % steal it measured 107 Mbit/s. Its
     # spreading over both members is still checked below, by member share and reordering.
     rr_room, ad_room = row_stolen_room(rr), row_stolen_room(ad)
-    steal = f"steal {rr.get('host_steal_pct') or '-'} / {ad.get('host_steal_pct') or '-'} %"
+    steal = f"{steal_of(rr)} / {steal_of(ad)}"
     # Round robin over two members with different delays: one stream beats one member (by 10 %
     # at least), never the two members' sum (2 % tolerance for iperf3's interval edges), and the
     # reordering costs retransmits.
@@ -141,7 +146,7 @@ def test_goodput_at_every_mtu_matches_theory_then_a_rerun_resumes_and_force_star
         theory = GOODPUT_RATE_BPS * goodput_fraction(mtu)
         rates = [float(r["throughput_bps"]) for r in reps]
         rooms = [row_stolen_room(r) for r in reps]
-        shown = ", ".join(f"{x / 1e6:.2f} (steal {r.get('host_steal_pct') or '-'} %)" for x, r in zip(rates, reps))
+        shown = ", ".join(f"{x / 1e6:.2f} ({steal_of(r)})" for x, r in zip(rates, reps))
         why = f"MTU {mtu}: {shown} Mbit/s vs theory {theory / 1e6:.2f}"
         assert statistics.median(rates) < 1.02 * theory, f"median above: {why}"
         assert sum(x > (0.98 - room) * theory for x, room in zip(rates, rooms)) >= 2, f"median below: {why}"
@@ -214,13 +219,13 @@ def test_member_down_event_gives_outage_per_mode(results, cleanup_labs):
         # A repetition flagged host_stolen: every lower bound here less the steal's share (stolen_room).
         room = row_stolen_room(r)
         assert (0.5 - room) * MEMBER_BPS <= float(r["fault1_pre_bps"]) <= 1.02 * MEMBER_BPS, \
-            (r["fault1_pre_bps"], "steal", r.get("host_steal_pct"))
+            (r["fault1_pre_bps"], steal_of(r))
         # Outage (below half the pre-fault rate): measured, between 0 and 1.5 s (the manual
         # measurements: no visible gap for active-backup, 802.3ad down to one member within 1 s;
         # 0 is physical: a failover faster than one 0.1 s interval shows no gap).
         assert 0.0 <= float(r["fault1_outage_s"]) <= 1.5, (mode, r["fault1_outage_s"])
         assert (0.5 - room) * MEMBER_BPS <= float(r["throughput_bps"]) <= 1.02 * MEMBER_BPS, \
-            (mode, r["throughput_bps"], "steal", r.get("host_steal_pct"))
+            (mode, r["throughput_bps"], steal_of(r))
     ab = rows["active-backup"]
     # active-backup: the backup carries one member's rate again within 3 s of the failure.
     assert ab["fault1_recover_s"] not in ("", None) and float(ab["fault1_recover_s"]) <= 3.0, ab
@@ -254,14 +259,16 @@ def test_impairment_changed_mid_window_in_place_and_restored_after(results, clea
     # place (tc change: the flow keeps going), and the next repetition starts at 100 again.
     cleanup_labs.append("onelink")
     r, (ev,), rep = _one_rep_with_events("rate_change.yaml", results)
+    # A repetition flagged host_stolen: the steal's share of room (report/machine.py: stolen_room).
+    room, steal = row_stolen_room(r), steal_of(r)
     # Applied at 2 s, up to 1 s late: the timeline wakes on time (measured within 5 ms) and the
     # lateness is the tc process per direction, run concurrently, on an emulated CPU that iperf3
     # keeps busy (0.31-0.43 s each on a quiet host, 2026-11-26; 0.19-0.23 s after the window).
     # Flagged host_stolen, the emulated CPU ran that share of the time less: the 1 s stretches to
     # 1 / (1 - share) (report/machine.py: stolen_room; 1.15 s late under 20-36 % steal, CI).
-    late_max = 1.0 / (1 - row_stolen_room(r))
+    late_max = 1.0 / (1 - room)
     assert ev["applied_s"] and 1.9 <= ev["applied_s"] <= 2.0 + late_max and "changed in place" in ev["did"], \
-        (ev, "steal", r.get("host_steal_pct"))
+        (ev, steal)
     doc = json.loads((rep / "iperf3.json").read_text())
     ivs = doc["intervals"]
     # The fault is judged on the receiver's series: the server reported every 0.1 s too, and the
@@ -274,9 +281,9 @@ def test_impairment_changed_mid_window_in_place_and_restored_after(results, clea
     # is what this checks. From 1 s after the change within 15 % (TCP settles onto the new rate).
     # Flagged host_stolen, each lower bound is less the steal's share (stolen_room): under 36.2 %
     # steal the first seconds gave 74.3 Mbit/s (-22 %, fresh-clone CI 2026-11-26).
-    room, steal = row_stolen_room(r), f"steal {r.get('host_steal_pct') or '-'} %"
-    assert (0.8 - room) * 95.6 <= _mbps(ivs, 0.3, 1.9) <= 1.1 * 95.6, (_mbps(ivs, 0.3, 1.9), steal)
-    assert (0.85 - room) * 19.1 <= _mbps(ivs, ev["applied_s"] + 1.0, 7.0) <= 1.15 * 19.1, steal
+    before, after = _mbps(ivs, 0.3, 1.9), _mbps(ivs, ev["applied_s"] + 1.0, 7.0)
+    assert (0.8 - room) * 95.6 <= before <= 1.1 * 95.6, (before, steal)
+    assert (0.85 - room) * 19.1 <= after <= 1.15 * 19.1, (after, steal)
     # A rate change is not a failure: the row says how long the flow took to settle at its new
     # level and where it settled, and names no outage. Settling runs from the event's 2 s to the
     # first 0.5 s steady within 10 %: the tc change is up to 1 s late, then the queue sized for 100
@@ -304,4 +311,4 @@ def test_active_member_changed_on_the_timeline(results, cleanup_labs):
     r, evs, _ = _one_rep_with_events("active_switch.yaml", results)
     assert [e.get("error") for e in evs] == [None, None] and all(" active " in e["did"] for e in evs), evs
     assert 0.55 <= float(r["client_member_tx_max_share"]) <= 0.9, r["client_member_tx_max_share"]
-    assert float(r["throughput_bps"]) > (0.5 - row_stolen_room(r)) * MEMBER_BPS, (r["throughput_bps"], r.get("host_steal_pct"))
+    assert float(r["throughput_bps"]) > (0.5 - row_stolen_room(r)) * MEMBER_BPS, (r["throughput_bps"], steal_of(r))
