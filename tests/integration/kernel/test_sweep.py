@@ -85,11 +85,15 @@ def test_quick_sweep_is_complete_and_physically_plausible(results, cleanup_labs)
     assert 1.1 * (1 - rr_room) * MEMBER_BPS < float(rr["throughput_bps"]) <= 2 * 1.02 * MEMBER_BPS, (rr["throughput_bps"], steal)
     # The 300 us skew puts ~5 segments out of order at this rate (beyond TCP's dupthresh of 3):
     # at least 10 retransmits in 5 s (E1's balance-rr: 288-1144), at most 5 % of the segments
-    # sent (more would have cut the rate below the bound above); 802.3ad's one member does not
-    # reorder, so round robin retransmits at least 5x as much.
+    # sent (more would have cut the rate below the bound above). 802.3ad's one member does not
+    # reorder: the sender's reordering count (SACKs that showed a segment out of order) is an
+    # order of magnitude below round robin's (measured 7-8 vs 1120-1194). Retransmits do not
+    # tell them apart: 802.3ad's come from the emulator's stalls and queue drops (fc18: 106,
+    # against round robin's 359; quiet reruns 18-65 with 0-4 drops).
     rr_rtx, rr_segs = int(rr["retransmits"]), int(rr["client_nstat_TcpOutSegs"])
     assert 10 <= rr_rtx <= 0.05 * rr_segs, (rr_rtx, rr_segs)
-    assert rr_rtx >= 5 * int(ad["retransmits"]), (rr_rtx, ad["retransmits"])
+    rr_reorder, ad_reorder = (int(r.get("client_nstat_TcpExtTCPSACKReorder") or 0) for r in (rr, ad))
+    assert rr_reorder >= 100 and rr_reorder >= 10 * ad_reorder, (rr_reorder, ad_reorder, rr_rtx, ad["retransmits"])
     # 802.3ad hashes a flow onto one member: that member's rate, never more (2 % tolerance) and
     # not far less (at least 80 %; TCP goodput over a 100 Mbit/s member is 95.6 % in theory).
     assert (0.80 - ad_room) * MEMBER_BPS <= float(ad["throughput_bps"]) <= 1.02 * MEMBER_BPS, (ad["throughput_bps"], steal)
