@@ -18,6 +18,7 @@ from pyroute2 import netns
 from linklab import lab, runner, state
 from linklab.docker import engine
 from linklab.errors import EnvironmentProblem, LinklabError
+from linklab.measure.ping import parse_ping
 from linklab.report.findings import goodput_fraction
 from linklab.report.machine import row_stolen_room
 from linklab.sweep.engine import Options, run
@@ -41,9 +42,10 @@ def leftovers(name: str) -> list[str]:
 
 
 def rtts_ms(out: str) -> tuple[float, float]:
-    m = re.search(r"rtt min/avg/max/mdev = ([\d.]+)/([\d.]+)/", out)
-    assert m, out
-    return float(m.group(1)), float(m.group(2))
+    """Minimum and average RTT (ms) from ping's summary line."""
+    rtt = parse_ping(out).summary_rtt_ms
+    assert rtt, out
+    return rtt[0], rtt[1]
 
 
 @pytest.fixture(scope="module")

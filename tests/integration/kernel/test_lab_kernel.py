@@ -8,6 +8,7 @@ from pyroute2 import netns
 
 from linklab import lab, procs, runner
 from linklab.backends.linux.inspect import bond_summary
+from linklab.measure.ping import Ping
 
 BACK_TO_BACK_MODES = ["balance-rr", "active-backup", "balance-xor", "broadcast", "802.3ad"]
 
@@ -205,10 +206,11 @@ def test_ipv6_comes_back_when_the_mtu_rises_again(make_lab):
 
 
 def _ping_rtt(lb, src: str, dst: str) -> tuple[float, float]:
-    """Minimum and average RTT (ms) of 20 pings 0.2 s apart."""
-    res = lb.run(src, ["ping", "-n", "-c", "20", "-i", "0.2", dst])
-    rtt_min, avg = (float(v) for v in re.search(r"= ([\d.]+)/([\d.]+)/", res.stdout).groups())
-    return rtt_min, avg
+    """Minimum and average RTT (ms) of 20 pings 0.2 s apart (ping's own summary line)."""
+    ping = Ping(target=dst, count=20, interval=0.2)
+    got = ping.parse_result(lb.run(src, ping.argv()))
+    assert got.summary_rtt_ms, got
+    return got.summary_rtt_ms[0], got.summary_rtt_ms[1]
 
 
 def test_netem_delay_shows_in_ping_rtt(make_lab):
