@@ -14,7 +14,7 @@ import os
 import threading
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 CPU_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal", "guest", "guest_nice")
 # guest/guest_nice are already inside user/nice: leave them out of the total.
@@ -278,6 +278,12 @@ class CpuSampler:
             snap = read_process(pid, self.proc)
             if snap is None:
                 continue
+            seen = self._last.get(pid)
+            if snap.netns is None and seen is not None and seen.netns is not None:
+                # An exiting process (a zombie until its parent reaps it) has let go of its
+                # namespaces, /proc/PID/ns/net is gone, while its stat still reads: it stays on the
+                # side it ran on (else its CPU lands under "host" and the side's column is empty).
+                snap = replace(snap, netns=seen.netns)
             if pid not in self._first:
                 # Seen only after start: None baseline = count from the process's own start.
                 self._first[pid] = snap if initial else None

@@ -141,3 +141,21 @@ def test_busy_excludes_iowait_and_guest_is_not_counted_twice():
     assert d["user"] == pytest.approx(100 / 3) and d["idle"] == pytest.approx(100 / 3)
     assert d["iowait"] == pytest.approx(100 / 3)
     assert d["busy"] == pytest.approx(100 / 3)
+
+
+def test_sampler_keeps_the_side_of_a_process_that_exits(monkeypatch):
+    """A zombie's /proc/PID/stat still reads but its /proc/PID/ns/net is gone (it has left its
+    namespaces): a sample taken between its exit and its reaping must not move it to "host",
+    which emptied cpu_client_iperf3_pct in a CI run."""
+    from linklab.measure import cpu
+
+    running = _snap("proc_pid_stat_t1.txt", 1.0)
+    exiting = ProcessSnapshot(running.pid, 3.0, _snap("proc_pid_stat_t3.txt", 3.0).process, {}, None)
+    snaps = iter([running, exiting])
+    monkeypatch.setattr(cpu, "pids_by_comm", lambda comms, proc: [running.pid])
+    monkeypatch.setattr(cpu, "read_process", lambda pid, proc: next(snaps, None))
+    s = CpuSampler(comms=["iperf3"], interval=60)
+    s._snap_processes(initial=True)
+    s._snap_processes(initial=False)
+    assert s._last[running.pid].netns == "llcap-a"
+    assert s._last[running.pid].process.utime == exiting.process.utime  # the exiting sample's times count
