@@ -437,13 +437,14 @@ def _table(checks: list[Check], verdicts: bool = False) -> list[str]:
 def render(res: Result, show_all: bool = False) -> str:
     lines = [f"baseline {res.base.path} ({res.base.name})", f"new      {res.new.path} ({res.new.name})"]
     lines += [f"note: {n}" for n in res.notes]
-    if res.failures:
-        lines += ["", f"FAILED ({len(res.failures)}):"] + ["  " + line for line in _table(res.failures)]
     others = [c for c in res.checks if c.verdict != FAIL and (show_all or c.verdict in (HARMLESS, NOT_JUDGED,
                                                                                         UNCONFIRMED))]
     if others:
         title = "every other check:" if show_all else "outside a band on its harmless side, not judged or not confirmed:"
         lines += ["", title] + ["  " + line for line in _table(others, verdicts=True)]
+    # The failures last, next to the verdict: a long report's (or a CI log's) end names them.
+    if res.failures:
+        lines += ["", f"FAILED ({len(res.failures)}):"] + ["  " + line for line in _table(res.failures)]
     metric_checks = res.deltas
     counts = {v: sum(1 for c in metric_checks if c.verdict == v) for v in (WITHIN, HARMLESS, FAIL)}
     structural = [c for c in res.checks if c.rule != "band"]
