@@ -9,6 +9,7 @@ namespace, and comes back: a netlink socket stays bound to the namespace it was 
 
 from __future__ import annotations
 
+import errno
 import ipaddress
 import os
 import socket
@@ -78,6 +79,28 @@ def route_socket(name: str | None) -> socket.socket:
 def iproute(name: str) -> IPRoute:
     """An IPRoute whose socket lives in the existing namespace `name` (see route_socket)."""
     return IPRoute(fileno=route_socket(name).detach())
+
+
+# Neighbour states `ip neigh flush` leaves alone unless asked (ip-neighbour(8)): entries set by
+# hand and those of links without ARP.
+NUD_PERMANENT, NUD_NOARP = 0x80, 0x40
+
+
+def flush_neighbours(name: str) -> int:
+    """What `ip neigh flush all` does in the existing namespace `name`: every neighbour entry,
+    IPv4 and IPv6, but permanent and no-ARP ones, is deleted. Returns how many went."""
+    gone = 0
+    with iproute(name) as ipr:
+        for entry in ipr.neigh("dump"):
+            if entry["state"] & (NUD_PERMANENT | NUD_NOARP) or entry.get_attr("NDA_DST") is None:
+                continue
+            try:
+                ipr.neigh("del", dst=entry.get_attr("NDA_DST"), ifindex=entry["ifindex"], family=entry["family"])
+                gone += 1
+            except NetlinkError as e:
+                if e.code != errno.ENOENT:  # gone already (it expired, or the kernel replaced it)
+                    raise
+    return gone
 
 
 def create(name: str) -> None:

@@ -15,7 +15,7 @@ from linklab.backends.linux.build import Build
 from linklab.backends.linux.kinds.base import Kind
 from linklab.backends.linux.names import netns_name
 from linklab.errors import LinklabError
-from linklab.linux import sockets
+from linklab.linux import netlink, sockets
 from linklab.linux.ovs import controller_connected, controller_connected_args, parse_dump_flows
 from linklab.model.resolved import Lab, Node
 
@@ -144,7 +144,7 @@ def reset_forwarding(lab: Lab) -> None:
         for d in dirs:
             ovsd.ofctl(d, "del-flows", d.node, LEARNED_FLOWS, check=False)
         for ns in hosts:
-            runner.run(["ip", "neigh", "flush", "all"], netns=ns, check=False, timeout=10)
+            netlink.flush_neighbours(ns)
         time.sleep(RESET_SETTLE_S)
         if not any(_learned_flows(d) for d in dirs):
             return
