@@ -24,6 +24,7 @@ from pyroute2.netlink.exceptions import NetlinkError
 from pyroute2.netlink.rtnl import RTM_GETLINK, RTM_GETQDISC, RTM_NEWADDR, RTM_NEWLINK, RTM_NEWQDISC, RTM_SETLINK
 from pyroute2.netlink.rtnl.ifaddrmsg import IFA_F_NODAD
 from pyroute2.netlink.rtnl.ifinfmsg import IFF_UP
+from pyroute2.netlink.rtnl.ndmsg import NUD_NOARP, NUD_PERMANENT
 
 from linklab.runner import netns_of
 
@@ -81,21 +82,18 @@ def iproute(name: str) -> IPRoute:
     return IPRoute(fileno=route_socket(name).detach())
 
 
-# Neighbour states `ip neigh flush` leaves alone unless asked (ip-neighbour(8)): entries set by
-# hand and those of links without ARP.
-NUD_PERMANENT, NUD_NOARP = 0x80, 0x40
-
-
 def flush_neighbours(name: str) -> int:
     """What `ip neigh flush all` does in the existing namespace `name`: every neighbour entry,
-    IPv4 and IPv6, but permanent and no-ARP ones, is deleted. Returns how many went."""
+    IPv4 and IPv6, is deleted but those ip leaves alone unless asked (ip-neighbour(8)): entries
+    set by hand (permanent) and those of links without ARP. Returns how many went."""
     gone = 0
     with iproute(name) as ipr:
         for entry in ipr.neigh("dump"):
-            if entry["state"] & (NUD_PERMANENT | NUD_NOARP) or entry.get_attr("NDA_DST") is None:
+            dst = entry.get_attr("NDA_DST")
+            if entry["state"] & (NUD_PERMANENT | NUD_NOARP) or dst is None:
                 continue
             try:
-                ipr.neigh("del", dst=entry.get_attr("NDA_DST"), ifindex=entry["ifindex"], family=entry["family"])
+                ipr.neigh("del", dst=dst, ifindex=entry["ifindex"], family=entry["family"])
                 gone += 1
             except NetlinkError as e:
                 if e.code != errno.ENOENT:  # gone already (it expired, or the kernel replaced it)
