@@ -25,8 +25,11 @@ Definitions for failures (stated in every row, so a reader can judge them):
   retransmits      TCP retransmits in the intervals from the fault to recovery
   lost_packets     UDP datagrams lost in those intervals (iperf3's receiver count)
 and for changes:
-  post_bps         the mean rate over the POST_S seconds before the next event (or the window's
-                   end): the level the flow settled at
+  post_bps         the median rate of the intervals in the POST_S seconds before the next event
+                   (or the window's end): the level the flow settled at. A median, not a mean: one
+                   stalled interval there (the emulated CPU paused, or iperf3's short last
+                   interval) pulled a mean 10 % below a flow steady at 19.1 Mbit/s, and every
+                   steady window then lay outside the band (fresh-clone CI, 2026-11-27)
   settle_s         from the change to the first interval from which the flow, averaged over
                    RECOVERED_RUN intervals (0.3 s), stays within SETTLE_BAND of post_bps for
                    RECOVERED_RUN such windows in a row (0.5 s; None: never steady there)
@@ -37,6 +40,7 @@ rate spread by +-25 % (captured: tests/data/tools/iperf3_tcp_rate_cut_server_ser
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -153,7 +157,7 @@ def settle(ivs: list[Interval], at_s: float, until_s: float | None = None) -> Se
         return Settle(at_s, pre_bps, None, None, 0, 0)
     end = after[-1].end
     tail = [iv.bps for iv in after if iv.start >= end - POST_S]
-    post = sum(tail) / len(tail) if tail else None
+    post = statistics.median(tail) if tail else None
     settled = None
     if post is not None:
         band = SETTLE_BAND * max(post, 1.0)

@@ -293,6 +293,22 @@ def test_a_rate_change_is_judged_by_how_long_the_flow_takes_to_settle_not_as_an_
     assert settle(wild, 3.0).settle_s is None
 
 
+def test_one_stall_in_the_last_second_does_not_move_the_settled_level():
+    # Steady at 19.1 Mbit/s from the change at 2.8 s on (as 10 reps in the lab VM measured,
+    # 2026-11-27), then one 0.1 s interval with nothing received in the last second (the emulated
+    # CPU paused) and iperf3's lower last interval. A mean of that second, 17.2, put every steady
+    # 0.3 s window outside +-10 % of it: "never steady" (fresh-clone CI, 2026-11-27).
+    from linklab.measure.timeline import Interval, settle
+    def rate(t):
+        return 95.6e6 if t < 28 else 0.0 if t == 66 else 14e6 if t == 69 else 19.1e6
+    s = settle([Interval(t / 10, t / 10 + 0.1, rate(t)) for t in range(70)], 2.8)
+    assert s.post_bps == pytest.approx(19.1e6) and s.settle_s == 0.0
+    # A level that really moved in that second still moves it: steady at 19.1 until 6.0 s, then
+    # at 15 for the last second: settled from 5.9 s, the first 0.3 s mean within 10 % of 15.
+    s2 = settle([Interval(t / 10, t / 10 + 0.1, rate(t) if t < 60 else 15e6) for t in range(70)], 2.8)
+    assert s2.post_bps == pytest.approx(15e6) and s2.settle_s == pytest.approx(3.1)
+
+
 def test_a_series_is_the_receivers_when_the_server_reported_it_and_a_rate_cut_settles_at_once():
     # Captured: htb 40 -> 10 Mbit/s at 1.7 s, server and client reporting every 0.1 s.
     from linklab.measure.timeline import _intervals, series, settle
