@@ -144,7 +144,7 @@ def main() -> int:
     if anchor:
         own = {n: a["beyond_s"] for n, a in anchor["streams"].items()}
         bare = sum(own.get(str(r.get("streams")), 0.0) for r in rows) / max(len(rows), 1)
-        print(f"anchor: iperf3 bare in the same lab (bench/iperf_anchor.py), beyond its -t + -O, by streams: "
+        print("anchor: iperf3 bare in the same lab (bench/iperf_anchor.py), beyond its -t + -O, by streams: "
               + ", ".join(f"{n}: {v:.2f} s {anchor['streams'][n]['walls_s']}" for n, v in own.items())
               + f"\npaid by every repetition {b['paid_per_rep_s']:.2f} s, of which iperf3's own start and end "
               f"{bare:.2f} s (the anchor, weighted by the rows' streams; the window's excess was "

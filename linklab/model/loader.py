@@ -15,7 +15,7 @@ from typing import Any, Callable, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from linklab.errors import UsageError, ValidationFailed
+from linklab.errors import ValidationFailed
 from linklab.fsutil import read_text_input
 
 M = TypeVar("M", bound=BaseModel)

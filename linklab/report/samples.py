@@ -4,7 +4,6 @@ still has it. A baseline (runs.export) copies them into its rows, so its report 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 

@@ -32,7 +32,6 @@ from linklab.vm.client import AgentGone, acquire_port, open_channel
 from linklab.vm.host import alive as _alive
 from linklab.vm.host import find_orphan_vms, kernel_release_of, kvm_usable, marker_for, newest_kernel
 from linklab.vm.host import has_mark as _has_mark
-from linklab.vm.host import pgid as _pgid
 from linklab.vm.zygote import PRELOAD
 
 __all__ = ["LabVM", "VMConfig", "find_orphan_vms", "forwarded_env", "marker_for", "newest_kernel"]

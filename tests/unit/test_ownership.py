@@ -233,7 +233,6 @@ def test_clean_of_a_container_killed_mid_up_removes_its_hosts_dir_too(tmp_path, 
 def test_down_removes_the_hosts_dir_of_each_namespace_it_owned_even_unlisted(world, tmp_path, monkeypatch):
     # Killed after writing h1's hosts file but before the state listed it: the namespace is
     # listed, so its hosts dir (same name, this lab's mark) goes too; another lab's stays.
-    from linklab.backends.linux import hostsfile
     monkeypatch.setattr(linux.hostsfile, "remove_dir", REAL_REMOVE_DIR)
     monkeypatch.setattr(linux, "hosts_dir", lambda ns: str(tmp_path / "etc" / ns))
     nss = lab_state("lab", "ab12")

@@ -344,15 +344,7 @@ def test_a_point_with_nothing_measured_fails_even_where_the_baseline_had_a_failu
 
 # -- another machine: CPU judged relative to the run's level (linklab/report/machine.py) --------
 
-BASELINE_E1 = ROOT / "baselines" / "e1_bonding_mtu-quick-vm-tcg"
-
-
-@pytest.fixture(scope="module")
-def e1base():
-    from linklab.report.noise import for_baseline
-    base = Run.load(BASELINE_E1)
-    return base, for_baseline(base)
-
+# e1base (the stored E1 quick baseline and its noise floor): a fixture in tests/unit/conftest.py.
 
 def machine(cpu: float, points: dict | None = None, thr: dict | None = None):
     """A row change: every CPU figure x cpu (x points[point_id prefix] where given), and

@@ -16,7 +16,7 @@ from linklab.report.points import row_flags
 from linklab.report.noise import measure as measure_noise
 from linklab.report.speed import SPEED_FILE, SpeedResponse
 from linklab.report.speed import measure as measure_speed
-from test_report_compare import changed, e1base, machine, write  # noqa: F401 (e1base: a fixture)
+from test_report_compare import changed, machine, write
 
 THR = metrics.BY_KEY["throughput_mbps"]
 RR450_1 = "balance-rr mtu=450 streams=1"  # p006

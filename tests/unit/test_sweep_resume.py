@@ -1,7 +1,6 @@
 """Resuming a sweep: what identifies a run, and refusing to mix rows made under other conditions."""
 
 from datetime import datetime
-from pathlib import Path
 
 import pytest
 

@@ -6,7 +6,6 @@ leftovers by that mark, never by matching name patterns.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import NamedTuple
 
 PREFIX = "ll"

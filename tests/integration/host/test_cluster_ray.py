@@ -3,7 +3,6 @@ sleep. Ray starts in 5-10 s here; each test has its own cluster, stopped when th
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import signal
