@@ -219,3 +219,40 @@ def test_host_cpu_probe_reads_the_hosts_samples_around_the_window(tmp_path):
     r.wall_opened, r.wall_closed = 10.2, 10.8
     assert HostCpu(path).row(r) == {"host_busy_pct": 75.0, "host_qemu_pct": 50.0, "host_steal_pct": 0.0,
                                     "host_other_pct": 25.0, "host_cpus": 2}
+
+
+def test_the_event_log_says_when_the_timeline_began_a_change_and_when_it_was_in():
+    # started_s is the timeline's own timing (it wakes at the event's time on iperf3's clock,
+    # after the warm-up); applied_s adds what the change itself took (tc processes: ~1 s on an
+    # emulated CPU). A backend whose change takes 0.3 s shows both apart; a failing one, started_s.
+    import json
+    import time
+    from types import SimpleNamespace
+
+    calls = []
+
+    class SlowBackend:
+        def change_impairments(self, old, new):
+            calls.append(time.monotonic())
+            time.sleep(0.3)
+            return ["h1/eth1 changed in place"]
+
+        def set_member_state(self, lab, link, member, up):
+            raise OSError("no such member")
+
+    h = handle()
+    rep = Repetition(LabHandle(h.lab, backend=SlowBackend(), netns=h.netns), "h1", "h2", 4, omit=0.1)
+    events = [Event(at=0.2, set="links[bond].impair.rate=20mbit"), Event(at=0.6, set="links[bond].bond.member[0].state=down")]
+    probe = FaultTimeline(events, {0: h.lab})
+    t0 = time.monotonic()
+    probe.start(rep)
+    time.sleep(1.2)
+    probe.finish(rep)
+    changed, failed = json.loads(rep.raw["events.json"])
+    # Woke within 0.1 s of 0.1 + 0.2 s after start (the warm-up, then the event's time).
+    assert 0.3 <= calls[0] - t0 <= 0.4, calls[0] - t0
+    assert 0.2 <= changed["started_s"] <= 0.3, changed
+    assert 0.3 <= changed["applied_s"] - changed["started_s"] <= 0.45, changed
+    assert changed["did"] == "h1/eth1 changed in place"
+    assert failed["applied_s"] is None and "no such member" in failed["error"], failed
+    assert 0.6 <= failed["started_s"] <= 0.7, failed

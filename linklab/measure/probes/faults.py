@@ -78,12 +78,16 @@ class FaultTimeline(Probe):
             if self.stop.wait(max(zero + ev.at - time.monotonic(), 0)):
                 self.log.append({"set": ev.set, "at_s": ev.at, "applied_s": None, "note": "window ended first"})
                 continue
+            # started_s: when the timeline woke and began the change (linklab's timing); applied_s:
+            # when the change was in (the tools': tc or netlink calls, slow on an emulated CPU).
+            started = round(time.monotonic() - zero, 3)
             try:
                 what = self._apply(rep, i, ev)
-                self.log.append({"set": ev.set, "at_s": ev.at, "applied_s": round(time.monotonic() - zero, 3),
-                                 "did": what})
+                self.log.append({"set": ev.set, "at_s": ev.at, "started_s": started,
+                                 "applied_s": round(time.monotonic() - zero, 3), "did": what})
             except Exception as e:  # recorded, not fatal: the row says the fault did not happen
-                self.log.append({"set": ev.set, "at_s": ev.at, "applied_s": None, "error": str(e)})
+                self.log.append({"set": ev.set, "at_s": ev.at, "started_s": started, "applied_s": None,
+                                 "error": str(e)})
 
     def finish(self, rep: Repetition) -> None:
         if self.thread is None:

@@ -265,14 +265,16 @@ def test_impairment_changed_mid_window_in_place_and_restored_after(results, clea
     r, (ev,), rep = _one_rep_with_events("rate_change.yaml", results)
     # A repetition flagged host_stolen: the steal's share of room (report/machine.py: stolen_room).
     room, steal = row_stolen_room(r), steal_of(r)
-    # Applied at 2 s, up to 1 s late: the timeline wakes on time (measured within 5 ms) and the
-    # lateness is the tc process per direction, run concurrently, on an emulated CPU that iperf3
-    # keeps busy (0.31-0.43 s each on a quiet host, 2026-11-26; 0.19-0.23 s after the window).
-    # Flagged host_stolen, the emulated CPU ran that share of the time less: the 1 s stretches to
-    # 1 / (1 - share) (report/machine.py: stolen_room; 1.15 s late under 20-36 % steal, CI).
-    late_max = 1.0 / (1 - room)
-    assert ev["applied_s"] and 1.9 <= ev["applied_s"] <= 2.0 + late_max and "changed in place" in ev["did"], \
-        (ev, steal)
+    # Begun at 2 s: the timeline wakes on time (2-8 ms late in 10 repetitions; 0.2 s allowed). In
+    # by 1.5 s later: the change is one tc process per direction, run concurrently, on an emulated
+    # CPU that iperf3 keeps busy (0.60-1.17 s in 21 repetitions on a quiet host, 2026-11-27, the
+    # longest the first after the VM's boot; 0.19-0.23 s after the window). Flagged host_stolen, the emulated
+    # CPU ran that share of the time less: each bound stretches to 1 / (1 - share)
+    # (report/machine.py: stolen_room; 1.15 s late under 20-36 % steal, CI).
+    stretch = 1.0 / (1 - room)
+    assert 2.0 <= ev["started_s"] <= 2.0 + 0.2 * stretch, (ev, steal)
+    assert ev["applied_s"] and 0.0 < ev["applied_s"] - ev["started_s"] <= 1.5 * stretch, (ev, steal)
+    assert "changed in place" in ev["did"], ev
     doc = json.loads((rep / "iperf3.json").read_text())
     ivs = doc["intervals"]
     # The fault is judged on the receiver's series: the server reported every 0.1 s too, and the
