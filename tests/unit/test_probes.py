@@ -227,7 +227,6 @@ def test_the_event_log_says_when_the_timeline_began_a_change_and_when_it_was_in(
     # emulated CPU). A backend whose change takes 0.3 s shows both apart; a failing one, started_s.
     import json
     import time
-    from types import SimpleNamespace
 
     calls = []
 
