@@ -377,6 +377,9 @@ def cmd_vm(args, argv) -> int:
         return 0
     say(f"lab VM: running, pid {info.get('pid')}, kernel {info.get('kernel_release')}, accel {info.get('accel')}, "
         f"{info.get('cpus')} vCPUs, {info.get('memory')}, labs: {', '.join(placement.vm_labs()) or 'none'}")
+    cached = (info.get("guest") or {}).get("cached_libs")
+    if cached:
+        say(f"  Python libraries read cached (as at boot; linklab/vm/pylibs.py): {', '.join(cached)}")
     return 0
 
 

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 from linklab.kernel import LAB_MODULES, load_modules
-from linklab.vm import nsenter
+from linklab.vm import nsenter, pylibs
 from linklab.vm import protocol as P
 from linklab.vm.zygote import PRELOAD, Zygote
 
@@ -67,7 +67,7 @@ def find_ports(names: list[str], *, timeout: float = 30.0, sys_ports: Path = SYS
         time.sleep(0.2)
 
 
-def guest_info(modules_failed: list[str]) -> dict:
+def guest_info(modules_failed: list[str], cached_libs: list[str] = ()) -> dict:
     mem_kb = 0
     try:
         for line in Path("/proc/meminfo").read_text().splitlines():
@@ -84,6 +84,7 @@ def guest_info(modules_failed: list[str]) -> dict:
         "cpus": os.cpu_count(),
         "mem_total_kb": mem_kb,
         "modules_failed": modules_failed,
+        "cached_libs": list(cached_libs),  # mounted read-only with 9p's cache (linklab/vm/pylibs.py)
         "uptime_s": uptime,
         "agent_pid": os.getpid(),
         "python": sys.version.split()[0],
@@ -417,6 +418,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--debug", action="store_true", help="log every frame")
     ap.add_argument("--no-zygote", action="store_true", help="run warm requests cold too")
     ap.add_argument("--preload", default=",".join(PRELOAD), help="comma-separated modules the zygote imports")
+    ap.add_argument("--cached-libs", default="", help="tag=path,...: Python's library dirs to mount cached")
     args = ap.parse_args(argv)
 
     # Only the stdout port reaches the host's agent log; two QEMU file chardevs on one file would overwrite each other.
@@ -427,6 +429,9 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.DEBUG if args.debug else logging.INFO, stream=sys.stdout, format="%(asctime)s agent: %(message)s")
     sys.stdout.reconfigure(line_buffering=True)
 
+    # Before anything imports more: every later Python start reads its libraries from the cache.
+    cached = pylibs.mount(args.cached_libs)
+    log.info("cached read-only: %s", ", ".join(cached) or "none")
     # First, so its imports overlap module loading; until it is ready, warm requests run cold.
     preload = tuple(m for m in args.preload.split(",") if m)
     zygote = None if args.no_zygote else Zygote(sys.executable, preload_modules=preload, cwd=os.getcwd())
@@ -440,7 +445,7 @@ def main(argv: list[str] | None = None) -> int:
     if len(ports) != len(names):
         log.error("virtio-serial ports missing: %s", sorted(set(names) - set(ports)))
         return 1
-    agent = Agent(guest_info(failed), zygote)
+    agent = Agent(guest_info(failed, cached), zygote)
     signal.signal(signal.SIGTERM, lambda *_: agent.stopping.set())
     for name, path in sorted(ports.items()):
         server = PortServer(name, Port(path), agent)

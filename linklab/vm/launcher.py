@@ -26,8 +26,8 @@ from linklab import procs
 from linklab.fsutil import read_json_record, write_json_atomic
 from linklab.errors import EnvironmentProblem, StateError, UsageError
 from linklab.kernel import LAB_MODULES
+from linklab.vm import hostcpu, pylibs
 from linklab.vm import protocol as P
-from linklab.vm import hostcpu
 from linklab.vm.client import AgentGone, acquire_port, open_channel
 from linklab.vm.host import alive as _alive
 from linklab.vm.host import find_orphan_vms, kernel_release_of, kvm_usable, marker_for, newest_kernel
@@ -60,6 +60,9 @@ class VMConfig:
     verbose_console: bool = True  # kernel messages in console.log, for diagnosing boots that fail
     qemu_args: tuple[str, ...] = ()  # extra QEMU arguments, appended last (so they override)
     warm_preload: tuple[str, ...] = PRELOAD  # what the guest's zygote imports once for warm runs; () = none
+    # The interpreter's stdlib and site-packages shared again read-only and cached in the guest
+    # (linklab/vm/pylibs.py: ~14 s of 9p stats per os-ken start under TCG).
+    cache_python_libs: bool = True
 
 
 def forwarded_env(environ: dict[str, str] | None = None) -> dict[str, str]:
@@ -225,6 +228,7 @@ class LabVM:
         with self._boot_lock():
             info = self.info()
             if info and self.running():
+                self._say_if_python_libs_changed(info, say)
                 return info
             self._clear_leftovers(say)
             kernel = self._kernel()
@@ -247,6 +251,17 @@ class LabVM:
                     f"\n--- {self.agent_log} (tail) ---\n{_tail(self.agent_log)}",
                     hint=f"retry with {ACCEL_ENV}=tcg" if accel == "kvm" else "check that qemu-system-x86 is installed",
                 ) from None
+
+    def _python_libs(self) -> list[Path]:
+        if not self.config.cache_python_libs:
+            return []
+        return [d for d in pylibs.library_dirs() if SAFE_PATH.fullmatch(str(d))]
+
+    def _say_if_python_libs_changed(self, info: dict, say: Callable[[str], None]) -> None:
+        libs = info.get("python_libs") or {}
+        if libs and pylibs.stamp() != libs.get("stamp"):
+            say("lab VM: Python packages changed since it started, and it reads them as they were then "
+                "(cached: linklab/vm/pylibs.py); `linklab vm stop` (labs in it go down) to start it anew")
 
     def _clear_leftovers(self, say: Callable[[str], None]) -> None:
         orphans = find_orphan_vms(self.state_dir)
@@ -273,13 +288,15 @@ class LabVM:
                 raise UsageError(f"path {str(p)!r} cannot be shared with the lab VM (use only letters, digits and _./+@%:-)")
         src_root = Path(linklab.__file__).resolve().parent.parent
         names = [PORT_NAME.format(i) for i in range(len(sockets))]
+        libs = self._python_libs()
         # cd to the source root so `python -m` imports this very linklab, installed or not.
         script = shlex.join(["cd", str(src_root)]) + " && exec " + shlex.join([
             sys.executable, "-m", "linklab.vm.agent", "--ports", ",".join(names),
             "--modules", ",".join(self.config.modules),
             *(["--preload", ",".join(self.config.warm_preload)] if self.config.warm_preload else ["--no-zygote"]),
+            *(["--cached-libs", pylibs.agent_arg(libs)] if libs else []),
             *(["--debug"] if os.environ.get("LINKLAB_AGENT_DEBUG") == "1" else [])])
-        qemu = ["-name", self.marker, "-device", "virtio-serial-pci,id=llserial"]
+        qemu = ["-name", self.marker, "-device", "virtio-serial-pci,id=llserial", *pylibs.qemu_args(libs)]
         for i, (name, sock) in enumerate(zip(names, sockets)):
             qemu += ["-chardev", f"socket,id=ll{i},path={sock},server=on,wait=off",
                      "-device", f"virtserialport,bus=llserial.0,chardev=ll{i},name={name}"]
@@ -310,6 +327,8 @@ class LabVM:
         sockets = self._sockets()
         self._remove_runtime_files()
         cmd = self._command(kernel, accel, sockets)
+        libs = self._python_libs()
+        libs_stamp = pylibs.stamp()  # before the boot: what the guest's cache starts from
         env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
         t0 = time.monotonic()
         with open(self.console_log, "wb") as console, open(self.agent_log, "wb") as agent:
@@ -337,6 +356,7 @@ class LabVM:
             "ready_s": ready_s, "sockets": [str(s) for s in sockets],
             "modules_failed": guest.get("modules_failed", []),
             "rwdirs": [str(d) for d in self.rwdirs], "guest": guest,
+            "python_libs": {"dirs": [str(d) for d in libs], "stamp": libs_stamp} if libs else None,
             "console_log": str(self.console_log), "agent_log": str(self.agent_log),
         }
         write_json_atomic(self.json_path, info)

@@ -92,6 +92,40 @@ def test_lab_modules_are_loaded(vm, workdir):
         assert run(vm, ["test", "-d", f"/sys/module/{module}"], workdir)[0] == 0, module
 
 
+def test_python_libraries_are_read_cached_and_read_only_and_a_change_is_told(vm, workdir):
+    # linklab/vm/pylibs.py: the stdlib and the venv's site-packages, a second 9p share each,
+    # mounted cache=loose and read-only in the guest, where Python still imports from them.
+    from linklab.vm import pylibs
+    info = vm.info()
+    libs = [str(d) for d in pylibs.library_dirs()]
+    assert info["python_libs"]["dirs"] == libs and info["guest"]["cached_libs"] == libs, info
+    code, out, _ = run(vm, ["cat", "/proc/mounts"], workdir)
+    mounts = {f[1]: f[3].split(",") for f in (line.split() for line in out.decode().splitlines()) if f[2] == "9p"}
+    for d in libs:
+        assert "ro" in mounts[d] and "loose" in mounts[d], (d, mounts.get(d))
+    site = Path(sysconfig_purelib())
+    assert run(vm, ["touch", str(site / "linklab-guest-write")], workdir)[0] != 0  # read-only
+    code, out, _ = run(vm, [sys.executable, "-c", "import yaml; print(yaml.__file__)"], workdir)
+    assert code == 0 and out.decode().startswith(str(site)), out
+    # A package installed on the host while the VM runs is not seen there: the next command says so.
+    marker = site / "linklab_test_marker-0.0.dist-info"
+    said = []
+    try:
+        marker.mkdir()
+        vm.ensure_running(say=said.append)
+        assert len(said) == 1 and "Python packages changed since it started" in said[0], said
+    finally:
+        marker.rmdir()
+    said.clear()
+    vm.ensure_running(say=said.append)
+    assert said == []
+
+
+def sysconfig_purelib() -> str:
+    import sysconfig
+    return sysconfig.get_paths()["purelib"]
+
+
 def test_exit_codes_propagate(vm, workdir):
     assert run(vm, ["sh", "-c", "exit 3"], workdir)[0] == 3
     assert run(vm, ["true"], workdir)[0] == 0
