@@ -277,7 +277,7 @@ class LabVM:
         with contextlib.suppress(FileNotFoundError):
             self.json_path.unlink()
 
-    def _command(self, kernel: Path, accel: str, sockets: list[Path]) -> list[str]:
+    def _command(self, kernel: Path, accel: str, sockets: list[Path], libs: list[Path]) -> list[str]:
         bindir = Path(sys.executable).parent
         virtme_run = bindir / "virtme-run"
         if not virtme_run.exists():
@@ -288,7 +288,6 @@ class LabVM:
                 raise UsageError(f"path {str(p)!r} cannot be shared with the lab VM (use only letters, digits and _./+@%:-)")
         src_root = Path(linklab.__file__).resolve().parent.parent
         names = [PORT_NAME.format(i) for i in range(len(sockets))]
-        libs = self._python_libs()
         # cd to the source root so `python -m` imports this very linklab, installed or not.
         script = shlex.join(["cd", str(src_root)]) + " && exec " + shlex.join([
             sys.executable, "-m", "linklab.vm.agent", "--ports", ",".join(names),
@@ -326,8 +325,8 @@ class LabVM:
         sock_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         sockets = self._sockets()
         self._remove_runtime_files()
-        cmd = self._command(kernel, accel, sockets)
         libs = self._python_libs()
+        cmd = self._command(kernel, accel, sockets, libs)
         libs_stamp = pylibs.stamp()  # before the boot: what the guest's cache starts from
         env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
         t0 = time.monotonic()

@@ -11,6 +11,7 @@ import os
 import shutil
 import signal
 import sys
+import sysconfig
 import threading
 import time
 from pathlib import Path
@@ -103,7 +104,7 @@ def test_python_libraries_are_read_cached_and_read_only_and_a_change_is_told(vm,
     mounts = {f[1]: f[3].split(",") for f in (line.split() for line in out.decode().splitlines()) if f[2] == "9p"}
     for d in libs:
         assert "ro" in mounts[d] and "loose" in mounts[d], (d, mounts.get(d))
-    site = Path(sysconfig_purelib())
+    site = Path(sysconfig.get_paths()["purelib"])
     assert run(vm, ["touch", str(site / "linklab-guest-write")], workdir)[0] != 0  # read-only
     code, out, _ = run(vm, [sys.executable, "-c", "import yaml; print(yaml.__file__)"], workdir)
     assert code == 0 and out.decode().startswith(str(site)), out
@@ -119,11 +120,6 @@ def test_python_libraries_are_read_cached_and_read_only_and_a_change_is_told(vm,
     said.clear()
     vm.ensure_running(say=said.append)
     assert said == []
-
-
-def sysconfig_purelib() -> str:
-    import sysconfig
-    return sysconfig.get_paths()["purelib"]
 
 
 def test_exit_codes_propagate(vm, workdir):

@@ -268,8 +268,8 @@ def test_impairment_changed_mid_window_in_place_and_restored_after(results, clea
     # Begun at 2 s: the timeline wakes on time (2-8 ms late in 10 repetitions; 0.2 s allowed). In
     # by 1.5 s later: the change is one tc process per direction, run concurrently, on an emulated
     # CPU that iperf3 keeps busy (0.60-1.17 s in 21 repetitions on a quiet host, 2026-11-27, the
-    # longest the first after the VM's boot; 0.19-0.23 s after the window). Flagged host_stolen, the emulated
-    # CPU ran that share of the time less: each bound stretches to 1 / (1 - share)
+    # longest the first after the VM's boot; 0.19-0.23 s after the window). Flagged host_stolen,
+    # the emulated CPU ran that share of the time less: each bound stretches to 1 / (1 - share)
     # (report/machine.py: stolen_room; 1.15 s late under 20-36 % steal, CI).
     stretch = 1.0 / (1 - room)
     assert 2.0 <= ev["started_s"] <= 2.0 + 0.2 * stretch, (ev, steal)
