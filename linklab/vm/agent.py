@@ -419,6 +419,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-zygote", action="store_true", help="run warm requests cold too")
     ap.add_argument("--preload", default=",".join(PRELOAD), help="comma-separated modules the zygote imports")
     ap.add_argument("--cached-libs", default="", help="tag=path,...: Python's library dirs to mount cached")
+    ap.add_argument("--no-warm-osken", action="store_true", help="start every OpenFlow controller cold")
     args = ap.parse_args(argv)
 
     # Only the stdout port reaches the host's agent log; two QEMU file chardevs on one file would overwrite each other.
@@ -435,6 +436,9 @@ def main(argv: list[str] | None = None) -> int:
     # First, so its imports overlap module loading; until it is ready, warm requests run cold.
     preload = tuple(m for m in args.preload.split(",") if m)
     zygote = None if args.no_zygote else Zygote(sys.executable, preload_modules=preload, cwd=os.getcwd())
+    # Forks the labs' controllers; it imports os-ken only when a lab first asks for one.
+    osken = None if args.no_warm_osken else subprocess.Popen(
+        [sys.executable, "-m", "linklab.osken_warm"], stdin=subprocess.DEVNULL, cwd=os.getcwd())
     names = [n for n in args.ports.split(",") if n]
     modules = [m for m in args.modules.split(",") if m]
     t0 = time.monotonic()
@@ -457,6 +461,9 @@ def main(argv: list[str] | None = None) -> int:
     agent.kill_all()
     if zygote:
         zygote.close()
+    if osken:
+        from linklab import procs
+        procs.stop_popen([osken])
     os.sync()
     time.sleep(0.2)  # let the bye frame leave the port before the guest powers off
     log.info("shutting down")

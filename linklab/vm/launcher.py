@@ -63,6 +63,9 @@ class VMConfig:
     # The interpreter's stdlib and site-packages shared again read-only and cached in the guest
     # (linklab/vm/pylibs.py: ~14 s of 9p stats per os-ken start under TCG).
     cache_python_libs: bool = True
+    # A warm os-ken in the guest forks the labs' OpenFlow controllers (linklab/osken_warm.py: an
+    # SDN lab's `up` ~30 s shorter under TCG); False: every controller starts cold.
+    warm_osken: bool = True
 
 
 def forwarded_env(environ: dict[str, str] | None = None) -> dict[str, str]:
@@ -294,6 +297,7 @@ class LabVM:
             "--modules", ",".join(self.config.modules),
             *(["--preload", ",".join(self.config.warm_preload)] if self.config.warm_preload else ["--no-zygote"]),
             *(["--cached-libs", pylibs.agent_arg(libs)] if libs else []),
+            *([] if self.config.warm_osken else ["--no-warm-osken"]),
             *(["--debug"] if os.environ.get("LINKLAB_AGENT_DEBUG") == "1" else [])])
         qemu = ["-name", self.marker, "-device", "virtio-serial-pci,id=llserial", *pylibs.qemu_args(libs)]
         for i, (name, sock) in enumerate(zip(names, sockets)):

@@ -46,11 +46,13 @@ def read_pidfile(path: Path) -> int | None:
 
 
 def netns_pids_running(ns: str, word: str) -> list[int]:
-    """Processes in the lab namespace `ns` whose command line contains `word`."""
+    """Processes in the lab namespace `ns` whose command line contains `word`, or which are
+    named `word` (a controller forked by the warm os-ken has its server's command line)."""
     out = []
     for p in netns_pids(ns):
         try:
-            if word in Path(f"/proc/{p}/cmdline").read_bytes().decode(errors="replace"):
+            if (word in Path(f"/proc/{p}/cmdline").read_bytes().decode(errors="replace")
+                    or Path(f"/proc/{p}/comm").read_text().strip() == word[:15]):
                 out.append(int(p))
         except OSError:
             pass

@@ -5,11 +5,12 @@ to import and listen, the switch ~4 s more to connect)."""
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 from typing import Any
 
-from linklab import controllers, runner
+from linklab import controllers, osken_warm, runner
 from linklab.backends.linux import daemons, ovsd
 from linklab.backends.linux.build import Build
 from linklab.backends.linux.kinds.base import Kind
@@ -31,6 +32,17 @@ RESET_SETTLE_S = 0.3  # long enough for a packet-in already at the controller to
 def argv(app: str, port: int, layout: dict[str, Any], dpid: int) -> list[str]:
     """The app learns the switch's port layout from the environment (see controllers/_grouped.py)."""
     return ["env", *controllers.app_env(layout, dpid), *controllers.manager_argv(controllers.app_path(app), port)]
+
+
+def start(app: str, port: int, layout: dict[str, Any], dpid: int, ns: str, log: Path) -> int:
+    """Fork it from the warm os-ken where one runs (the lab VM: seconds instead of ~30 s of
+    imports under emulation), else start osken-manager; returns its pid."""
+    with open(log, "ab") as f:
+        env = {**os.environ, **dict(w.split("=", 1) for w in controllers.app_env(layout, dpid))}
+        pid = osken_warm.start(controllers.manager_argv(controllers.app_path(app), port)[1:], env, ns, f.fileno())
+        if pid is None:
+            pid = runner.start(argv(app, port, layout, dpid), netns=ns, stdout=f, stderr=f).pid
+    return pid
 
 
 def _runs(pid: int, app: str, port: int) -> bool:
@@ -74,7 +86,9 @@ class Controller(Kind):
             daemons.stop(mine)
             # A controller an interrupted `up` started but never recorded lives in this lab's own
             # namespace, so it is this lab's: adopt it if it runs this app on this port (starting
-            # one costs ~20 s of imports under emulation), else stop it (it would hold the port).
+            # one cold costs ~30 s of imports under emulation), else stop it (it would hold the
+            # port). One forked by the warm os-ken has the server's command line: it is stopped,
+            # and its successor forked in seconds.
             found = daemons.netns_pids_running(d.ns, "osken-manager")
             same = [pid for pid in found if _runs(pid, node.controller, node.controller_port)]
             daemons.stop([daemons.record(node.name, "controller", pid) for pid in found if pid not in same[:1]])
@@ -92,10 +106,9 @@ class Controller(Kind):
         for what in ("del-flows", "del-groups"):
             ovsd.ofctl(d, what, node.name, check=False)
         d.logs.mkdir(parents=True, exist_ok=True)
-        with open(d.logs / "controller.log", "ab") as f:
-            cmd = argv(node.controller, node.controller_port, b.lab.openflow_layout(node.name), b.lab.dpid(node.name))
-            p = runner.start(cmd, netns=d.ns, stdout=f, stderr=f)
-        rec = {**daemons.record(node.name, "controller", p.pid), "app": node.controller, "port": node.controller_port}
+        pid = start(node.controller, node.controller_port, b.lab.openflow_layout(node.name), b.lab.dpid(node.name),
+                    d.ns, d.logs / "controller.log")
+        rec = {**daemons.record(node.name, "controller", pid), "app": node.controller, "port": node.controller_port}
         b.keep_processes([rec])
         b.begun[node.name] = rec
 
