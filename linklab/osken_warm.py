@@ -134,7 +134,7 @@ def _enter_netns(name: str) -> None:
 def child(request: dict, log_fd: int, ready_w: int) -> None:
     """The forked controller: its session, namespace, files, environment and name; then say so
     on `ready_w` and run osken-manager's main(). Never returns."""
-    code = 1
+    code, told = 1, False
     try:
         os.setsid()
         signal.set_wakeup_fd(-1)
@@ -155,16 +155,15 @@ def child(request: dict, log_fd: int, ready_w: int) -> None:
         sys.argv = [PROCESS_NAME, *request.get("args", [])]
         write(ready_w, b"ok")
         os.close(ready_w)
+        told = True  # from here its number may be another file's
         from os_ken.cmd.manager import main as manager_main
         code = manager_main() or 0
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
     except BaseException as e:
         traceback.print_exc()
-        try:  # before "ok": the server answers with this instead of a pid
+        if not told:  # the server answers with this instead of a pid
             write(ready_w, f"{type(e).__name__}: {e}".encode()[:4000])
-        except OSError:
-            pass
     finally:
         for stream in (sys.stdout, sys.stderr):
             try:
@@ -250,6 +249,8 @@ class Server:
         os.close(ready_w)
         said = _child_ready(ready_r)
         os.close(ready_r)
+        if said != "ok":  # failed, or silent for CHILD_READY_WAIT_S: it must not live on unrecorded
+            os.kill(pid, signal.SIGKILL)
         answer = {"pid": pid} if said == "ok" else {"error": said or "the controller exited before it started"}
         try:
             conn.send(json.dumps(answer).encode())
