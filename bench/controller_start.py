@@ -9,14 +9,11 @@ One VM after the other, each booted for this run (~5 min each under TCG). Run it
 The first `up` in a VM with the warm os-ken waits for its one import of os-ken (what a cold
 controller spends too); the later ones fork.
 """
-import shutil
 import sys
-import tempfile
-from pathlib import Path
 
-from linklab.vm.launcher import LabVM, VMConfig
+from _fresh_vm import run_in_fresh_vm
 
-REPO = Path(__file__).resolve().parents[1]
+from linklab.vm.launcher import VMConfig
 REPEATS = 3
 script = r'''
 t() { local t0=$(date +%s.%N); "$@" >/dev/null 2>&1 || echo "FAILED: $*"; echo "$(echo "$(date +%s.%N)-$t0"|bc)"; }
@@ -28,13 +25,4 @@ echo "up, no controller (floor): $(t .venv/bin/python -m linklab up topologies/s
 .venv/bin/python -m linklab down sdn_pair >/dev/null 2>&1
 '''.replace("REPEATS", str(REPEATS))
 for warm in (sys.argv[1:] or ["on", "off"]):
-    state = Path(tempfile.mkdtemp())
-    vm = LabVM(state, VMConfig(accel="tcg", warm_osken=warm == "on"), rwdirs=[REPO])
-    try:
-        print(f"== warm os-ken {warm}", flush=True)
-        vm.ensure_running(say=lambda m: print(m, flush=True))
-        vm.run(["bash", "-c", script], cwd=str(REPO), stdout=sys.stdout.buffer, stderr=sys.stderr.buffer)
-        sys.stdout.flush()
-    finally:
-        vm.stop(say=lambda m: None)
-        shutil.rmtree(state, ignore_errors=True)
+    run_in_fresh_vm(VMConfig(accel="tcg", warm_osken=warm == "on"), script, f"warm os-ken {warm}")

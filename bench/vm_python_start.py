@@ -5,14 +5,11 @@ run (~1 min each under TCG). Run it alone on the machine.
     .venv/bin/python bench/vm_python_start.py            # both
     .venv/bin/python bench/vm_python_start.py on|off     # one
 """
-import shutil
 import sys
-import tempfile
-from pathlib import Path
 
-from linklab.vm.launcher import LabVM, VMConfig
+from _fresh_vm import run_in_fresh_vm
 
-REPO = Path(__file__).resolve().parents[1]
+from linklab.vm.launcher import VMConfig
 script = r'''
 export EVENTLET_NO_GREENDNS=yes
 t() { local t0=$(date +%s.%N); "$@" >/dev/null 2>&1; echo "$(echo "$(date +%s.%N)-$t0"|bc) s: $*"; }
@@ -30,13 +27,4 @@ for port in 16653 16654; do
 done
 '''
 for cached in (sys.argv[1:] or ["on", "off"]):
-    state = Path(tempfile.mkdtemp())
-    vm = LabVM(state, VMConfig(accel="tcg", cache_python_libs=cached == "on"), rwdirs=[REPO])
-    try:
-        print(f"== cache {cached}", flush=True)
-        vm.ensure_running(say=lambda m: print(m, flush=True))
-        vm.run(["bash", "-c", script], cwd=str(REPO), stdout=sys.stdout.buffer, stderr=sys.stderr.buffer)
-        sys.stdout.flush()
-    finally:
-        vm.stop(say=lambda m: None)
-        shutil.rmtree(state, ignore_errors=True)
+    run_in_fresh_vm(VMConfig(accel="tcg", cache_python_libs=cached == "on"), script, f"cache {cached}")
