@@ -64,7 +64,7 @@ class VMConfig:
     # (linklab/vm/pylibs.py: ~14 s of 9p stats per os-ken start under TCG).
     cache_python_libs: bool = True
     # A warm os-ken in the guest forks the labs' OpenFlow controllers (linklab/osken_warm.py: an
-    # SDN lab's `up` ~30 s shorter under TCG); False: every controller starts cold.
+    # SDN lab's `up` ~23 s shorter under TCG); False: every controller starts cold.
     warm_osken: bool = True
 
 
