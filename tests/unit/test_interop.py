@@ -140,6 +140,63 @@ def test_two_controllers_in_one_namespace_get_their_own_ports(tmp_path):
     assert controller_ports(_lab(p)) == {"s1": 6653, "s2": 6654}
 
 
+def _runtime_functions(*names: str) -> dict:
+    """Functions of the Mininet runtime (pasted into exported scripts, never imported: it imports
+    Mininet at its top), compiled on their own with what they use."""
+    tree = ast.parse(mininet_export.RUNTIME.read_text())
+    keep = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in names
+            or isinstance(n, ast.Assign) and any(getattr(t, "id", "") == "BATCHES" for t in n.targets)]
+    scope: dict = {"shlex": shlex}
+    exec(compile(ast.Module(body=keep, type_ignores=[]), "mininet_runtime", "exec"), scope)
+    return scope
+
+
+def test_a_nodes_commands_run_in_order_batched_and_stop_at_the_first_failure(tmp_path):
+    """The line the exported script sends a node's shell: consecutive ip / tc commands through
+    one `-batch -` process, consecutive ovs-vsctl commands as one transaction, others as they are;
+    run here in a real shell against stand-ins that log what they were given (and fail on `bad`)."""
+    import subprocess
+    shell_line = _runtime_functions("shell_line")["shell_line"]
+    log = tmp_path / "log"
+    for tool in ("ip", "tc", "ovs-vsctl", "sysctl"):
+        stub = tmp_path / tool
+        stub.write_text(f"#!/bin/sh\necho \"{tool} $*\" >> {log}\n"
+                        "if [ \"$1\" = -batch ]; then while read -r l; do echo \"  $l\" >> " + str(log) + "; "
+                        "case \"$l\" in *bad*) exit 1;; esac; done; fi\n"
+                        "case \"$*\" in *bad*) exit 1;; esac\n")
+        stub.chmod(0o755)
+    argvs = [["ip", "link", "add", "bond0", "type", "bond"], ["ip", "link", "set", "dev", "m0", "master", "bond0"],
+             ["ovs-vsctl", "set", "bridge", "s1", "fail_mode=secure"], ["ovs-vsctl", "set-controller", "s1", "tcp:x"],
+             ["ip", "-6", "addr", "add", "fd00::1/64", "dev", "bond0"], ["ip", "link", "set", "dev", "bond0", "up"],
+             ["tc", "qdisc", "add", "dev", "m0", "root", "handle", "1:", "htb"], ["tc", "class", "add", "dev", "m0"],
+             ["sysctl", "-q", "-w", "net.ipv4.tcp_rmem=4096 13107 838860"], ["ip", "addr", "add", "10.0.0.1/24", "dev", "x"]]
+
+    def run(argvs):
+        log.write_text("")
+        line = shell_line(argvs)
+        res = subprocess.run(["sh", "-c", "( set -e; " + line + " )"], env={"PATH": f"{tmp_path}:/usr/bin:/bin"},
+                             capture_output=True, text=True, timeout=30)
+        return line, res.returncode, log.read_text().splitlines()
+
+    line, rc, got = run(argvs)
+    assert rc == 0 and got == [
+        "ip -batch -", "  link add bond0 type bond", "  link set dev m0 master bond0",
+        "ovs-vsctl set bridge s1 fail_mode=secure -- set-controller s1 tcp:x",
+        "ip -6 addr add fd00::1/64 dev bond0",  # an option before the command: on its own
+        "ip link set dev bond0 up",  # a batch of one is the command itself
+        "tc -batch -", "  qdisc add dev m0 root handle 1: htb", "  class add dev m0",
+        "sysctl -q -w net.ipv4.tcp_rmem=4096 13107 838860",  # blanks kept in one word
+        "ip addr add 10.0.0.1/24 dev x"], (line, got)
+    assert line.count("ip -batch -") == 1 and line.count("ovs-vsctl") == 1
+    # A failure inside a batch stops the batch and everything after it, with a failing status.
+    failing = [*argvs[:1], ["ip", "link", "set", "dev", "bad", "up"], ["ip", "link", "del", "never"], *argvs[2:]]
+    _, rc, got = run(failing)
+    assert rc != 0 and got == ["ip -batch -", "  link add bond0 type bond", "  link set dev bad up"], got
+    # A word with a blank never goes into a batch file (its lines are split at blanks).
+    line, rc, got = run([["ip", "link", "set", "dev", "a", "alias", "x y"], ["ip", "link", "set", "dev", "a", "up"]])
+    assert "-batch" not in line and rc == 0 and got == ["ip link set dev a alias x y", "ip link set dev a up"], got
+
+
 @pytest.mark.parametrize("path", TOPOLOGIES, ids=lambda p: p.stem)
 def test_mininet_script_is_python_and_matches_golden(path):
     text = mininet_export.export(_lab(path), str(path.relative_to(ROOT)))

@@ -5,7 +5,7 @@ throughput is measured in linklab and in the exported script, side by side: the 
 and E3 at MTU 1500 and with hosts at 2000 behind switch ports left at 1500 (the mismatch).
 
 One python3 runs all the scripts (runpy, each as __main__ with its own argv): a cold import of
-Mininet costs 4-10 s under software emulation, the scripts themselves 30-60 s each. Mininet's
+Mininet costs 4-10 s under software emulation, the scripts themselves 7-45 s each. Mininet's
 OVSSwitch needs an Open vSwitch in the root namespace: the test starts one of its own there
 (a private database and run directory, as the lab's switches have), and stops it after.
 """
