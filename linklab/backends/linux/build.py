@@ -10,6 +10,7 @@ it never asks which kind a node is.
 from __future__ import annotations
 
 import json
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -45,7 +46,7 @@ class Build:
     say       what tells the user of slow steps (a kind starting a daemon or pulling an image)
     created   (node, ifname) of the interfaces this build creates: they have no address and the
               kernel's default qdisc, so nothing needs to be read back to reconcile them
-    begun     node -> what its kind's `begin` started, for that kind's `configure`
+    begun     (kind name, node) -> what the kind's `begin` started, for its `configure`
     ipr       node -> its pyroute2 handle, opened on first use
     """
 
@@ -67,7 +68,8 @@ class Build:
         self._dumped: set[str] = set()
         self.ipr = {node: _IndexKeeping(h, self._indexes, self._dumped) for node, h in ipr.items()}
         self.created: set[tuple[str, str]] = set()
-        self.begun: dict[str, Any] = {}
+        self.begun: dict[tuple[str, str], Any] = {}
+        self._background: list[Future] = []
         self._mtus: dict[tuple[str, int], int] = {}
 
     def idx(self, node: str, ifname: str) -> int | None:
@@ -106,6 +108,16 @@ class Build:
         lab no longer has it)."""
         self.owned["interfaces"].append(f"{node}/{ifname}")
 
+    def background(self, fn: Callable[..., Any], *args: Any) -> Future:
+        """Run fn(*args) in a thread of its own (a `begin` whose work is mostly waiting on process
+        starts); the build waits for it before it ends, also when it fails, so nothing it starts
+        outlives a failed build unseen."""
+        pool = ThreadPoolExecutor(max_workers=1)
+        future = pool.submit(fn, *args)
+        pool.shutdown(wait=False)
+        self._background.append(future)
+        return future
+
     def previous_processes(self, node: str) -> list[dict[str, Any]]:
         """The process records (linklab/backends/linux/daemons.py) the previous build left on `node`."""
         return [r for r in self.previous.get("processes", []) if r["node"] == node]
@@ -118,17 +130,20 @@ class Build:
 def run(b: Build) -> None:
     """The build, phase by phase: the phase's own steps, then each kind that names it. Once the
     namespaces exist, every kind begins what is slow to become ready (`Kind.begin`)."""
-    for phase in PHASES:
-        for step in STEPS.get(phase, ()):
-            step(b)
-        for node in b.lab.nodes:
-            for kind in b.kinds[node.name]:
-                if kind.phase == phase:
-                    kind.configure(b, node)
-        if phase == "namespaces":
+    try:
+        for phase in PHASES:
+            for step in STEPS.get(phase, ()):
+                step(b)
             for node in b.lab.nodes:
                 for kind in b.kinds[node.name]:
-                    kind.begin(b, node)
+                    if kind.phase == phase:
+                        kind.configure(b, node)
+            if phase == "namespaces":
+                for node in b.lab.nodes:
+                    for kind in b.kinds[node.name]:
+                        kind.begin(b, node)
+    finally:
+        wait(b._background)
 
 
 # ---- the steps every lab needs -----------------------------------------------------------------

@@ -53,11 +53,14 @@ class OvsDirs:
         return {"OVS_RUNDIR": str(self.run), "OVS_DBDIR": str(self.run), "OVS_LOGDIR": str(self.logs),
                 "OVS_SYSCONFDIR": str(self.run)}
 
+    def tool_argv(self, tool: str, *args: str) -> list[str]:
+        """argv of an ovs-* tool, to run with env() in its environment."""
+        return [tool, *(["--timeout=15"] if tool == "ovs-vsctl" else []), *args]
+
     def argv(self, tool: str, *args: str) -> list[str]:
-        """argv running an ovs-* tool against this switch's OVS."""
-        env = [f"{k}={v}" for k, v in sorted(self.env().items())]
-        extra = ["--timeout=15"] if tool == "ovs-vsctl" else []
-        return ["env", *env, tool, *extra, *args]
+        """argv running an ovs-* tool against this switch's OVS from anywhere (its environment
+        given by `env`): what `linklab ovs` runs."""
+        return ["env", *(f"{k}={v}" for k, v in sorted(self.env().items())), *self.tool_argv(tool, *args)]
 
     def where(self, tool: str) -> str | None:
         """The namespace `tool` runs in: the daemons (and ovs-dpctl, which speaks netlink to the
@@ -67,7 +70,9 @@ class OvsDirs:
         return None if tool in SOCKET_TOOLS else self.ns
 
     def run_tool(self, tool: str, *args: str, check: bool = True, timeout: float = 30) -> runner.Result:
-        return runner.run(self.argv(tool, *args), netns=self.where(tool), check=check, timeout=timeout)
+        # The environment given directly, not by `env`: one process start less (~0.1-0.3 s in the lab VM).
+        return runner.run(self.tool_argv(tool, *args), netns=self.where(tool), check=check, timeout=timeout,
+                          env=self.env())
 
 
 def tools_at_once(d: OvsDirs, calls: list[tuple[str, ...]]) -> list[runner.Result]:

@@ -97,7 +97,7 @@ class Controller(Kind):
                          "port": node.controller_port}]
         if keep:
             b.keep_processes(keep)
-            b.begun[node.name] = keep[0]
+            b.begun[(self.name, node.name)] = keep[0]
             return
         # What an earlier app installed (flows, groups) is not this app's: start from an empty
         # table. The switch's OVS runs here only if an earlier build started it (a new lab's
@@ -110,13 +110,13 @@ class Controller(Kind):
                     d.ns, d.logs / "controller.log")
         rec = {**daemons.record(node.name, "controller", pid), "app": node.controller, "port": node.controller_port}
         b.keep_processes([rec])
-        b.begun[node.name] = rec
+        b.begun[(self.name, node.name)] = rec
 
     def configure(self, b: Build, node: Node) -> None:
         """Wait until the controller `begin` started listens and the switch, built meanwhile, is
         connected to it."""
         d = ovsd.OvsDirs(ns=b.ns[node.name], lab=b.lab.name, node=node.name)
-        rec, log = b.begun[node.name], d.logs / "controller.log"
+        rec, log = b.begun[(self.name, node.name)], d.logs / "controller.log"
 
         def listening() -> bool:
             if not daemons.alive(rec):
