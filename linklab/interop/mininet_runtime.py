@@ -71,25 +71,22 @@ def warn(msg):
 def run(node, argv, check=True):
     """Run argv (quoted, never re-split) in the node's shell; Mininet's cmd() gives no exit status,
     so the command reports it after its output."""
-    return run_all(node, [argv], check)
-
-
-def run_all(node, argvs, check=True):
-    """Several commands in one round trip to the node's shell (a round trip costs ~0.3 s under emulation)."""
-    return run_nodes({node: argvs}, check)[node]
+    return run_nodes({node: [argv]}, check)[node]
 
 
 def run_nodes(steps, check=True):
     """Each node's commands (steps: {node: [argv, ...]}) sent to every node's shell at once, then
-    awaited: nodes are separate shells, their configurations independent. Returns {node: (rc, text)}."""
-    for node, argvs in steps.items():
-        node.sendCmd("( set -e; " + shell_line(argvs) + " ); echo " + OK_MARK + "$?")
+    awaited: nodes are separate shells, their configurations independent (a round trip costs
+    ~0.3 s under emulation). Returns {node: (rc, text)}."""
+    lines = {node: shell_line(argvs) for node, argvs in steps.items()}
+    for node, line in lines.items():
+        node.sendCmd("( set -e; " + line + " ); echo " + OK_MARK + "$?")
     done = {}
-    for node, argvs in steps.items():
+    for node in lines:
         text, _, rc = node.waitOutput().rpartition(OK_MARK)
         done[node] = int(rc.strip() or 1), text
-    failed = ["%s: exited %d in: %s\n%s" % (node.name, done[node][0], shell_line(argvs), done[node][1].strip())
-              for node, argvs in steps.items() if done[node][0] != 0]
+    failed = ["%s: exited %d in: %s\n%s" % (node.name, rc, lines[node], text.strip())
+              for node, (rc, text) in done.items() if rc != 0]
     if check and failed:
         raise RuntimeError("\n".join(failed))
     return done
