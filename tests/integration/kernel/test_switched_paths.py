@@ -16,6 +16,11 @@ regression gate's rule (linklab/report/machine.py: stolen_room): under 29-39 % s
 to 0.952-0.962 at MTU 9000 (fresh-clone CI, 2026-11-26), and under 20-36 % three bridges at MTU 1500
 gave 0.860, 0.883 and 0.763 (fresh-clone CI, 2026-11-26); on a quiet host the bounds are LOW and
 FLOOR as they stand.
+
+The chains of three switches run at 500 Mbit/s (50 at the lab VM's scale), not 1 Gbit/s: at 100
+Mbit/s and MTU 1500 the emulated CPU, not the path, set the rate (OVS: 0.970-0.982 here, 0.884-0.954
+on a slower CI machine, its cores ~57 % busy here); at 50 Mbit/s 0.997-1.003, and the bug still
+shows (0.51-0.78 at MTU 9000 with the switch ports' floor taken out, 2026-11-27).
 """
 
 import csv
@@ -29,7 +34,6 @@ from linklab.report.machine import row_stolen_room
 from linklab.sweep.engine import Options, run
 
 DATA = Path(__file__).resolve().parents[1] / "data"
-WRITTEN_RATE_BPS = 1e9  # every link (and LAG member) `rate: 1gbit`, run at the lab's scale
 LOW, HIGH = 0.97, 1.01  # of theory: the best repetition
 FLOOR = 0.85  # of theory: every repetition (the stalls above cost at most 9 %; the bug 42-64 %)
 
@@ -40,14 +44,15 @@ def theory(rate_bps: float, mtu: int) -> float:
     return rate_bps * goodput_fraction(mtu)
 
 
-def _ratios(reps: list[dict]) -> tuple[list[float], list[float]]:
-    """Each repetition's goodput / theory, and the room its hypervisor steal gives it."""
-    ratios = [float(r["throughput_bps"]) / theory(WRITTEN_RATE_BPS * float(r["scale"]), int(r["mtu"])) for r in reps]
+def _ratios(reps: list[dict], written_bps: float) -> tuple[list[float], list[float]]:
+    """Each repetition's goodput / theory at the links' rate as written (run at the row's scale), and
+    the room its hypervisor steal gives it."""
+    ratios = [float(r["throughput_bps"]) / theory(written_bps * float(r["scale"]), int(r["mtu"])) for r in reps]
     return ratios, [row_stolen_room(r) for r in reps]
 
 
-def _reached_low(reps: list[dict]) -> bool:
-    ratios, rooms = _ratios(reps)
+def _reached_low(reps: list[dict], written_bps: float) -> bool:
+    ratios, rooms = _ratios(reps, written_bps)
     return any(x >= LOW - room for x, room in zip(ratios, rooms))
 
 
@@ -58,10 +63,11 @@ def _by_mtu(rows: list[dict]) -> dict[int, list[dict]]:
     return by_mtu
 
 
-@pytest.mark.parametrize("experiment,lab_name", [("switched_chain3_bridge.yaml", "chain3br"),
-                                                 ("switched_chain3_ovs.yaml", "chain3ovs"),
-                                                 ("switched_lag_chain.yaml", "lagchain")])
-def test_goodput_through_switches_matches_theory(tmp_path, experiment, lab_name):
+# Each topology's every link (and LAG member) rate as written, run at the lab's scale.
+@pytest.mark.parametrize("experiment,lab_name,written_bps", [("switched_chain3_bridge.yaml", "chain3br", 500e6),
+                                                             ("switched_chain3_ovs.yaml", "chain3ovs", 500e6),
+                                                             ("switched_lag_chain.yaml", "lagchain", 1e9)])
+def test_goodput_through_switches_matches_theory(tmp_path, experiment, lab_name, written_bps):
     # A second sweep of three repetitions only when a point's best of the first three fell short
     # of LOW: a stall subtracts from some repetitions (CI, 2026-11-27: 0.930-0.951 at MTU 9000
     # under 3-4 % steal, where this machine measured 0.996-0.999 the same day at the same CPU
@@ -72,7 +78,7 @@ def test_goodput_through_switches_matches_theory(tmp_path, experiment, lab_name)
             store = run(DATA / experiment, Options(results=tmp_path / f"results{sweep}"), say=lambda *_: None)
             with open(store.path / "results.csv") as f:
                 rows += list(csv.DictReader(f))
-            if all(_reached_low(reps) for reps in _by_mtu(rows).values()):
+            if all(_reached_low(reps, written_bps) for reps in _by_mtu(rows).values()):
                 break
     finally:
         if state.load(lab_name):
@@ -80,9 +86,9 @@ def test_goodput_through_switches_matches_theory(tmp_path, experiment, lab_name)
     for r in rows:
         assert r["preflight_ok"] == "true" and not r.get("error"), r.get("error")
     for mtu, reps in _by_mtu(rows).items():
-        ratios, rooms = _ratios(reps)
+        ratios, rooms = _ratios(reps, written_bps)
         shown = ", ".join(f"{x:.3f} (steal {r.get('host_steal_pct') or '-'} %)" for x, r in zip(ratios, reps))
-        assert _reached_low(reps), f"{experiment} MTU {mtu}: goodput / theory {shown}"
+        assert _reached_low(reps, written_bps), f"{experiment} MTU {mtu}: goodput / theory {shown}"
         assert max(ratios) <= HIGH, f"{experiment} MTU {mtu}: goodput / theory {shown}"
         assert all(x >= FLOOR - room for x, room in zip(ratios, rooms)), f"{experiment} MTU {mtu}: goodput / theory {shown}"
         # No port beyond the bottleneck dropped what the path sent (the emulator's bursts): at
