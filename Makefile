@@ -15,6 +15,7 @@ REGRESS_NAME = $(basename $(notdir $(REGRESS_EXP)))
 BASELINE ?= baselines/$(REGRESS_NAME)-quick-vm-tcg
 # extra `linklab compare` options, e.g. --tolerance 35 when the baseline came from another machine
 REGRESS_ARGS ?=
+REGRESS_SWEEP_ARGS ?=
 # make baseline / noise / gate-power: the gate's own measurements, on a quiet machine (see README)
 BASELINE_EXPS ?= $(REGRESS_EXP)
 BASELINE_REPS ?=
@@ -62,8 +63,9 @@ report: setup
 	$(LINKLAB) report $(RUN)
 
 # A new run every time (--force), then `linklab compare`: exit 1 when a metric left its band.
+# REGRESS_SWEEP_ARGS: e.g. --points ID,ID to measure again only the points a failed gate named.
 regress: setup
-	$(LINKLAB) sweep $(REGRESS_EXP) --quick --force
+	$(LINKLAB) sweep $(REGRESS_EXP) --quick --force $(REGRESS_SWEEP_ARGS)
 	$(LINKLAB) compare $(BASELINE) $(REGRESS_EXP) $(REGRESS_ARGS)
 
 # Each experiment's quick variant, 5 repetitions per point (or BASELINE_REPS), into baselines/<name>-quick-vm-tcg

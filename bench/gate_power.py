@@ -13,6 +13,13 @@
    and says where the band edges lie.
 2. False alarms: each quiet rerun compared with the baseline as it is.
 3. The smallest throughput change (every point, each sign) caught in 95 % of the trials.
+4. The gate as CI runs it (.ci/run): a failed gate is confirmed by measuring again in a new lab
+   VM, and only the checks that failed both times fail it (`compare --confirms`). Here each
+   rerun is paired with every rerun from another boot of the lab VM (manifest:
+   placement.vm.started_at): a false alarm is a pair failing a same check, each run judged with
+   a floor measured from the reruns other than the two; a change is caught when injected into
+   both runs of a pair (the next rerun from another boot) it fails a same check both times that
+   the pair without it did not.
 
 The noise floor: with reruns, each rerun is judged with a floor measured from the other reruns
 (leave one out: a rerun never judges itself); else the baseline's own noise.json, else the
@@ -215,29 +222,40 @@ def sources(base: Run, reruns: list[Run], runs: list[Run], tolerance: float) -> 
     return [Source(r, nf, failure_keys(compare(base, r, noise=nf, tolerance=tolerance))) for r in pool], how
 
 
-def trial(base: Run, src: Source, change: Change, pid: str | None, tolerance: float) -> bool:
-    changed = with_rows(src.run, change.apply(src.run.rows, pid))
-    res = compare(base, changed, noise=src.noise, tolerance=tolerance, speed=src.speed)
-    return bool(failure_keys(res) - src.clean)
+def trial(base: Run, src: Source, change: Change, pid: str | None, tolerance: float,
+          partner: Source | None = None) -> bool:
+    """Is the change caught in src; with a partner, in both (a same check failing in each, as
+    .ci/run's confirmation decides)?"""
+    def failed(s: Source) -> set:
+        changed = with_rows(s.run, change.apply(s.run.rows, pid))
+        return failure_keys(compare(base, changed, noise=s.noise, tolerance=tolerance, speed=s.speed))
+
+    if partner is None:
+        return bool(failed(src) - src.clean)
+    return bool((failed(src) & failed(partner)) - (src.clean & partner.clean))
 
 
-def power(base: Run, srcs: list[Source], tolerance: float) -> list[dict]:
+Pair = tuple[Source, "Source | None"]  # a run, and the run confirming it (None: the gate alone)
+
+
+def power(base: Run, pairs: list[Pair], tolerance: float) -> list[dict]:
+    """Per change, the share of trials that caught it (in both runs of a pair, where paired)."""
     table = []
     base_rows = {p.key(): p.rows for p in group(base)}
     for ch in changes():
         caught = trials = 0
         missed: dict[str, int] = {}
-        for s in srcs:
+        for s, other in pairs:
             points = [p for p in group(s.run) if p.ok and ch.applies(
                 base_rows.get(p.key(), []), p.rows, set(s.noise.seen(point_key(p)).get("flags", []) if s.noise else []))]
             if ch.where == "every point":
                 if points:
                     trials += 1
-                    caught += trial(base, s, ch, None, tolerance)
+                    caught += trial(base, s, ch, None, tolerance, other)
             else:
                 for p in points:
                     trials += 1
-                    got = trial(base, s, ch, p.id, tolerance)
+                    got = trial(base, s, ch, p.id, tolerance, other)
                     caught += got
                     if not got:
                         missed[p.label] = missed.get(p.label, 0) + 1
@@ -246,21 +264,76 @@ def power(base: Run, srcs: list[Source], tolerance: float) -> list[dict]:
     return table
 
 
-def smallest_caught(base: Run, srcs: list[Source], tolerance: float, need: float = 0.95) -> dict[str, int | None]:
+def smallest_caught(base: Run, pairs: list[Pair], tolerance: float, need: float = 0.95) -> dict[str, int | None]:
     out: dict[str, int | None] = {}
     for sign, name in ((-1, "down"), (1, "up")):
         out[name] = None
         for pct in range(1, 61):
             ch = Change("throughput", "", "every point", throughput(1 + sign * pct / 100))
-            rate = sum(trial(base, s, ch, None, tolerance) for s in srcs) / len(srcs)
+            rate = sum(trial(base, s, ch, None, tolerance, o) for s, o in pairs) / len(pairs)
             if rate >= need:
                 out[name] = pct
                 break
     return out
 
 
+def boot(run: Run) -> str:
+    """Which boot of the lab VM measured the run (its start time), or the run itself."""
+    vm = (run.manifest.get("placement") or {}).get("vm") or {}
+    return str(vm.get("started_at") or run.name)
+
+
+def confirmed_pairs(base: Run, reruns: list[Run], tolerance: float) -> tuple[list[Pair], list[dict]]:
+    """Each rerun with a partner (the next rerun from another boot), the two judged with a floor
+    from the reruns other than them; and the false alarms of every pair from different boots."""
+    def pair(i: int, j: int) -> tuple[Source, Source]:
+        nf = measure(base, [r for k, r in enumerate(reruns) if k not in (i, j)])
+        a, b = (Source(reruns[k], nf, failure_keys(compare(base, reruns[k], noise=nf, tolerance=tolerance)))
+                for k in (i, j))
+        return a, b
+
+    n = len(reruns)
+    alarms = []
+    for i in range(n):
+        for j in range(i + 1, n):
+            if boot(reruns[i]) != boot(reruns[j]):
+                a, b = pair(i, j)
+                alarms.append({"runs": [a.run.name, b.run.name], "failed": sorted(" / ".join(k) for k in a.clean & b.clean),
+                               "failed_once": sorted(" / ".join(k) for k in a.clean ^ b.clean)})
+    pairs: list[Pair] = []
+    for i in range(n):
+        j = next((k % n for k in range(i + 1, i + n) if boot(reruns[k % n]) != boot(reruns[i])), None)
+        if j is not None:
+            pairs.append(pair(i, j))
+    return pairs, alarms
+
+
 def false_alarms(srcs: list[Source]) -> list[dict]:
     return [{"run": s.run.name, "failed": sorted(" / ".join(k) for k in s.clean)} for s in srcs]
+
+
+def print_table(table: list[dict]) -> None:
+    print(f"\n{'change':26} {'size':24} {'where':12} {'caught':>8} {'rate':>6}")
+    for t in table:
+        rate = "-" if t["rate"] is None else f"{100 * t['rate']:.0f} %"
+        print(f"{t['change']:26} {t['size']:24} {t['where']:12} {t['caught']:>3}/{t['trials']:<4} {rate:>6}"
+              + (f"   missed at: {', '.join(f'{k} ({v})' for k, v in t['missed_at'].items())}" if t["missed_at"] else ""))
+
+
+def goals(table: list[dict], alarms: list[dict] | None) -> dict[str, bool | None]:
+    """Issue 19's goal: every +/-20 % (every point) and every structural change caught, at most 1
+    false alarm in 10."""
+    at20 = [t for t in table if t["change"] == "throughput" and t["size"] in ("-20 %", "+20 %")
+            and t["where"] == "every point"]
+    struct = [t for t in table if t["group"] == "structure" and t["trials"]]
+    return {"throughput_20pct_every_point": all(t["rate"] == 1.0 for t in at20),
+            "every_structural_change": all(t["rate"] == 1.0 for t in struct),
+            "false_alarms_at_most_1_in_10": None if alarms is None else
+            sum(1 for a in alarms if a["failed"]) <= max(1, len(alarms) // 10)}
+
+
+def goal_words(goal: dict[str, bool | None]) -> str:
+    return ", ".join(f"{k} {'met' if v else 'NOT met' if v is False else 'not measured'}" for k, v in goal.items())
 
 
 def main() -> int:
@@ -286,12 +359,9 @@ def main() -> int:
     print(f"changes injected into {len(srcs)} {'slower run' if slower else 'quiet rerun' if reruns else 'stored run'}"
           f"{'s' if len(srcs) != 1 else ''}: {', '.join(s.run.name for s in srcs)}")
     print(f"bands: {how}" + (f"; --tolerance {args.tolerance:g}" if tol else ""))
-    table = power(base, srcs, tol)
-    print(f"\n{'change':26} {'size':24} {'where':12} {'caught':>8} {'rate':>6}")
-    for t in table:
-        rate = "-" if t["rate"] is None else f"{100 * t['rate']:.0f} %"
-        print(f"{t['change']:26} {t['size']:24} {t['where']:12} {t['caught']:>3}/{t['trials']:<4} {rate:>6}"
-              + (f"   missed at: {', '.join(f'{k} ({v})' for k, v in t['missed_at'].items())}" if t["missed_at"] else ""))
+    single = [(x, None) for x in srcs]
+    table = power(base, single, tol)
+    print_table(table)
     alarms = false_alarms(srcs) if reruns else []
     if reruns:
         n_alarm = sum(1 for a in alarms if a["failed"])
@@ -301,22 +371,39 @@ def main() -> int:
                 print(f"  {a['run']}: " + "; ".join(a["failed"][:6]) + (" ..." if len(a["failed"]) > 6 else ""))
     else:
         print("\nfalse alarms: not measured (give --reruns: quiet reruns of the baseline's experiment)")
-    small = smallest_caught(base, srcs, tol)
+    small = smallest_caught(base, single, tol)
     print(f"smallest throughput change (every point) caught in 95 % of trials: "
           f"down {small['down'] or '> 60'} %, up {small['up'] or '> 60'} %")
-    at20 = [t for t in table if t["change"] == "throughput" and t["size"] in ("-20 %", "+20 %")
-            and t["where"] == "every point"]
-    struct = [t for t in table if t["group"] == "structure" and t["trials"]]
-    goal = {"throughput_20pct_every_point": all(t["rate"] == 1.0 for t in at20),
-            "every_structural_change": all(t["rate"] == 1.0 for t in struct),
-            "false_alarms_at_most_1_in_10": (sum(1 for a in alarms if a["failed"]) <= max(1, len(alarms) // 10))
-            if reruns else None}
-    print("goal: " + ", ".join(f"{k} {'met' if v else 'NOT met' if v is False else 'not measured'}"
-                               for k, v in goal.items()))
+    goal = goals(table, alarms) if reruns else goals(table, None)
     out = {"baseline": str(base.path), "sources": [s.run.name for s in srcs], "reruns": bool(reruns), "slower": bool(slower),
            "bands": how, "tolerance_pct": args.tolerance, "changes": table, "false_alarms": alarms,
-           "smallest_throughput_change_pct_caught_95": small, "goal": goal,
-           "seconds": round(time.monotonic() - t0, 1)}
+           "smallest_throughput_change_pct_caught_95": small, "goal": goal}
+    # The gate as .ci/run runs it: confirmed in a new lab VM.
+    boots = len({boot(r) for r in reruns})
+    if reruns and not slower and boots > 1:
+        pairs, pair_alarms = confirmed_pairs(base, reruns, tol)
+        print(f"\nconfirmed as CI confirms a failed gate (a rerun from another of the {boots} lab VM boots; floors "
+              f"from the other {len(reruns) - 2} reruns):")
+        ctable = power(base, pairs, tol)
+        print_table(ctable)
+        n_alarm = sum(1 for a in pair_alarms if a["failed"])
+        print(f"\nfalse alarms: {n_alarm} of {len(pair_alarms)} pairs of quiet reruns from different boots failed a "
+              f"same check ({sum(1 for a in pair_alarms if a['failed_once'])} pairs had a check failing in one run only)")
+        for a in pair_alarms:
+            if a["failed"]:
+                print(f"  {' + '.join(a['runs'])}: " + "; ".join(a["failed"][:6]))
+        csmall = smallest_caught(base, pairs, tol)
+        print(f"smallest throughput change (every point) caught in 95 % of trials: "
+              f"down {csmall['down'] or '> 60'} %, up {csmall['up'] or '> 60'} %")
+        out["confirmed"] = {"boots": boots, "pairs": [[a.run.name, b.run.name] for a, b in pairs], "changes": ctable,
+                            "false_alarms": pair_alarms, "smallest_throughput_change_pct_caught_95": csmall,
+                            "goal": goals(ctable, pair_alarms)}
+    elif reruns and not slower:
+        print("\nconfirmed gate: not measured (the reruns come from one lab VM boot; CI confirms in a new one)")
+    print("goal, the gate alone: " + goal_words(goal))
+    if "confirmed" in out:
+        print("goal, confirmed as CI runs it: " + goal_words(out["confirmed"]["goal"]))
+    out["seconds"] = round(time.monotonic() - t0, 1)
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(out, indent=1) + "\n")
     print(f"\n({time.monotonic() - t0:.0f} s; {args.json})")

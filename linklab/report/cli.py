@@ -29,6 +29,9 @@ examples:
   linklab compare BASELINE RUN --tolerance 35        # a baseline recorded on another machine
   linklab compare BASELINE RUN --allow-missing       # a run of part of the matrix, on purpose
   linklab compare BASELINE RUN2 --confirms RUN1      # RUN2 repeats RUN1: fail what failed in both
+  # confirm a failed gate by measuring again only the points that failed:
+  linklab sweep EXP --quick --force --points "$(linklab compare BASELINE RUN1 --failed-points)"
+  linklab compare BASELINE EXP --confirms RUN1
 
 Each point of the baseline is judged; any of these fails the gate, and each failure names the
 point, the metric, the baseline's n / mean / sd, the new value, the band and the rule:
@@ -146,6 +149,9 @@ def _add_compare(sub) -> None:
     c.add_argument("--confirms", metavar="RUN",
                    help="NEW repeats RUN (the same code, measured again to confirm a failed gate): a check fails "
                         "only where it failed for RUN too; the others are listed as not confirmed")
+    c.add_argument("--failed-points", action="store_true",
+                   help="print only the ids of the points that failed, comma-separated (every point when a check "
+                        "of the whole run failed), for `linklab sweep --points` to measure them again")
     c.add_argument("--all", action="store_true", help="list every check, not only the failures")
     c.add_argument("--json", action="store_true", help="machine-readable output")
     c.set_defaults(handler=cmd_compare)
@@ -241,7 +247,7 @@ def cmd_report(args, argv) -> int:
 
 
 def cmd_compare(args, argv) -> int:
-    from linklab.report.compare import as_json, compare, confirm, render
+    from linklab.report.compare import as_json, compare, confirm, failed_point_ids, render
     from linklab.report.noise import NoiseFloor, for_baseline
     from linklab.report.runs import Run, find_run
     from linklab.report.speed import for_baseline as speed_for_baseline
@@ -262,7 +268,10 @@ def cmd_compare(args, argv) -> int:
     res = judge(new)
     if args.confirms:
         res = confirm(res, judge(Run.load(find_run(args.confirms, results))))
-    print(json.dumps(as_json(res), indent=1) if args.json else render(res, show_all=args.all))
+    if args.failed_points:
+        print(",".join(failed_point_ids(res)))
+    else:
+        print(json.dumps(as_json(res), indent=1) if args.json else render(res, show_all=args.all))
     return 0 if res.ok else 1
 
 

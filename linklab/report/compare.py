@@ -41,7 +41,8 @@ recorded on another machine, whose emulated CPU is faster or slower.
 confirm(): a run that repeats an earlier one of the same code (CI's second sweep after a failed
 gate) fails only the checks that failed in both, matched by point, rule and item. A regression
 moves the same points the same way every time; an emulator stall on a busy or stolen host lands
-on whichever point was measuring. The other failures are listed as "not confirmed".
+on whichever point was measuring. The other failures are listed as "not confirmed". The repeat
+need only measure the points that failed (failed_point_ids(), `linklab sweep --points`).
 """
 
 from __future__ import annotations
@@ -71,6 +72,7 @@ WITHIN, FAIL, HARMLESS, NOT_JUDGED, UNCONFIRMED = "within", "FAIL", "harmless", 
 # are judged by their bands either way.
 SHARE_FLAGS = {"queue_dropped": QUEUE_DROP_PCT, "emulator_burst": QUEUE_DROP_PCT}
 FLAG_MARGIN = 3.0
+EVERY_POINT = "(every point)"  # the point of a check on the whole run
 MEMBER_COLUMNS = {f"{side}_member_{d}_active": f"{side} {d}" for side in ("client", "server") for d in ("tx", "rx")}
 
 
@@ -174,7 +176,7 @@ def compare(base: Run, new: Run, allow: set[str] = frozenset(), tolerance: float
     lenient = NOT_JUDGED if allow_missing else FAIL
     level = cpu_level(bp, new_by_key)
     if level.pairs:
-        res.checks.append(Check("(every point)", "cpu_level", "CPU level", FAIL if level.beyond_machines else WITHIN,
+        res.checks.append(Check(EVERY_POINT, "cpu_level", "CPU level", FAIL if level.beyond_machines else WITHIN,
                                 base_text="x1.00", new_text=level.words()))
     if level.other_machine:
         res.notes.append(f"another machine: its CPU is {level.words()}; CPU is judged relative to that level "
@@ -219,18 +221,36 @@ def compare(base: Run, new: Run, allow: set[str] = frozenset(), tolerance: float
 
 def confirm(res: Result, earlier: Result) -> Result:
     """`res` judged as a repeat of `earlier`: its failures that `earlier` did not have too become
-    UNCONFIRMED (see the module's text). Both must judge against the same baseline."""
+    UNCONFIRMED (see the module's text). Both must judge against the same baseline. The repeat
+    may hold only the points that failed before (`failed_point_ids`, `sweep --points`): a point
+    it left out that passed before is not judged ("not repeated"), not missing."""
     if earlier.base.path != res.base.path or earlier.base.name != res.base.name:
         raise UsageError(f"--confirms: {earlier.new.path} was not judged against {res.base.path}")
     if earlier.new.path == res.new.path:
         raise UsageError(f"--confirms {earlier.new.path}: that is the run being judged; give the earlier run")
     failed_before = {(c.point, c.rule, c.what) for c in earlier.failures}
-    for c in res.failures:
-        if (c.point, c.rule, c.what) not in failed_before:
+    points_failed_before = {c.point for c in earlier.failures}
+    for c in res.checks:
+        if c.rule == "missing":
+            if c.point not in points_failed_before:
+                c.verdict, c.new_text = NOT_JUDGED, "not repeated (it passed in the run confirmed)"
+            # else it stays failed: a repeat that did not measure a failed point cannot clear it
+        elif c.verdict == FAIL and (c.point, c.rule, c.what) not in failed_before:
             c.verdict = UNCONFIRMED
     res.notes.append(f"confirming {earlier.new.path} ({len(earlier.failures)} failed there): a check fails only "
                      "where it failed in both runs; the others are listed as not confirmed")
     return res
+
+
+def failed_point_ids(res: Result) -> list[str]:
+    """The ids of the points with a failed check, as the new run names them (for `sweep --points`,
+    which measures them again); every point when a check of the whole run failed (cpu_level)."""
+    labels = {c.point for c in res.failures}
+    base_points = group(res.base)
+    if EVERY_POINT in labels:
+        labels = {p.label for p in base_points}
+    new_ids = {p.key(): p.id for p in group(res.new)}
+    return [new_ids.get(p.key(), p.id) for p in base_points if p.label in labels]
 
 
 def _reps(p: Point) -> str:
@@ -245,30 +265,30 @@ def _state_checks(p: Point, q: Point, lenient: str) -> list[Check]:
     b_pf = [r for r in b_failed if _preflight_failed(r)]
     n_pf = [r for r in n_failed if _preflight_failed(r)]
     if n_pf and not b_pf:
-        out.append(Check(q.label, "preflight", "pre-flight", FAIL, base_text=f"passed in {len(p.rows)} of {len(p.rows)}",
+        out.append(Check(p.label, "preflight", "pre-flight", FAIL, base_text=f"passed in {len(p.rows)} of {len(p.rows)}",
                          new_text=f"failed in {len(n_pf)} of {len(q.rows)}: {_error(n_pf[0])}"))
     elif b_pf and not p.ok and q.ok:
-        out.append(Check(q.label, "preflight", "pre-flight", FAIL, base_text=f"failed: {_error(b_pf[0])}",
+        out.append(Check(p.label, "preflight", "pre-flight", FAIL, base_text=f"failed: {_error(b_pf[0])}",
                          new_text=f"passed in {len(q.ok)} of {len(q.rows)}"))
     bad = [r for r in n_failed if not _preflight_failed(r)]
     # Failures the baseline never had, or a point left with nothing measured at all.
     if bad and (not b_failed or (not q.ok and p.ok)):
-        out.append(Check(q.label, "failed", "repetitions", lenient, base_text=f"{len(p.rows)} of {len(p.rows)} measured",
+        out.append(Check(p.label, "failed", "repetitions", lenient, base_text=f"{len(p.rows)} of {len(p.rows)} measured",
                          new_text=f"{len(bad)} of {len(q.rows)} failed: {_error(bad[0])}"))
     if not p.ok and b_failed and not b_pf and q.ok:
-        out.append(Check(q.label, "baseline", "point", lenient, base_text=f"every repetition failed: {_error(b_failed[0])}",
+        out.append(Check(p.label, "baseline", "point", lenient, base_text=f"every repetition failed: {_error(b_failed[0])}",
                          new_text="cannot be judged against it"))
     if b_pf and n_pf and not p.ok and not q.ok:
-        out.append(Check(q.label, "preflight", "pre-flight", WITHIN, base_text=f"failed: {_error(b_pf[0])}",
+        out.append(Check(p.label, "preflight", "pre-flight", WITHIN, base_text=f"failed: {_error(b_pf[0])}",
                          new_text=f"failed: {_error(n_pf[0])}"))
     disturbed = [r for r in q.ok if DISTURBED in row_flags(r)]
     if disturbed:
-        out.append(Check(q.label, "disturbed", "repetitions", lenient, base_text="",
+        out.append(Check(p.label, "disturbed", "repetitions", lenient, base_text="",
                          new_text=f"{len(disturbed)} of {len(q.ok)} flagged {DISTURBED}: "
                                   f"{row_flags(disturbed[0]).get(DISTURBED) or 'other work held the host'}"))
     stolen = [r for r in q.ok if STOLEN in row_flags(r)]
     if stolen:
-        out.append(Check(q.label, "stolen", "repetitions", HARMLESS, base_text="",
+        out.append(Check(p.label, "stolen", "repetitions", HARMLESS, base_text="",
                          new_text=f"{len(stolen)} of {len(q.ok)} flagged {STOLEN}: {row_flags(stolen[0]).get(STOLEN)}"))
     return out
 
@@ -290,12 +310,12 @@ def _structure_checks(p: Point, q: Point, seen: dict[str, Any], level: machine.L
         if not b or not n:
             continue
         new_kinds = set(n) - set(b) - set((seen.get("members") or {}).get(col, []))
-        out.append(Check(q.label, "members", f"bond members ({side})", FAIL if new_kinds else WITHIN,
+        out.append(Check(p.label, "members", f"bond members ({side})", FAIL if new_kinds else WITHIN,
                          base_text=_classes_text(b), new_text=_classes_text(n)))
     b_mtu = {int(v) for r in p.ok if (v := metrics.num(r.get("path_mtu"))) is not None}
     n_mtu = {int(v) for r in q.ok if (v := metrics.num(r.get("path_mtu"))) is not None}
     if b_mtu and n_mtu:
-        out.append(Check(q.label, "path_mtu", "path MTU", FAIL if n_mtu - b_mtu else WITHIN,
+        out.append(Check(p.label, "path_mtu", "path MTU", FAIL if n_mtu - b_mtu else WITHIN,
                          base_text=", ".join(map(str, sorted(b_mtu))), new_text=", ".join(map(str, sorted(n_mtu)))))
     b_flags = ({f for r in p.ok for f in row_flags(r)} | set(seen.get("flags") or [])) - set(HOST_FLAGS)
     n_flags = {f for r in q.ok for f in row_flags(r)} - set(HOST_FLAGS)
@@ -307,7 +327,7 @@ def _structure_checks(p: Point, q: Point, seen: dict[str, Any], level: machine.L
         # A slower machine's saturation (machine.py): the CPU bands, relative to the level, judge it.
         busiest = _mean(BUSIEST, q.ok) if f == "core_saturated" else None
         slow_machine = busiest is not None and machine.saturated_here_only(level, busiest, CORE_BUSY_PCT)
-        out.append(Check(q.label, "flag", f, HARMLESS if marginal or slow_machine else FAIL,
+        out.append(Check(p.label, "flag", f, HARMLESS if marginal or slow_machine else FAIL,
                          base_text=f"never in {len(p.ok)} repetitions" + (" nor in the quiet reruns" if seen else ""),
                          new_text=f"in {len(carriers)} of {len(q.ok)}" + (f": {evidence}" if evidence else "")
                          + (f" (marginal: at most {worst:g} % where the flag starts at {SHARE_FLAGS[f]:g} %; "
@@ -396,7 +416,7 @@ def _metric_checks(p: Point, q: Point, scale_ratio: float, tolerance: float, noi
         bd = bands.band(m, b, n.n, floor, tolerance, below=below, above=above, on_top=m.machine == "queue")
         direction = bands.side(m, b, n, bd)
         verdict = WITHIN if direction is None else FAIL if bands.fails(m, direction) else HARMLESS
-        out.append(Check(q.label, "band", m.title, verdict, metric=m, base=b, new=n, band=bd, direction=direction,
+        out.append(Check(p.label, "band", m.title, verdict, metric=m, base=b, new=n, band=bd, direction=direction,
                          level=level.factor if m.machine == "cost" else 1.0))
     return out
 
@@ -452,7 +472,7 @@ def render(res: Result, show_all: bool = False) -> str:
     lines.append(f"{len(metric_checks)} point×metric pairs judged: {counts[WITHIN]} within their band, "
                  f"{counts[HARMLESS]} outside on a harmless side, {counts[FAIL]} failed; "
                  f"{len(structural)} structural checks, {sum(1 for c in structural if c.verdict == FAIL)} failed"
-                 + (f", {sum(1 for c in res.checks if c.verdict == NOT_JUDGED)} not judged (--allow-missing)"
+                 + (f", {sum(1 for c in res.checks if c.verdict == NOT_JUDGED)} not judged"
                     if any(c.verdict == NOT_JUDGED for c in res.checks) else "")
                  + (f", {sum(1 for c in res.checks if c.verdict == UNCONFIRMED)} failed here only (--confirms)"
                     if any(c.verdict == UNCONFIRMED for c in res.checks) else "")
@@ -477,4 +497,5 @@ def as_json(res: Result) -> dict[str, Any]:
 
     return {"ok": res.ok, "baseline": str(res.base.path), "new": str(res.new.path), "notes": res.notes,
             "noise_floor": str(res.noise.path) if res.noise else None, "only_new": res.only_new,
-            "failures": [one(c) for c in res.failures], "checks": [one(c) for c in res.checks]}
+            "failures": [one(c) for c in res.failures], "failed_point_ids": failed_point_ids(res),
+            "checks": [one(c) for c in res.checks]}

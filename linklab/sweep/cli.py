@@ -20,7 +20,8 @@ def add_commands(sub) -> None:
                     "is recorded; --force starts a new run instead.",
         epilog="examples:\n  linklab sweep experiments/e1_bonding_mtu.yaml --quick\n"
                "  linklab sweep experiments/e5_rr_tlb_cc.yaml            # hours: shows progress and ETA\n"
-               "  linklab sweep experiments/e1_bonding_mtu.yaml --quick  # again: resumes or says it is complete",
+               "  linklab sweep experiments/e1_bonding_mtu.yaml --quick  # again: resumes or says it is complete\n"
+               "  linklab sweep experiments/e1_bonding_mtu.yaml --quick --force --points p006-bond_mode-balance-rr_mtu-450_streams-1-c9e6e911",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("experiment", nargs="?", default=DEFAULT_EXPERIMENT, help=f"experiment YAML (default {DEFAULT_EXPERIMENT})")
     p.add_argument("--quick", action="store_true", help="the experiment's short variant: fewer points, shorter runs")
@@ -47,8 +48,11 @@ def add_commands(sub) -> None:
     p.add_argument("--dry-run", type=float, nargs="?", const=1.0, metavar="SECONDS",
                    help="no lab: each repetition sleeps SECONDS (default 1) instead of measuring; for trying out "
                         "shards and clusters, and for measuring the scheduler's own overhead")
-    # A cluster's worker runs its unit of work as `linklab sweep … --points ID,ID`: not for users.
-    p.add_argument("--points", help=argparse.SUPPRESS)
+    # Also how a cluster's worker runs its unit of work.
+    p.add_argument("--points", metavar="ID,ID",
+                   help="only these points, by id (a run's point_id column; `linklab compare --failed-points` prints "
+                        "the ones that failed the gate, to measure them again); the run is a part of the matrix, "
+                        "and no report is written for it")
     p.set_defaults(handler=cmd_sweep)
 
 
@@ -62,6 +66,8 @@ def cmd_sweep(args, argv) -> int:
     if args.repetitions is not None and not 1 <= args.repetitions <= 1000:
         raise UsageError(f"--repetitions {args.repetitions}: a whole number from 1 to 1000")
     exp = load_experiment(args.experiment, quick=args.quick)  # bad input stops here, before any VM boots
+    if args.points is not None and not args.points.strip(" ,"):
+        raise UsageError("--points: no point id given (ids as in a run's point_id column)")
     opts = _options(args)
     if args.dry_run is not None and not 0 <= args.dry_run <= 3600:
         raise UsageError(f"--dry-run {args.dry_run:g}: seconds from 0 to 3600")

@@ -502,3 +502,35 @@ def test_a_repeat_fails_only_the_checks_that_failed_in_both(tmp_path, e1base, ca
     out = capsys.readouterr().out
     assert "confirming" in out and "802.3ad mtu=9200 streams=20" in out.split("not confirmed:")[-1]
     assert main(["compare", str(b), write(tmp_path, stall_elsewhere, "c").as_posix(), "--confirms", str(a)]) == 0
+
+
+def test_a_repeat_of_only_the_failed_points_confirms_them_and_judges_no_other(tmp_path, e1base, capsys):
+    # .ci/run measures again only what failed: `compare --failed-points`, then `sweep --points`.
+    from linklab.report.compare import UNCONFIRMED, confirm, failed_point_ids
+    base, nf = e1base
+    first = changed(base, machine(1.0, thr={"p000": 0.7, "p007": 0.7}))
+    first.path = tmp_path / "first"
+    ids = failed_point_ids(compare(base, first, noise=nf))
+    assert [i[:4] for i in ids] == ["p000", "p007"]
+    # The repeat holds those two points only; p000 fails again, p007 was a stall.
+    repeat = changed(base, machine(1.0, thr={"p000": 0.7}), rows=[r for r in base.rows if r["point_id"] in ids])
+    res = confirm(compare(base, repeat, noise=nf), compare(base, first, noise=nf))
+    # Checks are named by the baseline's point labels, not the partial run's ("802.3ad streams=1").
+    assert {c.point for c in res.failures} == {"802.3ad mtu=450 streams=1"}, render(res)
+    stall = [c for c in res.checks if c.point == "balance-rr mtu=450 streams=20" and c.what == THR.title]
+    assert [c.verdict for c in stall] == [WITHIN] and not any(c.verdict == UNCONFIRMED for c in res.checks)
+    not_repeated = [c for c in res.checks if c.verdict == NOT_JUDGED]
+    assert len(not_repeated) == 10 and all(c.rule == "missing" and "not repeated" in c.new_text for c in not_repeated)
+    # A point that failed before and is missing from the repeat still fails.
+    gone = changed(base, rows=[r for r in base.rows if r["point_id"] == ids[1]])
+    res = confirm(compare(base, gone, noise=nf), compare(base, first, noise=nf))
+    assert [(c.rule, c.point) for c in res.failures] == [("missing", "802.3ad mtu=450 streams=1")]
+    # The CLI prints the ids for `linklab sweep --points`; a whole-run failure names every point.
+    b, a = write(tmp_path, base, "base"), write(tmp_path, first, "a")
+    capsys.readouterr()
+    assert main(["compare", str(b), str(a), "--failed-points"]) == 1
+    assert capsys.readouterr().out.strip() == ",".join(ids)
+    assert main(["compare", str(b), str(b), "--failed-points"]) == 0 and capsys.readouterr().out.strip() == ""
+    costly = compare(base, changed(base, machine(4.0)), noise=nf)
+    assert any(c.rule == "cpu_level" and c.verdict == FAIL for c in costly.checks)
+    assert len(failed_point_ids(costly)) == 12

@@ -123,3 +123,19 @@ def test_a_shard_resumes_into_its_own_run_not_the_other_shards(tmp_path):
     assert one.path != two.path
     again = _dry(tmp_path, shard=(1, 2))  # complete: said, nothing redone
     assert again.path == one.path and len(again.rows()) == 6
+
+
+def test_points_by_id_measure_only_those_and_an_unknown_id_lists_the_valid_ones(tmp_path, capsys):
+    # `linklab sweep --points` (a failed gate's points measured again, a cluster's unit of work)
+    from linklab.cli import main
+    ids = [p.id for p in _points()]
+    run = _dry(tmp_path, points=(ids[7], ids[2]))
+    assert sorted(r["point_id"] for r in run.rows()) == sorted([ids[2], ids[7]])
+    assert run.manifest["point_ids"] == [ids[2], ids[7]] and run.manifest["points_total"] == len(ids)
+    with pytest.raises(UsageError, match=f"unknown point id.*valid: {ids[0]}"):
+        _dry(tmp_path, points=("p999-nothing",))
+    for bad in ("", " , "):
+        assert main(["sweep", str(E1), "--quick", "--dry-run", "0", "--points", bad,
+                     "--results", str(tmp_path / "cli")]) == 2
+        assert "--points: no point id given" in capsys.readouterr().err
+    assert not (tmp_path / "cli").exists()
