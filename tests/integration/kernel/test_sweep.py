@@ -17,12 +17,27 @@ from linklab.report import metrics
 from linklab.report.findings import goodput_fraction
 from linklab.report.machine import row_stolen_room
 from linklab.sweep.engine import Options, run
+from linklab.sweep.experiment import load_experiment
+from linklab.units import parse_rate
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 MEMBER_BPS = 100e6  # 1 Gbit/s members at scale 0.1
 KNOWN_FLAGS = {"core_saturated", "queue_dropped", "host_disturbed", "host_stolen", "emulator_rtt", "emulator_burst"}  # measure/disturbance.py
-GOODPUT_RATE_BPS = 20e6  # data/goodput.yaml's link rate
 GSO_MAX_BYTES = 65536  # veth's gso_max_size: the largest packet a qdisc sees
+
+
+def swept_rate_bps(experiment: Path, axis: str = "links[wire].impair.rate") -> float:
+    """The one link rate the experiment sweeps (its matrix axis), in bit/s."""
+    (rate,) = load_experiment(experiment).matrix[axis]
+    return parse_rate(rate)
+
+
+def event_rate_bps(experiment: Path) -> float:
+    """The rate the experiment's one event sets (`set: "links[...].impair.rate=RATE"`), in bit/s."""
+    (ev,) = load_experiment(experiment).events
+    path, _, value = ev.set.partition("=")
+    assert path.endswith(".impair.rate"), ev
+    return parse_rate(value)
 
 
 def netem_queue_max_ms(topology: Path) -> float:
@@ -147,7 +162,7 @@ def test_goodput_at_every_mtu_matches_theory_then_a_rerun_resumes_and_force_star
         # repetition flagged host_stolen may fall short by the steal's share (the gate's rule,
         # report/machine.py: stolen_room; under 20-36 % steal MTU 450's median was -2.3 %, CI
         # 2026-11-26): the median's lower bound holds when two of the three reach their own.
-        theory = GOODPUT_RATE_BPS * goodput_fraction(mtu)
+        theory = swept_rate_bps(DATA / "goodput.yaml") * goodput_fraction(mtu)
         rates = [float(r["throughput_bps"]) for r in reps]
         rooms = [row_stolen_room(r) for r in reps]
         shown = ", ".join(f"{x / 1e6:.2f} ({steal_of(r)})" for x, r in zip(rates, reps))
@@ -281,16 +296,21 @@ def test_impairment_changed_mid_window_in_place_and_restored_after(results, clea
     # client brought its report back (a server without -i reports once a second: 6 intervals).
     theirs = doc["server_output_json"]["intervals"]
     assert 0.8 * len(ivs) <= len(theirs) <= 1.2 * len(ivs), (len(theirs), len(ivs))
-    # Goodput of a shaped 50 / 10 Mbit/s link at MTU 1500 is 47.8 / 9.56 Mbit/s. Before the
+    # Goodput of a shaped 50 / 10 Mbit/s link at MTU 1500 is 47.8 / 9.56 Mbit/s (the experiment's
+    # swept rate and its event's, read from the file; MTU from the row). Before the
     # change: at most 10 % above (the shaper caps it) and at most 20 % below — the emulated CPU,
     # not the link, sets the first seconds' floor (a CI machine measured 85.1 of 95.6, -11 %, at
     # 100 Mbit/s, and a slower one 70.7, -26 %, before the link ran at 50); 50 vs 10
     # is what this checks. From 1 s after the change within 15 % (TCP settles onto the new rate).
     # Flagged host_stolen, each lower bound is less the steal's share (stolen_room): under 36.2 %
     # steal the first seconds gave 74.3 of 95.6 Mbit/s (-22 %, fresh-clone CI 2026-11-26).
+    fraction = goodput_fraction(int(r["mtu"]))
+    want_before = swept_rate_bps(DATA / "rate_change.yaml") * fraction / 1e6
+    want_after = event_rate_bps(DATA / "rate_change.yaml") * fraction / 1e6
+    assert 4.5 <= want_before / want_after <= 5.5, (want_before, want_after)  # what this test is about: 5:1
     before, after = _mbps(ivs, 0.3, 1.9), _mbps(ivs, ev["applied_s"] + 1.0, 7.0)
-    assert (0.8 - room) * 47.8 <= before <= 1.1 * 47.8, (before, steal)
-    assert (0.85 - room) * 9.56 <= after <= 1.15 * 9.56, (after, steal)
+    assert (0.8 - room) * want_before <= before <= 1.1 * want_before, (before, want_before, steal)
+    assert (0.85 - room) * want_after <= after <= 1.15 * want_after, (after, want_after, steal)
     # A rate change is not a failure: the row says how long the flow took to settle at its new
     # level and where it settled, and names no outage. Settling runs from the event's 2 s to the
     # first 0.5 s steady within 10 %: the tc change is up to 1 s late, then the queue sized for 50
@@ -300,7 +320,8 @@ def test_impairment_changed_mid_window_in_place_and_restored_after(results, clea
     assert r.get("fault1_outage_s") in (None, "") and r.get("fault1_recover_s") in (None, ""), r
     assert r["fault1_settle_s"] not in (None, ""), ("never steady at its new level", r["fault1_post_bps"])
     assert 0.0 <= float(r["fault1_settle_s"]) <= 2.5, r["fault1_settle_s"]
-    assert (0.85 - room) * 9.56e6 <= float(r["fault1_post_bps"]) <= 1.15 * 9.56e6, (r["fault1_post_bps"], steal)
+    assert (0.85 - room) * want_after * 1e6 <= float(r["fault1_post_bps"]) <= 1.15 * want_after * 1e6, (
+        r["fault1_post_bps"], want_after, steal)
     # Restored after the sweep: the link's htb class is at the topology's 100 Mbit/s again (the
     # point's 50 and the event's 10 undone).
     h1 = [x for x in subprocess.run(["ip", "-n", "ll-onelink-h1", "-o", "link"], capture_output=True, text=True)
@@ -308,7 +329,8 @@ def test_impairment_changed_mid_window_in_place_and_restored_after(results, clea
     dev = h1[0].split(":")[1].strip().split("@")[0]
     classes = subprocess.run(["tc", "-n", "ll-onelink-h1", "class", "show", "dev", dev], capture_output=True,
                              text=True).stdout
-    assert "rate 100Mbit" in classes, classes
+    (wire,) = load_topology(DATA / "one_link.yaml").links
+    assert f"rate {wire.impair.rate / 1e6:g}Mbit" in classes, (wire.impair.rate, classes)
 
 
 def test_active_member_changed_on_the_timeline(results, cleanup_labs):
