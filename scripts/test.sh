@@ -41,11 +41,9 @@ tier unit $PY -m pytest tests/unit -n 2 "$@"
 tier golden $PY -m pytest tests/golden "$@"
 tier fuzz $PY -m pytest tests/fuzz -n 2 "$@"
 tier host $PY -m pytest tests/integration/host "$@"
-# The lab VM stops after the kernel tier, unless LINKLAB_KEEP_VM=1: .ci/run's regression gate runs
-# in it next (a boot and a warm-up of ~1-1.5 min under TCG saved); .ci/run stops it at its end.
-stop_after=(--stop-after)
-[ "${LINKLAB_KEEP_VM:-0}" = 1 ] && stop_after=()
-kernel_tier=(tier kernel $PY -m linklab vm run --if-needed "${stop_after[@]}" -- $PY -m pytest tests/integration/kernel "$@")
+# The lab VM stops after the kernel tier: what 35 minutes of tests leave in it is no place for
+# measurements (.ci/run's regression gate boots its own).
+kernel_tier=(tier kernel $PY -m linklab vm run --if-needed --stop-after -- $PY -m pytest tests/integration/kernel "$@")
 rc_before_kernel=$rc
 "${kernel_tier[@]}"
 # A lab VM whose kernel locked up (a vCPU stuck for minutes: QEMU's under software emulation, seen
