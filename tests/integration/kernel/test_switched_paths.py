@@ -17,10 +17,12 @@ to 0.952-0.962 at MTU 9000 (fresh-clone CI, 2026-11-26), and under 20-36 % three
 gave 0.860, 0.883 and 0.763 (fresh-clone CI, 2026-11-26); on a quiet host the bounds are LOW and
 FLOOR as they stand.
 
-The chains of three switches run at 500 Mbit/s (50 at the lab VM's scale), not 1 Gbit/s: at 100
-Mbit/s and MTU 1500 the emulated CPU, not the path, set the rate (OVS: 0.970-0.982 here, 0.884-0.954
-on a slower CI machine, its cores ~57 % busy here); at 50 Mbit/s 0.997-1.003, and the bug still
-shows (0.51-0.78 at MTU 9000 with the switch ports' floor taken out, 2026-11-27).
+Every chain runs at 500 Mbit/s (50 at the lab VM's scale), not 1 Gbit/s: at 100 Mbit/s and MTU
+1500 the emulated CPU, not the path, set the rate (OVS: 0.970-0.982 here, 0.884-0.954 on a slower
+CI machine, its cores ~57 % busy here); at 50 Mbit/s 0.997-1.003, and the bug still shows
+(0.51-0.78 at MTU 9000 with the switch ports' floor taken out, 2026-11-27). The LAG chain too: at
+100 Mbit/s a slow lab VM gave 0.933-0.966 at MTU 9000 (fc28); at 50 it gives 1.000-1.002 with its
+cores 42-49 % busy, and 0.39-0.64 with the floor taken out (2026-11-27).
 """
 
 import csv
