@@ -205,15 +205,11 @@ def cmd_up(args, argv) -> int:
 
 
 def cmd_down(args, argv) -> int:
-    from linklab import kernel, lab, placement, state
+    from linklab import kernel, lab, placement
     name = args.lab or lab.default_lab()
     if not kernel.in_lab_vm() and placement.lab_is_in_vm(name):
-        vm = placement.lab_vm()
-        rc = 0
-        if vm.running():
-            rc = placement.forward(argv, say=say, boot=False)
-        else:
-            state.remove(name)  # the VM (and the lab in it) is gone already
+        # The VM (and the lab in it) may be gone already: then only its record is.
+        rc = 0 if placement.forget_lab_gone_with_vm(name) else placement.forward(argv, say=say, boot=False)
         if rc == 0:
             placement.stop_vm_if_unused(say=say)
         return rc

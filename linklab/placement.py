@@ -82,6 +82,16 @@ def lab_is_in_vm(lab_name: str) -> bool:
     return bool(st) and st.get("placement", {}).get("kind") == "vm"
 
 
+def forget_lab_gone_with_vm(lab_name: str) -> bool:
+    """A lab recorded in the lab VM while that VM is not running (`linklab vm stop`, a reboot)
+    went with it: forget its record, as `linklab down` does, so that it can be built again.
+    Whether it was forgotten."""
+    if not (lab_is_in_vm(lab_name) and not lab_vm().running()):
+        return False
+    state.remove(lab_name)
+    return True
+
+
 def forward(argv: list[str], say=print, boot: bool = True, raw: bool = False, netns: str | None = None) -> int:
     """Run `linklab <argv>` (or, with raw, any command; with netns, any command inside that
     namespace of the guest) inside the lab VM, booting it if `boot`, streaming its output;

@@ -334,22 +334,10 @@ def cmd_baseline(args, argv) -> int:
 
 def _sweep(argv: list[str]) -> int:
     """`linklab sweep ARGV` in a process of its own, as a user would run it (it forwards to the lab
-    VM where needed); its exit code. A lab recorded in a lab VM that has stopped since is forgotten
-    first (what `linklab down` does then), so the sweep builds it again instead of refusing."""
+    VM where needed, and builds again a lab that went with a stopped VM); its exit code."""
     import subprocess
     import sys
-    _forget_lab_of_stopped_vm(argv[0])
     return subprocess.run([sys.executable, "-m", "linklab", "sweep", *argv]).returncode
-
-
-def _forget_lab_of_stopped_vm(exp_file: str) -> None:
-    from linklab import placement, state
-    from linklab.sweep.experiment import load_experiment, raw_data, topology_path
-
-    name = raw_data(topology_path(exp_file, load_experiment(exp_file)))["name"]
-    if placement.lab_is_in_vm(name) and not placement.lab_vm().running():
-        say(f"linklab: lab {name} went with the lab VM when it stopped: forgetting it, the sweep builds it again")
-        state.remove(name)  # what `linklab down` does for a lab whose VM is gone
 
 
 def _thin_points(run, need: int) -> list[str]:

@@ -84,13 +84,10 @@ def cmd_sweep(args, argv) -> int:
         run(args.experiment, opts, say=say)
         return 0
     lab_name = args.lab or raw_data(topology_path(args.experiment, exp))["name"]
-    in_vm = placement.lab_is_in_vm(lab_name)
-    if in_vm and not placement.lab_vm().running():
-        # The lab went with its VM (`linklab vm stop`, a reboot): what `linklab down` would forget,
-        # then built again where `linklab up` would, as for a lab that was never up.
+    # A lab that went with its stopped VM is built again, where `linklab up` would, as one never up.
+    if placement.forget_lab_gone_with_vm(lab_name):
         say(f"linklab: lab {lab_name} lived in the lab VM, which has stopped: the sweep builds it again")
-        state.remove(lab_name)
-        in_vm = False
+    in_vm = placement.lab_is_in_vm(lab_name)
     # No lab yet: the sweep brings it up where `linklab up` would.
     use_vm, why = (False, "") if in_vm or state.load(lab_name) is not None else placement.want_vm_for_up(False, False)
     if not (in_vm or use_vm):

@@ -141,18 +141,18 @@ def test_baseline_names_the_points_short_of_quiet_repetitions_in_a_real_run(tmp_
     assert "at 6 point(s)" in err and "balance-rr mtu=1500 streams=1: 2" in err and "--min-repetitions" in err
 
 
-def test_recording_forgets_a_lab_whose_vm_stopped_before_sweeping(monkeypatch):
-    # `linklab sweep` refuses (exit 3) a lab recorded in a lab VM that has stopped since; an
-    # unattended `linklab noise --record` forgets it first, so the sweep builds it again.
+def test_a_lab_is_forgotten_only_when_its_vm_stopped(monkeypatch):
+    # What `linklab sweep` (and with it an unattended `linklab noise --record` or `baseline`) and
+    # `linklab down` do with a lab recorded in a lab VM that has stopped since.
     from linklab import placement, state
-    from linklab.report import cli as report_cli
 
     calls = []
     monkeypatch.setattr(state, "remove", lambda name: calls.append(name))
     monkeypatch.setattr(placement, "lab_is_in_vm", lambda name: name == "bond2")
     for running in (True, False):
         monkeypatch.setattr(placement, "lab_vm", lambda running=running: type("VM", (), {"running": lambda self: running})())
-        report_cli._forget_lab_of_stopped_vm("experiments/e1_bonding_mtu.yaml")
+        assert placement.forget_lab_gone_with_vm("bond2") == (not running)
+        assert not placement.forget_lab_gone_with_vm("other")
     assert calls == ["bond2"]
 
 
