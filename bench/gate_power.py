@@ -286,11 +286,17 @@ def boot(run: Run) -> str:
 def confirmed_pairs(base: Run, reruns: list[Run], tolerance: float) -> tuple[list[Pair], list[dict]]:
     """Each rerun with a partner (the next rerun from another boot), the two judged with a floor
     from the reruns other than them; and the false alarms of every pair from different boots."""
+    judged: dict[tuple[int, int], tuple[Source, Source]] = {}  # each pair's floor measured once
+
     def pair(i: int, j: int) -> tuple[Source, Source]:
-        nf = measure(base, [r for k, r in enumerate(reruns) if k not in (i, j)])
-        a, b = (Source(reruns[k], nf, failure_keys(compare(base, reruns[k], noise=nf, tolerance=tolerance)))
-                for k in (i, j))
-        return a, b
+        lo, hi = sorted((i, j))
+        if (lo, hi) not in judged:
+            nf = measure(base, [r for k, r in enumerate(reruns) if k not in (lo, hi)])
+            judged[lo, hi] = tuple(Source(reruns[k], nf, failure_keys(compare(base, reruns[k], noise=nf,
+                                                                              tolerance=tolerance)))
+                                   for k in (lo, hi))
+        a, b = judged[lo, hi]
+        return (a, b) if i == lo else (b, a)
 
     n = len(reruns)
     alarms = []
@@ -318,6 +324,11 @@ def print_table(table: list[dict]) -> None:
         rate = "-" if t["rate"] is None else f"{100 * t['rate']:.0f} %"
         print(f"{t['change']:26} {t['size']:24} {t['where']:12} {t['caught']:>3}/{t['trials']:<4} {rate:>6}"
               + (f"   missed at: {', '.join(f'{k} ({v})' for k, v in t['missed_at'].items())}" if t["missed_at"] else ""))
+
+
+def print_smallest(small: dict[str, int | None]) -> None:
+    print(f"smallest throughput change (every point) caught in 95 % of trials: "
+          f"down {small['down'] or '> 60'} %, up {small['up'] or '> 60'} %")
 
 
 def goals(table: list[dict], alarms: list[dict] | None) -> dict[str, bool | None]:
@@ -372,9 +383,8 @@ def main() -> int:
     else:
         print("\nfalse alarms: not measured (give --reruns: quiet reruns of the baseline's experiment)")
     small = smallest_caught(base, single, tol)
-    print(f"smallest throughput change (every point) caught in 95 % of trials: "
-          f"down {small['down'] or '> 60'} %, up {small['up'] or '> 60'} %")
-    goal = goals(table, alarms) if reruns else goals(table, None)
+    print_smallest(small)
+    goal = goals(table, alarms if reruns else None)
     out = {"baseline": str(base.path), "sources": [s.run.name for s in srcs], "reruns": bool(reruns), "slower": bool(slower),
            "bands": how, "tolerance_pct": args.tolerance, "changes": table, "false_alarms": alarms,
            "smallest_throughput_change_pct_caught_95": small, "goal": goal}
@@ -393,8 +403,7 @@ def main() -> int:
             if a["failed"]:
                 print(f"  {' + '.join(a['runs'])}: " + "; ".join(a["failed"][:6]))
         csmall = smallest_caught(base, pairs, tol)
-        print(f"smallest throughput change (every point) caught in 95 % of trials: "
-              f"down {csmall['down'] or '> 60'} %, up {csmall['up'] or '> 60'} %")
+        print_smallest(csmall)
         out["confirmed"] = {"boots": boots, "pairs": [[a.run.name, b.run.name] for a, b in pairs], "changes": ctable,
                             "false_alarms": pair_alarms, "smallest_throughput_change_pct_caught_95": csmall,
                             "goal": goals(ctable, pair_alarms)}
