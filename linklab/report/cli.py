@@ -247,7 +247,7 @@ def cmd_report(args, argv) -> int:
 
 
 def cmd_compare(args, argv) -> int:
-    from linklab.report.compare import as_json, compare, confirm, failed_point_ids, render
+    from linklab.report.compare import as_json, compare, confirm, failed_point_ids, render, repeat_level
     from linklab.report.noise import NoiseFloor, for_baseline
     from linklab.report.runs import Run, find_run
     from linklab.report.speed import for_baseline as speed_for_baseline
@@ -261,13 +261,18 @@ def cmd_compare(args, argv) -> int:
     noise = NoiseFloor.load(Path(args.noise)) if args.noise else for_baseline(base)
     speed = speed_for_baseline(base)
 
-    def judge(run):
+    def judge(run, level=None):
         return compare(base, run, allow, tolerance=args.tolerance / 100, noise=noise,
-                       allow_missing=args.allow_missing, speed=speed)
+                       allow_missing=args.allow_missing, speed=speed, level=level)
 
-    res = judge(new)
     if args.confirms:
-        res = confirm(res, judge(Run.load(find_run(args.confirms, results))))
+        first = Run.load(find_run(args.confirms, results))
+        level, level_note = repeat_level(base, first, new)
+        res = confirm(judge(new, level), judge(first))
+        if level_note:
+            res.notes.insert(0, level_note)
+    else:
+        res = judge(new)
     if args.failed_points:
         print(",".join(failed_point_ids(res)))
     else:

@@ -91,7 +91,7 @@ class Check:
     direction: str | None = None      # band: "up"/"down" outside it
     base_text: str = ""               # structural: what the baseline had
     new_text: str = ""                # structural: what the new run has
-    level: float = 1.0                # band: the run's CPU level the new values were divided by
+    level: float = 1.0                # band: what the new CPU values were divided by (the run's level, per point: speed.py)
 
     @property
     def change_pct(self) -> float | None:
@@ -159,7 +159,8 @@ def check_comparable(base: Run, new: Run, allow: set[str]) -> list[str]:
 
 def compare(base: Run, new: Run, allow: set[str] = frozenset(), tolerance: float = 0.0,
             noise: NoiseFloor | None = None, allow_missing: bool = False,
-            speed: SpeedResponse | None = None) -> Result:
+            speed: SpeedResponse | None = None, level: machine.Level | None = None) -> Result:
+    """`level`: the new run's CPU level when its own points cannot give it (repeat_level())."""
     res = Result(base, new, notes=check_comparable(base, new, set(allow)), noise=noise)
     if tolerance:
         res.notes.append(f"bands widened to at least ±{100 * tolerance:g} % of the baseline mean (--tolerance)")
@@ -174,7 +175,7 @@ def compare(base: Run, new: Run, allow: set[str] = frozenset(), tolerance: float
     res.only_new = [p.label for p in np_ if p.key() not in base_keys]
     scale_ratio = base.scale / new.scale if new.scale else 1.0
     lenient = NOT_JUDGED if allow_missing else FAIL
-    level = cpu_level(bp, new_by_key)
+    level = cpu_level(bp, new_by_key) if level is None else level
     if level.pairs:
         res.checks.append(Check(EVERY_POINT, "cpu_level", "CPU level", FAIL if level.beyond_machines else WITHIN,
                                 base_text="x1.00", new_text=level.words()))
@@ -189,7 +190,8 @@ def compare(base: Run, new: Run, allow: set[str] = frozenset(), tolerance: float
                          + "(linklab/report/machine.py)")
         if speed is not None and speed.applies(level):
             res.notes.append(speed.describe(level) + ": where a point's metric moved more at that speed, "
-                             "its band has that room (linklab/report/speed.py)")
+                             "its band has that room, and its CPU is divided by what it measurably did there "
+                             "(linklab/report/speed.py)")
     for p in bp:
         q = new_by_key.get(p.key())
         if q is None:
@@ -373,6 +375,26 @@ def run_level(bp: list[Point], run: Run) -> machine.Level:
     return cpu_level(bp, {p.key(): p for p in group(run)})
 
 
+def repeat_level(base: Run, first: Run, repeat: Run) -> tuple[machine.Level | None, str]:
+    """The CPU level of `repeat`, a run that measured again some of `first`'s points (confirm()),
+    and a note saying how it was found; (None, "") when it measured every point `first` did (its
+    own level holds). Why: the points a failed gate names are those whose CPU or rate sat apart
+    from the others, so a level from them alone is biased (fc29, 2026-11-28: x0.49 from the
+    whole run, x0.80 from the 4 points it repeated; divided by x0.80 their CPU passed). Measured
+    on the same points, the repeat next to `first` is not: `first`'s level times that ratio."""
+    first_by_key = {p.key(): p for p in group(first)}
+    repeat_by_key = {p.key(): p for p in group(repeat)}
+    if set(first_by_key) <= set(repeat_by_key):
+        return None, ""
+    whole = run_level(group(base), first)
+    ratio = cpu_level([first_by_key[k] for k in repeat_by_key if k in first_by_key], repeat_by_key)
+    if not whole.pairs or not ratio.pairs:
+        return None, ""
+    lv = machine.Level(whole.log + ratio.log, ratio.pairs)
+    return lv, (f"CPU level x{lv.factor:.2f}: {first.path}'s x{whole.factor:.2f} over all its points, times this "
+                f"repeat's x{ratio.factor:.2f} against it at the {len(repeat_by_key)} points it measured again")
+
+
 def cpu_level(bp: list[Point], new_by_key: dict[Any, Point]) -> machine.Level:
     """The new run's CPU next to the baseline's over every point both measured (machine.py)."""
     pairs = []
@@ -399,8 +421,11 @@ def _metric_checks(p: Point, q: Point, scale_ratio: float, tolerance: float, noi
     for m in metrics.METRICS:
         if not m.judged:
             continue
-        # CPU at the baseline machine's speed; a rate scaled back to the baseline's scale.
-        k = (1 / level.factor if m.machine == "cost" else 1.0) * (scale_ratio if m.scaled else 1.0)
+        # CPU at the baseline machine's speed (the level, refined per point by a measured speed
+        # response: speed.py); a rate scaled back to the baseline's scale.
+        cost = (speed.cost_factor(point_key(p), m, level) if speed is not None else level.factor) \
+            if m.machine == "cost" else 1.0
+        k = (1 / cost) * (scale_ratio if m.scaled else 1.0)
         b = bands.sample(m, _values(m, p.clean))
         n = bands.sample(m, [v * k for v in _values(m, q.clean)])
         if b is None or n is None:
@@ -417,7 +442,7 @@ def _metric_checks(p: Point, q: Point, scale_ratio: float, tolerance: float, noi
         direction = bands.side(m, b, n, bd)
         verdict = WITHIN if direction is None else FAIL if bands.fails(m, direction) else HARMLESS
         out.append(Check(p.label, "band", m.title, verdict, metric=m, base=b, new=n, band=bd, direction=direction,
-                         level=level.factor if m.machine == "cost" else 1.0))
+                         level=cost))
     return out
 
 

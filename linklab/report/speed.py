@@ -14,10 +14,22 @@ under load) and keeps, per point and metric, the exponents e of level**e = new/b
 metric's scale: log(value + offset) for "log" metrics) — the smallest and the largest seen, so
 the worst of the runs sets the room. `linklab compare` at level L then gives that point's metric
 room of |L**e - 1| of the baseline mean on the side it moved (compare.py), on top of its noise
-floor, in place of machine.py's general allowance where the measured room is wider. CPU metrics
-are judged relative to the level already (machine.py) and near-zero "abs" metrics have no ratio:
-both are left out. Flags the slower runs carried are kept too: on a machine at least that far
-from the baseline's speed, they are not new.
+floor, in place of machine.py's general allowance where the measured room is wider. Near-zero
+"abs" metrics have no ratio: they are left out. Flags the slower runs carried are kept too: on a
+machine at least that far from the baseline's speed, they are not new.
+
+CPU metrics (machine == "cost") are judged divided by the run's level already (machine.py), and
+their response is what remains after that division: e with level**e = (new / level) / baseline.
+It moves their centre, not their room: compare divides a point's CPU by level**(1 + e), e the
+middle of those seen, and the spread of the runs' e is the room. Why: the CPU metrics do not all
+follow the level. On a machine 2x faster than E1's baseline machine (2026-11-28, level x0.49)
+the busiest core and the sender's iperf3 fell with it (median x0.52, x0.40) but the receiver's
+iperf3 did not (x0.75; x1.23-1.33 at MTU 450 and at balance-rr MTU 1500 with 20 streams: a faster
+receiver wakes for less data per read), so divided by the level it sat 2.5-2.7x above the
+baseline and failed the gate at four points with nothing changed. The old baseline's machine
+(x0.38) had shown the same (x1.28 at those points): its per-point response, applied at x0.49,
+predicted every CPU figure of that run within 0.73-1.29x, inside the CPU room machine.py gives
+another machine.
 
 The response belongs to the baseline it was measured against (BASELINE/speed.json): re-record
 one, re-measure the other. A power law measured at one level is extrapolated to others; compare
@@ -67,10 +79,19 @@ class SpeedResponse:
         if not e or not self.applies(lv):
             return 0.0, 0.0
         shifts = [x * lv.log for x in (e["low"], e["high"])]  # on the metric's scale per unit log level
+        if metric.machine == "cost":  # around the centre cost_factor() moved it to
+            mid = (shifts[0] + shifts[1]) / 2
+            shifts = [x - mid for x in shifts]
         down, up = max(0.0, -min(shifts)), max(0.0, max(shifts))
         if metric.scale == "log":  # bands._room: log1p(fraction) is the distance on a log scale
             return math.expm1(down), math.expm1(up)
         return -math.expm1(-down), math.expm1(up)
+
+    def cost_factor(self, point: str, metric: metrics.Metric, lv: machine.Level) -> float:
+        """What a CPU metric of this point is divided by in a run at `lv`: the level, times what
+        the point measurably did beyond it at that speed (the middle of the exponents seen)."""
+        e = (self.exponents.get(point) or {}).get(metric.key) if self.applies(lv) else None
+        return math.exp(lv.log * (1 + ((e["low"] + e["high"]) / 2 if e else 0.0)))
 
     def seen(self, point: str, lv: machine.Level) -> list[str]:
         return list(self.flags.get(point, [])) if self.applies(lv) else []
@@ -102,7 +123,7 @@ def for_baseline(base: Run) -> SpeedResponse | None:
 
 def responds(metric: metrics.Metric) -> bool:
     """Metrics whose move with the machine's speed is measured per point (see the module's text)."""
-    return metric.judged and metric.machine != "cost" and metric.scale in ("rel", "log")
+    return metric.judged and (metric.machine == "cost" or metric.scale in ("rel", "log"))
 
 
 def exponents(base: Run, run: Run, lv: machine.Level) -> dict[str, dict[str, float]]:
@@ -113,6 +134,10 @@ def exponents(base: Run, run: Run, lv: machine.Level) -> dict[str, dict[str, flo
     for p, m, b, n in paired_samples(base, run, responds):
         if m.scale == "log":
             d = n.y - b.y
+        elif m.machine == "cost":  # CPU: what it did beyond the level (near idle, a ratio is noise)
+            if min(b.y, n.y) < machine.MIN_CPU_PCT:
+                continue
+            d = math.log(n.y / b.y) - lv.log
         elif b.y > 0 and n.y > 0:
             d = math.log(n.y / b.y)
         else:

@@ -41,10 +41,12 @@ def test_exponents_are_the_worst_the_runs_saw_per_point(e1base):
     assert e["low"] == pytest.approx(math.log(0.77) / math.log(1.96), rel=0.02)
     assert e["high"] == pytest.approx(math.log(0.79) / math.log(1.96), rel=0.02)
     assert e["n"] == 2
-    # a point that kept its rate has (about) no response; CPU is never in it (judged by the level)
+    # a point that kept its rate has (about) no response; CPU is there as what it did beyond the
+    # level, and here it moved with the level exactly
     others = [per[THR.key]["low"] for k, per in sr.exponents.items() if k != key]
     assert len(others) == 11 and max(abs(x) for x in others) < 0.01
-    assert not any(m.machine == "cost" for per in sr.exponents.values() for m in map(metrics.BY_KEY.get, per))
+    cpu = [e for per in sr.exponents.values() for mk, e in per.items() if metrics.BY_KEY[mk].machine == "cost"]
+    assert len(cpu) >= 24 and max(abs(e["low"]) for e in cpu) < 0.01
     assert sr.levels == pytest.approx([1.96, 1.96], rel=0.01)
 
 
@@ -193,3 +195,90 @@ def test_a_stolen_point_may_lose_the_share_the_hypervisor_took(e1base):
     assert thr_failures(compare(base, run(0.77, None), noise=nf)) == {rr1500}   # unstolen: too much
     assert thr_failures(compare(base, run(0.77, 5.0), noise=nf)) == {rr1500}    # below the flag: no room
     assert thr_failures(compare(base, run(0.60, 23.7), noise=nf)) == {rr1500}   # beyond what was taken
+
+
+def _faster():
+    """E1's 2026-11-27 baseline with its speed response (from a x0.38 machine), and fresh-clone
+    CI's gate run on a machine 2x faster (x0.49) with the confirmation of its 4 failed points."""
+    from linklab.report.noise import for_baseline
+    from linklab.report.runs import Run
+    from linklab.report.speed import for_baseline as speed_for
+    from conftest import BASELINE_E1
+    data = BASELINE_E1.parent
+    base = Run.load(data / "e1-baseline-2026-11-27")
+    return (base, for_baseline(base), speed_for(base), Run.load(data / "e1-faster-2026-11-28"),
+            Run.load(data / "e1-faster-2026-11-28-repeat"))
+
+
+RECV = metrics.BY_KEY["receiver_cpu_pct"]
+
+
+def _without_cpu(sr: SpeedResponse) -> SpeedResponse:
+    """The response as fc29's gate had it: no CPU metric in it."""
+    return SpeedResponse(sr.path, {k: {mk: e for mk, e in per.items() if metrics.BY_KEY[mk].machine != "cost"}
+                                   for k, per in sr.exponents.items()}, sr.flags, sr.meta)
+
+
+def test_a_faster_machine_s_cpu_is_judged_by_each_point_s_measured_response():
+    base, nf, sr, fast, _ = _faster()
+    # The level alone for CPU (the response without its CPU metrics, as fc29's gate had it): the
+    # receiver's iperf3 did not get cheaper with the machine, and divided by x0.49 it failed four
+    # points with nothing changed.
+    alone = compare(base, fast, noise=nf, speed=_without_cpu(sr))
+    assert {(c.point, c.what) for c in alone.failures} == {
+        (p, RECV.title) for p in ("802.3ad mtu=450 streams=20", "balance-rr mtu=450 streams=1",
+                                  "balance-rr mtu=450 streams=20", "balance-rr mtu=1500 streams=20")}, render(alone)
+    res = compare(base, fast, noise=nf, speed=sr)
+    assert res.ok, render(res)
+    # Each point's CPU divided by its own factor: the receiver's at balance-rr MTU 450, 20 streams
+    # by x0.49 ** (1 - 1.25) (it did not fall), the sender's there by less than the level.
+    rr = {c.what: c for c in res.checks if c.point == "balance-rr mtu=450 streams=20" and c.rule == "band"}
+    level = next(c for c in res.checks if c.rule == "cpu_level")
+    assert "x0.49" in level.new_text
+    assert rr[RECV.title].level == pytest.approx(0.49 ** (1 - 1.25), rel=0.05)
+    assert rr["sender iperf3 CPU (% of a core)"].level < 0.49 < rr[RECV.title].level
+    # A CPU regression still fails there: the receiver's CPU doubled at most points, the sender's
+    # tripled at any.
+    def times(key, f, pid):
+        return lambda r: r.update({key: r[key] * f}) if r["point_id"].startswith(pid) else None
+    caught = [not compare(base, changed(fast, times("cpu_server_iperf3_pct", 2.0, f"p{i:03d}")), noise=nf,
+                          speed=sr).ok for i in range(12)]
+    assert sum(caught) >= 9, caught
+    assert all(not compare(base, changed(fast, times("cpu_client_iperf3_pct", 3.0, f"p{i:03d}")), noise=nf,
+                           speed=sr).ok for i in range(12))
+
+
+def test_a_partial_repeat_takes_its_level_from_the_run_it_confirms(tmp_path, capsys):
+    from linklab.report.compare import confirm, repeat_level, run_level
+    from linklab.report.points import group
+    base, nf, sr, fast, repeat = _faster()
+    # Its own 4 points put the repeat at x0.80: they are the points whose CPU sat apart.
+    assert run_level(group(base), repeat).factor == pytest.approx(0.80, abs=0.02)
+    lv, note = repeat_level(base, fast, repeat)
+    assert lv.factor == pytest.approx(0.49, abs=0.02) and "x1.01 against it at the 4 points" in note
+    assert repeat_level(base, fast, fast) == (None, "")  # a whole repeat has its own level
+    # fc29 without CPU in the speed response: the first run failed the receiver's CPU at 4 points
+    # and the repeat, at its own x0.80, cleared them for the wrong reason; at x0.49 it repeats them.
+    no_cpu = _without_cpu(sr)
+    earlier = compare(base, fast, noise=nf, speed=no_cpu)
+    assert confirm(compare(base, repeat, noise=nf, speed=no_cpu), earlier).ok
+    chained = confirm(compare(base, repeat, noise=nf, speed=no_cpu, level=lv), earlier)
+    assert {c.what for c in chained.failures} == {RECV.title} and len(chained.failures) == 4, render(chained)
+    # A regression of the receiver's CPU at the repeated points, in both runs: confirmed.
+    repeated = {r["point_id"] for r in repeat.rows}
+
+    def recv(r):
+        if r["point_id"] in repeated:
+            r["cpu_server_iperf3_pct"] *= 2.0
+    first, again = changed(fast, recv), changed(repeat, recv)
+    first.path = tmp_path / "first"
+    res = confirm(compare(base, again, noise=nf, speed=sr, level=repeat_level(base, first, again)[0]),
+                  compare(base, first, noise=nf, speed=sr))
+    assert {c.what for c in res.failures} == {RECV.title}, render(res)
+    # The CLI says where the level came from.
+    b, a, r = write(tmp_path, base, "b"), write(tmp_path, fast, "a"), write(tmp_path, repeat, "r")
+    (b / SPEED_FILE).write_text(sr.path.read_text())
+    (b / "noise.json").write_text((sr.path.parent / "noise.json").read_text())
+    capsys.readouterr()
+    assert main(["compare", str(b), str(r), "--confirms", str(a)]) == 0
+    assert "CPU level x0.49: " in capsys.readouterr().out
