@@ -160,6 +160,12 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("linklab: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader went away (`linklab compare ... | head`): stop quietly, as a program killed
+        # by SIGPIPE would, instead of a traceback. Python ignores SIGPIPE and raises this instead;
+        # stdout goes to /dev/null so the flush at exit cannot raise it again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + 13  # SIGPIPE
 
 
 # ---- commands -----------------------------------------------------------------------------

@@ -389,7 +389,8 @@ def repeat_level(base: Run, first: Run, repeat: Run) -> tuple[machine.Level | No
     whole = run_level(group(base), first)
     ratio = cpu_level([first_by_key[k] for k in repeat_by_key if k in first_by_key], repeat_by_key)
     if not whole.pairs or not ratio.pairs:
-        return None, ""
+        return None, (f"CPU level of this repeat from its own {len(repeat_by_key)} points: they have no CPU figure "
+                      f"measured on a quiet host in {first.path} to chain from")
     lv = machine.Level(whole.log + ratio.log, ratio.pairs)
     return lv, (f"CPU level x{lv.factor:.2f}: {first.path}'s x{whole.factor:.2f} over all its points, times this "
                 f"repeat's x{ratio.factor:.2f} against it at the {len(repeat_by_key)} points it measured again")

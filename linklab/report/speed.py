@@ -188,12 +188,16 @@ def render(sr: SpeedResponse, limit: int = 12) -> str:
     moves = sorted(((max(abs(e["low"]), abs(e["high"])), key, mk, e) for key, per in sr.exponents.items()
                     for mk, e in per.items()), reverse=True)
     lv = machine.Level(math.log(max(sr.levels)) if max(sr.levels) > 1 else math.log(min(sr.levels)), 1)
-    lines = [f"speed response of {sr.meta.get('baseline')} from {len(sr.levels)} runs at CPU level "
+    runs = len(sr.levels)
+    lines = [f"speed response of {sr.meta.get('baseline')} from {runs} run{'s' * (runs != 1)} at CPU level "
              + ", ".join(f"x{x:.2f}" for x in sr.levels)]
     for _, key, mk, e in moves[:limit]:
         m = metrics.BY_KEY[mk]
-        lo, hi = sr.room(key, m, lv)
+        # What the metric did at that level, as a factor (log metrics: of value + offset; CPU:
+        # beyond the level); a percentage of room reads wrongly for a log metric's x0.1.
+        lo, hi = sorted(math.exp(x * lv.log) for x in (e["low"], e["high"]))
+        moved = f"x{lo:.2f}" if hi - lo < 0.005 else f"x{lo:.2f}-{hi:.2f}"
         point = " ".join(f"{a}={v}" for a, v in json.loads(key))
-        lines.append(f"  {point:40s} {m.title:32s} exponent {e['low']:+.2f}..{e['high']:+.2f}"
-                     f"  at x{lv.factor:.2f}: -{100 * lo:.0f} % / +{100 * hi:.0f} %")
+        lines.append(f"  {point:40s} {m.title:34s} exponent {e['low']:+.2f}..{e['high']:+.2f}"
+                     f"  at x{lv.factor:.2f}: {moved}{' beyond the level' if m.machine == 'cost' else ''}")
     return "\n".join(lines)
