@@ -26,11 +26,15 @@ The noise floor: with reruns, each rerun is judged with a floor measured from th
 metrics' declared floors. With --slower (runs on a machine of another speed, e.g. CI's), each
 run is judged with the baseline's noise floor and a speed response (linklab/report/speed.py)
 measured from the other slower runs, leave one out the same way: the false alarms and the
-changes caught are then what CI's gate gives on such a machine. Goal (issue 19): every +/-20 %
+changes caught are then what CI's gate gives on such a machine. With --as-ci (runs made on the
+machine CI runs on, whatever its speed), each run is judged exactly as `linklab compare` judges
+it there: with the baseline's stored noise floor and speed response, nothing measured from the
+runs themselves, alone and confirmed by a run from another boot. Goal (issue 19): every +/-20 %
 and every structural change caught, at most 1 false alarm in 10 quiet reruns.
 
     .venv/bin/python bench/gate_power.py [--baseline baselines/e1_bonding_mtu-quick-vm-tcg]
-        [--reruns results-noise/e1_bonding_mtu] [--runs RUN ...] [--tolerance PCT] [--json FILE]
+        [--reruns results-noise/e1_bonding_mtu | --slower RUNS | --as-ci RUNS] [--runs RUN ...]
+        [--tolerance PCT] [--json FILE]
 
 Machine-readable: bench/results/gate_power.json.
 """
@@ -54,6 +58,7 @@ from linklab.report.noise import MIN_RERUNS, NoiseFloor, for_baseline, load_reru
 from linklab.report.points import group  # noqa: E402
 from linklab.report.runs import Run  # noqa: E402
 from linklab.report.speed import SpeedResponse  # noqa: E402
+from linklab.report.speed import for_baseline as speed_for_baseline  # noqa: E402
 from linklab.report.speed import measure as measure_speed  # noqa: E402
 
 Rows = list[dict]
@@ -206,6 +211,15 @@ def slower_sources(base: Run, slower: list[Run], tolerance: float) -> tuple[list
     return out, how
 
 
+def as_ci_sources(base: Run, runs: list[Run], tolerance: float) -> tuple[list[Source], str]:
+    """Each run judged as `linklab compare` judges it: the baseline's own floor and speed response."""
+    nf, sr = for_baseline(base), speed_for_baseline(base)
+    how = ((nf.describe() if nf else "the metrics' declared floors") + "; "
+           + (f"the baseline's speed response ({sr.path})" if sr else "no speed response") + ", as `linklab compare`")
+    return [Source(r, nf, failure_keys(compare(base, r, noise=nf, tolerance=tolerance, speed=sr)), sr)
+            for r in runs], how
+
+
 def sources(base: Run, reruns: list[Run], runs: list[Run], tolerance: float) -> tuple[list[Source], str]:
     if len(reruns) > MIN_RERUNS:
         out = []
@@ -283,12 +297,16 @@ def boot(run: Run) -> str:
     return str(vm.get("started_at") or run.name)
 
 
-def confirmed_pairs(base: Run, reruns: list[Run], tolerance: float) -> tuple[list[Pair], list[dict]]:
+def confirmed_pairs(base: Run, reruns: list[Run], tolerance: float,
+                    fixed: list[Source] | None = None) -> tuple[list[Pair], list[dict]]:
     """Each rerun with a partner (the next rerun from another boot), the two judged with a floor
-    from the reruns other than them; and the false alarms of every pair from different boots."""
+    from the reruns other than them (or as `fixed` judged them: --as-ci); and the false alarms
+    of every pair from different boots."""
     judged: dict[tuple[int, int], tuple[Source, Source]] = {}  # each pair's floor measured once
 
     def pair(i: int, j: int) -> tuple[Source, Source]:
+        if fixed is not None:
+            return fixed[i], fixed[j]
         lo, hi = sorted((i, j))
         if (lo, hi) not in judged:
             nf = measure(base, [r for k, r in enumerate(reruns) if k not in (lo, hi)])
@@ -356,18 +374,24 @@ def main() -> int:
     ap.add_argument("--slower", nargs="*", default=[],
                     help="runs on a machine of another speed (judged with leave-one-out speed responses) instead of "
                          "quiet reruns")
+    ap.add_argument("--as-ci", nargs="*", default=[],
+                    help="runs made on the machine CI runs on, judged as `linklab compare` does there (the "
+                         "baseline's stored noise floor and speed response), alone and confirmed across boots")
     ap.add_argument("--tolerance", type=float, default=0.0, metavar="PCT", help="as `linklab compare --tolerance`")
     ap.add_argument("--json", default=str(ROOT / "bench" / "results" / "gate_power.json"))
     args = ap.parse_args()
     t0 = time.monotonic()
     base = Run.load(Path(args.baseline))
     slower = load_reruns(args.slower) if args.slower else []
-    reruns = (load_reruns(args.reruns) if args.reruns else []) or slower  # either is judged as it is, too
+    as_ci = load_reruns(args.as_ci) if args.as_ci else []
+    reruns = (load_reruns(args.reruns) if args.reruns else []) or slower or as_ci  # each is judged as it is, too
     runs = [Run.load(Path(p)) for p in args.runs] if args.runs else [base]
     tol = args.tolerance / 100
-    srcs, how = slower_sources(base, slower, tol) if slower else sources(base, reruns, runs, tol)
+    srcs, how = (slower_sources(base, slower, tol) if slower else as_ci_sources(base, as_ci, tol) if as_ci
+                 else sources(base, reruns, runs, tol))
     print(f"baseline {base.path} ({base.name}, {max(len(p.ok) for p in group(base))} repetitions per point)")
-    print(f"changes injected into {len(srcs)} {'slower run' if slower else 'quiet rerun' if reruns else 'stored run'}"
+    kind = "slower run" if slower else "CI-machine run" if as_ci else "quiet rerun" if reruns else "stored run"
+    print(f"changes injected into {len(srcs)} {kind}"
           f"{'s' if len(srcs) != 1 else ''}: {', '.join(s.run.name for s in srcs)}")
     print(f"bands: {how}" + (f"; --tolerance {args.tolerance:g}" if tol else ""))
     single = [(x, None) for x in srcs]
@@ -376,7 +400,7 @@ def main() -> int:
     alarms = false_alarms(srcs) if reruns else []
     if reruns:
         n_alarm = sum(1 for a in alarms if a["failed"])
-        print(f"\nfalse alarms: {n_alarm} of {len(alarms)} {'slower runs' if slower else 'quiet reruns'} failed the gate")
+        print(f"\nfalse alarms: {n_alarm} of {len(alarms)} {kind}s failed the gate")
         for a in alarms:
             if a["failed"]:
                 print(f"  {a['run']}: " + "; ".join(a["failed"][:6]) + (" ..." if len(a["failed"]) > 6 else ""))
@@ -385,15 +409,15 @@ def main() -> int:
     small = smallest_caught(base, single, tol)
     print_smallest(small)
     goal = goals(table, alarms if reruns else None)
-    out = {"baseline": str(base.path), "sources": [s.run.name for s in srcs], "reruns": bool(reruns), "slower": bool(slower),
-           "bands": how, "tolerance_pct": args.tolerance, "changes": table, "false_alarms": alarms,
+    out = {"baseline": str(base.path), "sources": [s.run.name for s in srcs], "reruns": bool(reruns),
+           "slower": bool(slower), "as_ci": bool(as_ci), "bands": how, "tolerance_pct": args.tolerance, "changes": table, "false_alarms": alarms,
            "smallest_throughput_change_pct_caught_95": small, "goal": goal}
     # The gate as .ci/run runs it: confirmed in a new lab VM.
     boots = len({boot(r) for r in reruns})
     if reruns and not slower and boots > 1:
-        pairs, pair_alarms = confirmed_pairs(base, reruns, tol)
-        print(f"\nconfirmed as CI confirms a failed gate (a rerun from another of the {boots} lab VM boots; floors "
-              f"from the other {len(reruns) - 2} reruns):")
+        pairs, pair_alarms = confirmed_pairs(base, reruns, tol, srcs if as_ci else None)
+        print(f"\nconfirmed as CI confirms a failed gate (a rerun from another of the {boots} lab VM boots; "
+              + ("bands as above):" if as_ci else f"floors from the other {len(reruns) - 2} reruns):"))
         ctable = power(base, pairs, tol)
         print_table(ctable)
         n_alarm = sum(1 for a in pair_alarms if a["failed"])

@@ -14,7 +14,8 @@ under load) and keeps, per point and metric, the exponents e of level**e = new/b
 metric's scale: log(value + offset) for "log" metrics) — the smallest and the largest seen, so
 the worst of the runs sets the room. `linklab compare` at level L then gives that point's metric
 room of |L**e - 1| of the baseline mean on the side it moved (compare.py), on top of its noise
-floor, in place of machine.py's general allowance where the measured room is wider. Near-zero
+floor: for throughput in place of machine.py's general allowance (a guess for points nobody
+measured), for the others where the measured room is wider. Near-zero
 "abs" metrics have no ratio: they are left out. Flags the slower runs carried are kept too: on a
 machine at least that far from the baseline's speed, they are not new.
 
@@ -86,6 +87,10 @@ class SpeedResponse:
         if metric.scale == "log":  # bands._room: log1p(fraction) is the distance on a log scale
             return math.expm1(down), math.expm1(up)
         return -math.expm1(-down), math.expm1(up)
+
+    def measured(self, point: str, metric: metrics.Metric, lv: machine.Level) -> bool:
+        """Was this point's metric measured at a speed on `lv`'s side of the baseline's?"""
+        return self.applies(lv) and bool((self.exponents.get(point) or {}).get(metric.key))
 
     def cost_factor(self, point: str, metric: metrics.Metric, lv: machine.Level) -> float:
         """What a CPU metric of this point is divided by in a run at `lv`: the level, times what

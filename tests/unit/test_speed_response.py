@@ -290,3 +290,19 @@ def test_a_partial_repeat_takes_its_level_from_the_run_it_confirms(tmp_path, cap
     assert main(["compare", str(b), str(r), "--confirms", str(a)]) == 0
     assert "CPU level x0.49: " in capsys.readouterr().out
 
+
+
+def test_a_measured_throughput_response_replaces_the_general_allowance():
+    # On the faster machine the general allowance gave every point 14 % more room upwards, and
+    # 802.3ad's points are link-bound: +20 % at one of them (a shaper that stopped limiting) passed.
+    base, nf, sr, fast, _ = _faster()
+
+    def up(pid):
+        return lambda r: r.update(throughput_bps=r["throughput_bps"] * 1.2) if r["point_id"].startswith(pid) else None
+    for pid in ("p000", "p002", "p004"):  # 802.3ad MTU 450, 1500, 9200, one stream
+        res = compare(base, changed(fast, up(pid)), noise=nf, speed=sr)
+        assert THR.title in {c.what for c in res.failures}, render(res)
+    # A point whose response nobody measured keeps the allowance: the same +20 % passes there.
+    unmeasured = SpeedResponse(sr.path, {k: {mk: e for mk, e in per.items() if mk != THR.key}
+                                         for k, per in sr.exponents.items()}, sr.flags, sr.meta)
+    assert compare(base, changed(fast, up("p002")), noise=nf, speed=unmeasured).ok
