@@ -199,13 +199,23 @@ class Source:
     speed: SpeedResponse | None = None
 
 
+def judged(base: Run, run: Run, noise: NoiseFloor | None, tolerance: float,
+           speed: SpeedResponse | None = None) -> Source:
+    """The run as a source of trials, with the failures it has as it is under these bands."""
+    return Source(run, noise, failure_keys(compare(base, run, noise=noise, tolerance=tolerance, speed=speed)), speed)
+
+
+def floor_words(nf: NoiseFloor | None) -> str:
+    return nf.describe() if nf else "the metrics' declared floors (no noise floor measured)"
+
+
 def slower_sources(base: Run, slower: list[Run], tolerance: float) -> tuple[list[Source], str]:
     nf = for_baseline(base)
     out = []
     for i, r in enumerate(slower):
         sr = measure_speed(base, slower[:i] + slower[i + 1:]) if len(slower) > 1 else None
-        out.append(Source(r, nf, failure_keys(compare(base, r, noise=nf, tolerance=tolerance, speed=sr)), sr))
-    how = (nf.describe() if nf else "the metrics' declared floors") + (
+        out.append(judged(base, r, nf, tolerance, sr))
+    how = floor_words(nf) + (
         f"; leave-one-out speed responses from the other {len(slower) - 1} slower runs" if len(slower) > 1 else
         "; no speed response (one slower run)")
     return out, how
@@ -214,26 +224,24 @@ def slower_sources(base: Run, slower: list[Run], tolerance: float) -> tuple[list
 def as_ci_sources(base: Run, runs: list[Run], tolerance: float) -> tuple[list[Source], str]:
     """Each run judged as `linklab compare` judges it: the baseline's own floor and speed response."""
     nf, sr = for_baseline(base), speed_for_baseline(base)
-    how = ((nf.describe() if nf else "the metrics' declared floors") + "; "
-           + (f"the baseline's speed response ({sr.path})" if sr else "no speed response") + ", as `linklab compare`")
-    return [Source(r, nf, failure_keys(compare(base, r, noise=nf, tolerance=tolerance, speed=sr)), sr)
-            for r in runs], how
+    how = (floor_words(nf) + "; " + (f"the baseline's speed response ({sr.path})" if sr else "no speed response")
+           + ", as `linklab compare`")
+    return [judged(base, r, nf, tolerance, sr) for r in runs], how
 
 
 def sources(base: Run, reruns: list[Run], runs: list[Run], tolerance: float) -> tuple[list[Source], str]:
     if len(reruns) > MIN_RERUNS:
         out = []
         for i, r in enumerate(reruns):
-            nf = measure(base, reruns[:i] + reruns[i + 1:])
-            out.append(Source(r, nf, failure_keys(compare(base, r, noise=nf, tolerance=tolerance))))
+            out.append(judged(base, r, measure(base, reruns[:i] + reruns[i + 1:]), tolerance))
         return out, f"leave-one-out noise floors from the other {len(reruns) - 1} reruns"
     nf = for_baseline(base)
-    how = nf.describe() if nf else "the metrics' declared floors (no noise floor measured)"
+    how = floor_words(nf)
     pool = reruns or runs
     if nf and {str(r.path.resolve()) for r in pool} & {str(Path(p).resolve()) for p in nf.meta.get("rerun_paths", [])}:
         how += (f" -- measured on these same runs: false alarms are in-sample (optimistic); "
                 f"more than {MIN_RERUNS} reruns give leave-one-out floors")
-    return [Source(r, nf, failure_keys(compare(base, r, noise=nf, tolerance=tolerance))) for r in pool], how
+    return [judged(base, r, nf, tolerance) for r in pool], how
 
 
 def trial(base: Run, src: Source, change: Change, pid: str | None, tolerance: float,
@@ -302,18 +310,16 @@ def confirmed_pairs(base: Run, reruns: list[Run], tolerance: float,
     """Each rerun with a partner (the next rerun from another boot), the two judged with a floor
     from the reruns other than them (or as `fixed` judged them: --as-ci); and the false alarms
     of every pair from different boots."""
-    judged: dict[tuple[int, int], tuple[Source, Source]] = {}  # each pair's floor measured once
+    done: dict[tuple[int, int], tuple[Source, Source]] = {}  # each pair's floor measured once
 
     def pair(i: int, j: int) -> tuple[Source, Source]:
         if fixed is not None:
             return fixed[i], fixed[j]
         lo, hi = sorted((i, j))
-        if (lo, hi) not in judged:
+        if (lo, hi) not in done:
             nf = measure(base, [r for k, r in enumerate(reruns) if k not in (lo, hi)])
-            judged[lo, hi] = tuple(Source(reruns[k], nf, failure_keys(compare(base, reruns[k], noise=nf,
-                                                                              tolerance=tolerance)))
-                                   for k in (lo, hi))
-        a, b = judged[lo, hi]
+            done[lo, hi] = tuple(judged(base, reruns[k], nf, tolerance) for k in (lo, hi))
+        a, b = done[lo, hi]
         return (a, b) if i == lo else (b, a)
 
     n = len(reruns)
@@ -410,8 +416,8 @@ def main() -> int:
     print_smallest(small)
     goal = goals(table, alarms if reruns else None)
     out = {"baseline": str(base.path), "sources": [s.run.name for s in srcs], "reruns": bool(reruns),
-           "slower": bool(slower), "as_ci": bool(as_ci), "bands": how, "tolerance_pct": args.tolerance, "changes": table, "false_alarms": alarms,
-           "smallest_throughput_change_pct_caught_95": small, "goal": goal}
+           "slower": bool(slower), "as_ci": bool(as_ci), "bands": how, "tolerance_pct": args.tolerance,
+           "changes": table, "false_alarms": alarms, "smallest_throughput_change_pct_caught_95": small, "goal": goal}
     # The gate as .ci/run runs it: confirmed in a new lab VM.
     boots = len({boot(r) for r in reruns})
     if reruns and not slower and boots > 1:

@@ -387,7 +387,7 @@ def repeat_level(base: Run, first: Run, repeat: Run) -> tuple[machine.Level | No
     repeat_by_key = {p.key(): p for p in group(repeat)}
     if set(first_by_key) <= set(repeat_by_key):
         return None, ""
-    whole = run_level(group(base), first)
+    whole = cpu_level(group(base), first_by_key)
     ratio = cpu_level([first_by_key[k] for k in repeat_by_key if k in first_by_key], repeat_by_key)
     if not whole.pairs or not ratio.pairs:
         return None, (f"CPU level of this repeat from its own {len(repeat_by_key)} points: they have no CPU figure "
@@ -425,22 +425,22 @@ def _metric_checks(p: Point, q: Point, scale_ratio: float, tolerance: float, noi
             continue
         # CPU at the baseline machine's speed (the level, refined per point by a measured speed
         # response: speed.py); a rate scaled back to the baseline's scale.
-        cost = (speed.cost_factor(point_key(p), m, level) if speed is not None else level.factor) \
-            if m.machine == "cost" else 1.0
+        cost = 1.0
+        if m.machine == "cost":
+            cost = speed.cost_factor(point_key(p), m, level) if speed is not None else level.factor
         k = (1 / cost) * (scale_ratio if m.scaled else 1.0)
         b = bands.sample(m, _values(m, p.clean))
         n = bands.sample(m, [v * k for v in _values(m, q.clean)])
         if b is None or n is None:
             continue
         floor = (noise.floor(m) if noise else None) or bands.declared_floor(m, b.mean)
-        below, above = machine.room(m.machine, level)
-        if m.machine == "rate" and speed is not None and speed.measured(point_key(p), m, level):
-            # The general allowance is for points whose move with speed nobody measured; where this
-            # one's was (speed.room below), that is the room. On a machine at x0.49-0.56 (8 runs,
-            # 2026-11-28) the allowance gave 802.3ad's link-bound points 14 % more room upwards,
-            # and +20 % at one such point passed in 56 of 96 trials; with the measured room, 0 of
-            # 96, and still no false alarm in 8 runs (bench/gate_power.py --as-ci).
-            below, above = 0.0, 0.0
+        # A rate's general allowance is for points whose move with speed nobody measured; where
+        # this one's was (speed.room below), that is the room. On a machine at x0.49-0.56 (8 runs,
+        # 2026-11-28) the allowance gave 802.3ad's link-bound points 14 % more room upwards, and
+        # +20 % at one such point passed in 56 of 96 trials; with the measured room, 0 of 96, and
+        # still no false alarm in 8 runs (bench/gate_power.py --as-ci).
+        measured_rate = m.machine == "rate" and speed is not None and speed.measured(point_key(p), m, level)
+        below, above = (0.0, 0.0) if measured_rate else machine.room(m.machine, level)
         if m.machine == "rate":  # a point whose core saturates at this machine's speed (machine.py)
             below = max(below, machine.cpu_bound_room(level, _mean(BUSIEST, p.clean)),
                         max(map(machine.row_stolen_room, q.clean), default=0.0))

@@ -73,11 +73,16 @@ class SpeedResponse:
         another machine: a faster machine's response says nothing of a slower one's."""
         return lv.other_machine and any((x > 1) == lv.slower for x in self.levels)
 
+    def _exponent(self, point: str, metric: metrics.Metric, lv: machine.Level) -> dict[str, float] | None:
+        """This point's exponents for the metric where they apply to a run at `lv`, else None."""
+        e = (self.exponents.get(point) or {}).get(metric.key)
+        return e if e and self.applies(lv) else None
+
     def room(self, point: str, metric: metrics.Metric, lv: machine.Level) -> tuple[float, float]:
         """(below, above) as fractions of the baseline mean (bands.band's `below`/`above`) for
         this point's metric in a run at `lv`; (0, 0) where nothing was measured."""
-        e = (self.exponents.get(point) or {}).get(metric.key)
-        if not e or not self.applies(lv):
+        e = self._exponent(point, metric, lv)
+        if e is None:
             return 0.0, 0.0
         shifts = [x * lv.log for x in (e["low"], e["high"])]  # on the metric's scale per unit log level
         if metric.machine == "cost":  # around the centre cost_factor() moved it to
@@ -90,12 +95,12 @@ class SpeedResponse:
 
     def measured(self, point: str, metric: metrics.Metric, lv: machine.Level) -> bool:
         """Was this point's metric measured at a speed on `lv`'s side of the baseline's?"""
-        return self.applies(lv) and bool((self.exponents.get(point) or {}).get(metric.key))
+        return self._exponent(point, metric, lv) is not None
 
     def cost_factor(self, point: str, metric: metrics.Metric, lv: machine.Level) -> float:
         """What a CPU metric of this point is divided by in a run at `lv`: the level, times what
         the point measurably did beyond it at that speed (the middle of the exponents seen)."""
-        e = (self.exponents.get(point) or {}).get(metric.key) if self.applies(lv) else None
+        e = self._exponent(point, metric, lv)
         return math.exp(lv.log * (1 + ((e["low"] + e["high"]) / 2 if e else 0.0)))
 
     def seen(self, point: str, lv: machine.Level) -> list[str]:

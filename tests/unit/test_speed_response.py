@@ -214,10 +214,15 @@ def _faster():
 RECV = metrics.BY_KEY["receiver_cpu_pct"]
 
 
+def _without(sr: SpeedResponse, drop) -> SpeedResponse:
+    """The response with the metrics `drop(metric)` names left out."""
+    return SpeedResponse(sr.path, {k: {mk: e for mk, e in per.items() if not drop(metrics.BY_KEY[mk])}
+                                   for k, per in sr.exponents.items()}, sr.flags, sr.meta)
+
+
 def _without_cpu(sr: SpeedResponse) -> SpeedResponse:
     """The response as fc29's gate had it: no CPU metric in it."""
-    return SpeedResponse(sr.path, {k: {mk: e for mk, e in per.items() if metrics.BY_KEY[mk].machine != "cost"}
-                                   for k, per in sr.exponents.items()}, sr.flags, sr.meta)
+    return _without(sr, lambda m: m.machine == "cost")
 
 
 def test_a_faster_machine_s_cpu_is_judged_by_each_point_s_measured_response():
@@ -303,6 +308,5 @@ def test_a_measured_throughput_response_replaces_the_general_allowance():
         res = compare(base, changed(fast, up(pid)), noise=nf, speed=sr)
         assert THR.title in {c.what for c in res.failures}, render(res)
     # A point whose response nobody measured keeps the allowance: the same +20 % passes there.
-    unmeasured = SpeedResponse(sr.path, {k: {mk: e for mk, e in per.items() if mk != THR.key}
-                                         for k, per in sr.exponents.items()}, sr.flags, sr.meta)
+    unmeasured = _without(sr, lambda m: m is THR)
     assert compare(base, changed(fast, up("p002")), noise=nf, speed=unmeasured).ok

@@ -10,6 +10,7 @@ Two VMs on two cores disturb each other's figures: this checks correctness, not 
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
@@ -31,11 +32,17 @@ TOPOLOGY = ROOT / "topologies" / "bond2.yaml"
 LOW, HIGH = 0.5, 1.03
 
 
-def member_goodput_bps(scale: float, mtu: int) -> float:
-    """One bond member's TCP goodput at an MTU: its rate in bond2.yaml at the run's scale."""
+@functools.cache
+def member_rate_bps(scale: float) -> float:
+    """One bond member's rate in bond2.yaml at a scale (the lab resolved once per scale)."""
     (bond,) = [link for link in resolved_lab(TOPOLOGY, scale=scale).links if link.kind == "bond"]
     (rate,) = {q.rate_bps for v in bond.veths for q in (v.egress_a, v.egress_b)}
-    return rate * goodput_fraction(mtu)
+    return rate
+
+
+def member_goodput_bps(scale: float, mtu: int) -> float:
+    """One bond member's TCP goodput at an MTU, at the run's scale."""
+    return member_rate_bps(scale) * goodput_fraction(mtu)
 
 
 def _linklab(env, *args, timeout):
