@@ -57,6 +57,8 @@ def _parser() -> argparse.ArgumentParser:
     report_cli.add_commands(sub)
     from linklab.interop import cli as interop_cli
     interop_cli.add_commands(sub)
+    from linklab.ab import cli as ab_cli
+    ab_cli.add_commands(sub)
     return p
 
 

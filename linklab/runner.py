@@ -125,11 +125,13 @@ def start(
     stdout=subprocess.DEVNULL,
     stderr=subprocess.DEVNULL,
     env: dict[str, str] | None = None,
+    stdin=None,
+    cwd: str | os.PathLike | None = None,
 ) -> subprocess.Popen:
     """Start a long-running program (an iperf3 server, a controller) in the background.
     The caller owns the Popen and must stop it; lab teardown also kills every process
     left in a lab namespace."""
     full = netns_argv(argv, netns)
     log.debug("start%s: %s", f" [{netns}]" if netns else "", full)
-    return subprocess.Popen(full, stdout=stdout, stderr=stderr, start_new_session=True,
-                            env={**os.environ, **env} if env else None)
+    return subprocess.Popen(full, stdin=stdin, stdout=stdout, stderr=stderr, start_new_session=True,
+                            env={**os.environ, **env} if env else None, cwd=cwd)

@@ -39,6 +39,7 @@ class Report:
     figures: list["plots.Figure"]
     markdown: str = ""
     html: str = ""
+    preface: list[Any] = field(default_factory=list)  # render.Blocks ahead of the runs' own (an A/B's verdict)
 
 
 def analyse(run: Run, tag: str, experiments_dir: Path | None = None, points: list[Point] | None = None) -> RunReport:
@@ -101,3 +102,17 @@ def write_report(run_dir: Path, experiments_dir: Path | None = None, figures: bo
     rep = build([Path(run_dir)], experiments_dir, figures)
     paths = write(rep, Path(run_dir))
     return paths["markdown"], rep.markdown
+
+
+def write_ab_report(run_dir: Path, res: Any, experiments_dir: Path | None = None, figures: bool = True) -> Path:
+    """An A/B run's report (linklab/ab): the verdict and every point's B/A with its interval first,
+    then both arms as one multi-run report (A and B side by side in every table and figure)."""
+    rep = build([res.a.path, res.b.path], experiments_dir, figures)
+    rep.preface = render.verdict_blocks(res)
+    if figures:
+        from linklab.report import plots
+        fig = plots.ratio_figure([c for c in res.checks if c.metric is not None])
+        if fig is not None:
+            rep.figures.insert(0, fig)
+    rep.markdown, rep.html = render.markdown(rep), render.html(rep)
+    return write(rep, Path(run_dir))["html"]

@@ -110,6 +110,10 @@ class Metric:
     # judged relative to the run's CPU level), "rate" (more room on another machine), "queue"
     # (includes the emulator's own queueing: room growing with the level squared), "" (none).
     machine: str = ""
+    # The smallest change `linklab ab`'s verdict fails for (linklab/report/verdict.py): a ratio
+    # for "rel" and "log" metrics (0.05: B/A beyond x1.05 or /1.05), the unit for "abs" ones.
+    min_effect: float = 0.0
+    check: str = "metric"           # the verdict's name for its checks ("members": bond member shares)
 
     @property
     def title(self) -> str:
@@ -123,62 +127,69 @@ class Metric:
 METRICS: tuple[Metric, ...] = (
     # Two-sided: +30 % is a shaper that stopped limiting.
     Metric("throughput_mbps", "throughput", "Mbit/s", col("throughput_bps", 1e-6), ".1f", "higher", True, 0.15, 2.0,
-           resolution=0.1, machine="rate"),
+           resolution=0.1, machine="rate", min_effect=0.05),
     # Retransmits may triple before they count (rel_floor 2.0): between one-repetition quick runs
     # with nothing changed, a CI machine measured 654 -> 1602 /GB (2.45x) at 802.3ad, MTU 450, one
     # stream. What the gate is for (a bond that reorders, a queue that overflows) moves them 10x.
     # Two-sided: none where there were hundreds means a loss or a queue that no longer acts.
     Metric("retransmits", "retransmits", "segments", col("retransmits"), ".0f", "lower", rel_floor=2.0, abs_floor=50,
-           scale="log", offset=10.0, resolution=1.0),
+           scale="log", offset=10.0, resolution=1.0, judged=False),
     # abs_floor 500/GB: a quick run sends ~0.06 GB per point, so a handful of retransmits (5 -> 14
     # seen between two quiet E1 runs at 802.3ad, 20 streams) is already ~150/GB of noise; the
     # offset (200/GB) is ~10 segments of such a run.
     Metric("retrans_per_gb", "retransmits per GB sent", "/GB", _ratio("retransmits", "sent_bytes", 1e9), ".0f",
-           "lower", rel_floor=2.0, abs_floor=500, scale="log", offset=200.0, resolution=1.0),
+           "lower", rel_floor=2.0, abs_floor=500, scale="log", offset=200.0, resolution=1.0, min_effect=1.0),
     # Reordering measured directly (sequence-numbered probe, RFC 4737 / RFC 5236), beside the
     # retransmits it causes.
     Metric("reorder_pct", "reordered probe packets", "%", col("reorder_ratio", 100.0), ".2f", None, abs_floor=1.0,
-           scale="log", offset=0.1, resolution=0.01),
+           scale="log", offset=0.1, resolution=0.01, min_effect=1.0),
     Metric("reorder_extent", "reorder extent (max)", "packets", col("reorder_extent_max"), ".0f", None, abs_floor=2.0,
-           scale="log", offset=1.0, resolution=1.0),
-    Metric("cwnd_kb", "mean cwnd", "kB", col("cwnd_mean", 1e-3), ".0f", None, True, resolution=1.0, machine="queue"),
+           scale="log", offset=1.0, resolution=1.0, min_effect=1.0),
+    Metric("cwnd_kb", "mean cwnd", "kB", col("cwnd_mean", 1e-3), ".0f", None, True, resolution=1.0, machine="queue", min_effect=0.10),
     Metric("cwnd_ms", "cwnd at the measured rate", "ms",
            lambda r: (c * 8 / b * 1e3) if (c := num(r.get("cwnd_mean"))) is not None and (b := num(r.get("throughput_bps"))) else None,
-           ".2f", None, resolution=0.01, machine="queue"),
+           ".2f", None, resolution=0.01, machine="queue", judged=False),
     # Two-sided: a shorter RTT can be a delay no longer applied.
     Metric("tcp_rtt_ms", "iperf3 TCP RTT", "ms", col("rtt_mean_us", 1e-3), ".2f", "lower", rel_floor=1.0, abs_floor=5.0,
-           resolution=0.01, machine="queue"),
+           resolution=0.01, machine="queue", min_effect=0.10),
     Metric("busiest_core_pct", "busiest core", "%", lambda r: (c[1] if (c := busiest_core(r)) else None), ".0f",
-           "lower", abs_floor=15.0, scale="abs", sides="upper", sides_why=_LESS_CPU, resolution=1.0, machine="cost"),
+           "lower", abs_floor=15.0, scale="abs", sides="upper", sides_why=_LESS_CPU, resolution=1.0, machine="cost", min_effect=5.0),
     Metric("sender_cpu_pct", "sender iperf3 CPU", "% of a core", col("cpu_client_iperf3_pct"), ".0f", "lower",
-           abs_floor=15.0, scale="abs", sides="upper", sides_why=_LESS_CPU, resolution=1.0, machine="cost"),
+           abs_floor=15.0, scale="abs", sides="upper", sides_why=_LESS_CPU, resolution=1.0, machine="cost", min_effect=5.0),
     Metric("receiver_cpu_pct", "receiver iperf3 CPU", "% of a core", col("cpu_server_iperf3_pct"), ".0f", "lower",
-           abs_floor=15.0, scale="abs", sides="upper", sides_why=_LESS_CPU, resolution=1.0, machine="cost"),
+           abs_floor=15.0, scale="abs", sides="upper", sides_why=_LESS_CPU, resolution=1.0, machine="cost", min_effect=5.0),
     # Besides its band, one member vs spread over several is judged as structure (compare.py).
     Metric("member_max_share", "busiest bond member's share", "of bytes", col("client_member_tx_max_share"), ".2f",
-           None, abs_floor=0.1, scale="abs", resolution=0.01),
+           None, abs_floor=0.1, scale="abs", resolution=0.01, judged=False),
+    # Each side's busiest bond member's share, per direction: 1.0 on one member, 0.5 spread over
+    # two; judged as the verdict's "members" check (one member where the other arm spread it).
+    *(Metric(f"member_share_{side}_{d}", f"busiest member's share ({side} {d})", "of bytes",
+             col(f"{side}_member_{d}_max_share"), ".2f", None, abs_floor=0.1, scale="abs", resolution=0.01,
+             table=False, min_effect=0.1, check="members")
+      for side in ("client", "server") for d in ("tx", "rx")),
     Metric("jitter_ms", "UDP jitter", "ms", col("jitter_ms"), ".3f", "lower", rel_floor=1.0, abs_floor=0.5,
-           scale="log", offset=0.05, resolution=0.001),
+           scale="log", offset=0.05, resolution=0.001, min_effect=1.0),
     Metric("lost_percent", "UDP loss", "%", col("lost_percent"), ".2f", "lower", rel_floor=0.5, abs_floor=5.0,
-           scale="log", offset=0.1, resolution=0.01),
+           scale="log", offset=0.1, resolution=0.01, min_effect=1.0),
     Metric("ping_rtt_ms", "ping RTT", "ms", col("ping_rtt_mean_ms"), ".3f", "lower", rel_floor=1.0, abs_floor=1.0,
-           resolution=0.001),
+           resolution=0.001, min_effect=0.10),
     # The tail of idle pings under emulation spikes (descheduled VM): judged on a log scale.
     Metric("ping_p95_ms", "ping RTT p95", "ms", col("ping_rtt_p95_ms"), ".3f", "lower", rel_floor=1.0, abs_floor=1.0,
-           scale="log", offset=0.0, resolution=0.001),
+           scale="log", offset=0.0, resolution=0.001, min_effect=0.25),
     Metric("ping_loss_pct", "ping loss", "%", col("ping_loss_pct"), ".1f", "lower", rel_floor=0.0, abs_floor=10.0,
-           scale="abs", resolution=0.1),
+           scale="abs", resolution=0.1, min_effect=5.0),
+    # Can be negative (the loaded RTT's median below the idle one's): judged in its unit, not as a ratio.
     Metric("load_added_ms", "RTT added under load (p50)", "ms", col("load_ping_added_p50_ms"), ".2f", "lower",
-           rel_floor=1.0, abs_floor=2.0, scale="log", offset=0.5, resolution=0.01),
+           rel_floor=1.0, abs_floor=2.0, scale="abs", resolution=0.01, min_effect=2.0),
     # A fault on the timeline (events:): the first one's outage and recovery. Two-sided: no outage
     # at all where there was one can be a fault that was never applied.
     Metric("outage_s", "outage (first fault)", "s", col("fault1_outage_s"), ".2f", "lower", rel_floor=1.0,
-           abs_floor=0.5, scale="abs", resolution=0.1),
+           abs_floor=0.5, scale="abs", resolution=0.1, min_effect=0.5),
     Metric("recover_s", "time to recover (first fault)", "s", col("fault1_recover_s"), ".2f", "lower", rel_floor=1.0,
-           abs_floor=0.5, scale="abs", resolution=0.1),
+           abs_floor=0.5, scale="abs", resolution=0.1, min_effect=0.5),
     # A change on the timeline (an impairment set in place): how long the flow took to settle.
     Metric("settle_s", "time to settle (first change)", "s", col("fault1_settle_s"), ".2f", "lower", rel_floor=1.0,
-           abs_floor=0.5, scale="abs", resolution=0.1),
+           abs_floor=0.5, scale="abs", resolution=0.1, min_effect=0.5),
     # Throughput / packet size: judged through throughput (and the path MTU, as structure).
     Metric("packets_per_s", "packets", "pkt/s", packets_per_s, ".0f", None, True, table=False, judged=False),
 )

@@ -432,6 +432,46 @@ RENDERERS: dict[str, Callable[[PlotSpec, list[Source]], Any]] = {
     "cpu_fit": _cpu_fit}
 
 
+RATIO_METRICS = ("throughput_mbps", "tcp_rtt_ms", "retrans_per_gb", "busiest_core_pct", "ping_rtt_ms", "lost_percent")
+
+
+def ratio_figure(checks: list[Any], keys: tuple[str, ...] = RATIO_METRICS) -> Figure | None:
+    """B against A per point, one panel per metric: the effect (B/A, or B - A for a metric in its
+    unit) with its interval, the band of the metric's minimum effect shaded, failures in red
+    (`checks`: linklab/report/verdict.py's metric checks)."""
+    panels = [(k, [c for c in checks if c.metric is not None and c.metric.key == k]) for k in keys]
+    panels = [(k, cs) for k, cs in panels if cs]
+    if not panels:
+        return None
+    labels = list(dict.fromkeys(c.point for _, cs in panels for c in cs))
+    with matplotlib.rc_context(STYLE):
+        fig, axes = plt.subplots(1, len(panels), figsize=(2.6 * len(panels) + 2.4, 0.32 * len(labels) + 1.4),
+                                 sharey=True, squeeze=False)
+        for ax, (key, cs) in zip(axes[0], panels):
+            m = metrics.BY_KEY[key]
+            log = m.scale != "abs"
+            tf = math.exp if log else (lambda v: v)
+            lim = math.log1p(m.min_effect) if log else m.min_effect
+            ax.axvspan(tf(-lim), tf(lim), color="#dddddd", zorder=0)
+            ax.axvline(tf(0.0), color="#888888", lw=0.8)
+            for c in cs:
+                y = labels.index(c.point)
+                color = {"FAIL": "#a3171b", "harmless": "#1f5fa8"}.get(c.verdict, "#333333")
+                ax.plot([tf(c.low), tf(c.high)], [y, y], color=color, lw=1.6)
+                ax.plot([tf(c.effect)], [y], "o", color=color, ms=4)
+            if log:
+                ax.set_xscale("log")
+            ax.set_title(("B/A " if log else "B − A ") + m.label + ("" if log else f" ({m.unit})"), fontsize=9)
+        axes[0][0].set_yticks(range(len(labels)), labels)
+        axes[0][0].invert_yaxis()
+        fig.tight_layout()
+        out = Figure("ab_ratios", "B against A, per point", _save(fig, "svg"), _save(fig, "png"),
+                     "Each bar: B/A (or B − A) with its interval; grey: within the metric's minimum effect; red: a "
+                     "failed check, blue: beyond it on a harmless side.")
+        plt.close(fig)
+    return out
+
+
 def write(figs: list[Figure], out_dir: Path) -> list[Path]:
     from linklab.fsutil import write_atomic
     out_dir.mkdir(parents=True, exist_ok=True)

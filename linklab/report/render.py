@@ -39,6 +39,7 @@ def document(rep: Report) -> list[Block]:
     if first.get("description"):
         b.append(Block("p", first["description"]))
     b += provenance(rep)
+    b += rep.preface
     for run_report in rep.runs:
         if run_report.verdicts:
             b.append(Block("h2", f"Published findings, checked{_of(run_report, rep)}"))
@@ -57,6 +58,27 @@ def document(rep: Report) -> list[Block]:
         b += cpu_model_blocks(run_report, rep)
     for run_report in rep.runs:
         b += point_tables(run_report, rep)
+    return b
+
+
+def verdict_blocks(res: Any) -> list[Block]:
+    """An A/B verdict (linklab/report/verdict.py) as blocks: the result, its notes, the failed
+    checks, then every check (point x metric: A, B, B/A with its interval)."""
+    from linklab.report import verdict
+    b = [Block("h2", "Verdict: B against A"),
+         Block("p", ("✔ no difference found" if res.ok else f"✘ B differs from A: {len(res.failures)} checks failed")
+               + f" (A: {res.a.name}, B: {res.b.name})")]
+    if res.notes:
+        b.append(Block("ul", res.notes))
+    header = ["verdict", "point", "what", "A", "B", "B/A [interval]"]
+
+    def rows(checks):
+        return [[("✘ " if c.verdict == verdict.FAIL else "✔ " if c.verdict == verdict.WITHIN else "– ") + c.verdict,
+                 *verdict.row_text(c)] for c in checks]
+
+    if res.failures:
+        b.append(Block("table", rows(res.failures), header, "points"))
+    b.append(Block("details", (f"every check ({len(res.checks)})", Block("table", rows(res.checks), header, "points"))))
     return b
 
 

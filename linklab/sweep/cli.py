@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from linklab.console import say
@@ -53,6 +54,12 @@ def add_commands(sub) -> None:
                    help="only these points, by id (a run's point_id column; `linklab compare --failed-points` prints "
                         "the ones that failed the gate, to measure them again); the run is a part of the matrix, "
                         "and no report is written for it")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="PATH=VALUE",
+                   help="a lab setting on top of every point's own, as `linklab set` takes it (repeatable; it wins "
+                        "over an axis that sets the same path); the lab is put back after the sweep")
+    p.add_argument("--stepwise", action="store_true",
+                   help="measure only what stdin asks, one JSON command per line (prepare a point, measure a "
+                        "repetition, end): how `linklab ab` interleaves its arms (linklab/sweep/stepwise.py)")
     p.set_defaults(handler=cmd_sweep)
 
 
@@ -80,6 +87,8 @@ def cmd_sweep(args, argv) -> int:
     if args.dry_run is not None:  # no lab: runs here, wherever the lab would
         run(args.experiment, opts, say=say)
         return 0
+    if args.stepwise:
+        return _stepwise(args, opts)
     if kernel.in_lab_vm():  # forwarded here: the host that forwarded it writes the report
         run(args.experiment, opts, say=say)
         return 0
@@ -106,11 +115,30 @@ def cmd_sweep(args, argv) -> int:
     return rc
 
 
+def _stepwise(args, opts) -> int:
+    """`--stepwise`: here, natively or inside the lab VM already (its stdin is a driver's
+    commands, which forwarding into the VM would not carry); no report (its driver makes one)."""
+    from linklab import kernel, placement
+    from linklab.sweep import stepwise
+    from linklab.sweep.engine import run
+    if args.cluster or args.shard:
+        raise UsageError("--stepwise takes its points from stdin: not with --cluster or --shard")
+    if not kernel.in_lab_vm() and placement.want_vm_for_up(False, False)[0]:
+        raise UsageError("--stepwise runs where the lab is, and this kernel needs the lab VM",
+                         hint="run it inside the VM (`linklab ab` does), e.g. `linklab vm run -- linklab sweep ... --stepwise`")
+    replies = stepwise.protocol_stream()  # first: from here on nothing else can print to stdout
+    run(args.experiment, opts, say=lambda msg: print(msg, file=sys.stderr, flush=True),
+        executor=lambda sweep, points, todo: stepwise.serve(sweep, points, todo, replies=replies))
+    return 0
+
+
 def _options(args):
+    from linklab.lab import parse_overrides
     from linklab.sweep.engine import Options
     from linklab.sweep.shard import parse_shard
     return Options(quick=args.quick, force=args.force, results=Path(args.results), lab_name=args.lab,
                    retry_failed=not args.no_retry, repetitions=args.repetitions,
+                   overrides=tuple(parse_overrides(args.overrides)), stepwise=args.stepwise,
                    rerun_disturbed=not args.no_rerun_disturbed,
                    shard=parse_shard(args.shard) if args.shard else None, dry_run=args.dry_run,
                    points=tuple(p for p in args.points.split(",") if p) if args.points is not None else None)

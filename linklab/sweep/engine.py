@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from linklab import __version__, lab, runner, state
 from linklab.errors import LinklabError, StateError
@@ -51,6 +51,12 @@ class Options:
     shard: tuple[int, int] | None = None  # (K, N): only the K-th of N parts of the points (shard.py)
     dry_run: float | None = None  # seconds each repetition sleeps instead of measuring (no lab: dry.py)
     points: tuple[str, ...] | None = None  # only these point ids (a cluster's unit of work)
+    # `--set PATH=VALUE`: lab settings applied on top of every point's own (they win over an axis
+    # that sets the same path), the lab restored after the sweep; `linklab ab`'s arms.
+    overrides: tuple[tuple[str, Any], ...] = ()
+    # Measure what stdin asks, step by step (linklab/sweep/stepwise.py), instead of every point in
+    # turn: how `linklab ab` interleaves two arms.
+    stepwise: bool = False
 
 
 def select_points(exp: Experiment, opts: Options) -> list[Point]:
@@ -77,8 +83,9 @@ def load_for(exp_path: str | Path, opts: Options) -> Experiment:
     return exp
 
 
-def run(exp_path: str | Path, opts: Options, say=print) -> ResultsStore:
-    """Run (or resume) the experiment; returns its results. The caller writes the report."""
+def run(exp_path: str | Path, opts: Options, say=print, executor: Executor | None = None) -> ResultsStore:
+    """Run (or resume) the experiment; returns its results. The caller writes the report.
+    `executor`: what measures the missing repetitions (default: every point in turn)."""
     started = time.monotonic()
     if opts.dry_run is not None:
         from linklab.sweep import dry
@@ -97,8 +104,8 @@ def run(exp_path: str | Path, opts: Options, say=print) -> ResultsStore:
         return store
     with store.lock(), state.locked(lab_name):
         sweep = Sweep(exp, topo_raw, handle, lab.remember_base_overrides(lab_name), store, Progress(0), say,
-                      rerun_disturbed=opts.rerun_disturbed)
-        _measure_all(sweep, points, opts, started)
+                      rerun_disturbed=opts.rerun_disturbed, overrides=tuple(opts.overrides))
+        _measure_all(sweep, points, opts, started, executor or in_turn)
     rows = store.rows()
     failed = sum(1 for r in rows if not r.get("preflight_ok", True) or r.get("error"))
     say(f"linklab: {exp.name}: {len(rows)} repetitions recorded ({failed} failed) in {store.path}")
@@ -129,6 +136,7 @@ class Sweep:
     recording: Recording = field(init=False)  # writes each repetition in the background
     applied: list[tuple[str, Any]] | None = None  # the overrides the lab has now (None: not set yet)
     rerun_disturbed: bool = False  # Options.rerun_disturbed
+    overrides: tuple[tuple[str, Any], ...] = ()  # Options.overrides: on top of every point's
 
     def __post_init__(self) -> None:
         self.recording = Recording(self.totals)
@@ -176,9 +184,23 @@ def open_results(exp: Experiment, parts: dict[str, Any], manifest, opts: Options
     return store, False
 
 
-def _measure_all(sweep: Sweep, points: list[Point], opts: Options, started: float) -> None:
-    """Every missing repetition, point by point; then the lab as the user left it, the table,
-    the manifest's timing, and `complete` once nothing failed (or failures are accepted)."""
+# What measures a session's missing repetitions: given the sweep, its points and what each still
+# lacks ({point id: [rep, ...]}), it prepares points (prepare_point) and measures repetitions
+# (measure_point_rep) in whatever order it chooses. in_turn is the local one; `linklab ab`'s arms
+# take their steps from stdin (linklab/sweep/stepwise.py).
+Executor = Callable[["Sweep", list[Point], dict[str, list[int]]], None]
+
+
+def in_turn(sweep: Sweep, points: list[Point], todo: dict[str, list[int]]) -> None:
+    """Every point in matrix order, its repetitions one after another."""
+    for point in points:
+        if todo[point.id]:
+            _run_point(sweep, point, todo[point.id])
+
+
+def _measure_all(sweep: Sweep, points: list[Point], opts: Options, started: float, executor: Executor) -> None:
+    """Every missing repetition, measured by `executor`; then the lab as the user left it, the
+    table, the manifest's timing, and `complete` once nothing failed (or failures are accepted)."""
     exp, store, say = sweep.exp, sweep.store, sweep.say
     for leftover in store.clean_partial():
         say(f"  removed partial result {leftover}")
@@ -190,14 +212,12 @@ def _measure_all(sweep: Sweep, points: list[Point], opts: Options, started: floa
         for point_id, rep in sorted(store.failed()):
             say(f"  retrying failed repetition (first attempt kept in {store.set_aside_failed(point_id, rep)})")
     done = store.completed()
-    todo = [(p, r) for p in points for r in range(1, exp.repetitions + 1) if (p.id, r) not in done]
-    sweep.progress = Progress(len(points) * exp.repetitions, already_done=len(points) * exp.repetitions - len(todo))
+    todo = {p.id: [r for r in range(1, exp.repetitions + 1) if (p.id, r) not in done] for p in points}
+    left = sum(map(len, todo.values()))
+    sweep.progress = Progress(len(points) * exp.repetitions, already_done=len(points) * exp.repetitions - left)
     sweep.totals.add("startup", time.monotonic() - started)
     try:
-        for point in points:
-            reps = [r for r in range(1, exp.repetitions + 1) if (point.id, r) not in done]
-            if reps:
-                _run_point(sweep, point, reps)
+        executor(sweep, points, todo)
     finally:
         try:
             sweep.recording.close()  # the last repetition written whole, whatever stopped the loop
@@ -217,21 +237,36 @@ def _measure_all(sweep: Sweep, points: list[Point], opts: Options, started: floa
         store.mark_complete()
 
 
-def _run_point(sweep: Sweep, point: Point, reps: list[int]) -> None:
+@dataclass
+class Prepared:
+    """A point made ready to measure: the lab set to it and checked, its servers up. Its one-off
+    phases sit in `clock` until the first repetition measured after it takes them (phases.py)."""
+
+    point: Point
+    plan: PointPlan
+    preflight: preflight.Preflight
+    info: dict[str, Any]  # the point's columns in every repetition's row
+    dumps: str  # the lab's qdiscs as the point found them
+    fault_targets: dict[int, Lab]
+    clock: PhaseClock
+
+
+def prepare_point(sweep: Sweep, point: Point) -> Prepared:
+    """Set the lab to the point (the sweep's own overrides on top of the point's), let it settle,
+    check it (pre-flight) and start the servers it wants."""
     exp = sweep.exp
-    # The point's one-off phases, charged to its first measured repetition (linklab/sweep/phases.py).
     clock = PhaseClock()
     with clock.phase("reconfigure"):
         plan = plan_point(exp, sweep.topo_raw, point.axes)
-        _reconfigure(sweep, sweep.base_overrides + list(plan.overrides))
+        _reconfigure(sweep, sweep.base_overrides + list(plan.overrides) + list(sweep.overrides))
         fault_targets = _fault_targets(sweep, exp.events)
     with clock.phase("settle"):
         time.sleep(exp.settle)
     sweep.recording.wait()  # the previous point's last repetition: nothing writes while anything measures
     with clock.phase("preflight"):
         pf = preflight.run(sweep.handle, plan.client, plan.server, plan.tool.ip)
-    point_info = {"point_key": point.key, "mtu_varied": plan.mtu_varied, "client": plan.client,
-                  "server": plan.server, "scale": sweep.handle.lab.scale, "repetitions": exp.repetitions}
+    info = {"point_key": point.key, "mtu_varied": plan.mtu_varied, "client": plan.client,
+            "server": plan.server, "scale": sweep.handle.lab.scale, "repetitions": exp.repetitions}
     with clock.phase("qdisc_dump"):
         dumps = _qdisc_dumps(sweep.handle)
     with clock.phase("server_start"):
@@ -239,32 +274,47 @@ def _run_point(sweep: Sweep, point: Point, reps: list[int]) -> None:
             sweep.servers.get(sweep.handle, plan.server, plan.client, plan.tool.port,
                               plan.tool.streams if plan.tool.parallel == "processes" else 1,
                               measure_rep.report_interval(plan, exp.events))
+    return Prepared(point, plan, pf, info, dumps, fault_targets, clock)
+
+
+def measure_point_rep(sweep: Sweep, prep: Prepared, rep: int, attempt: int = 1) -> dict[str, Any]:
+    """Measure one repetition of a prepared point and record it (in the background); its row.
+    `attempt` > 1: a repetition measured again after a disturbed one (its first attempt set aside)."""
+    sweep.recording.wait()  # written during the pause
+    raw = {"qdisc.txt": prep.dumps, "preflight.json": _json(prep.preflight.__dict__)}
+    row: dict[str, Any] = {**prep.info, **prep.preflight.row(), "started_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    if attempt > 1:
+        row["disturbed_attempts"] = attempt - 1
+    if not prep.preflight.ok:
+        row["error"] = "pre-flight failed: " + "; ".join(prep.preflight.problems)
+        sweep.progress.log(f"  pre-flight failed, not measured: {row['error']}")
+    else:
+        _measure_rep(sweep, prep.plan, prep.fault_targets, prep.clock, raw, row)
+    if row.get("error"):
+        raw["error.txt"] = row["error"] + "\n"
+    # Recording is timed too, but lands in the sweep's totals (manifest `timing`): a row
+    # cannot hold the time it takes to write itself. It runs behind the pause, the next
+    # point's reconfiguration and settle (linklab/sweep/recording.py).
+    raw["timings.json"] = prep.clock.raw()
+    row.update(prep.clock.row())
+    prep.clock = PhaseClock()
+    sweep.recording.submit(partial(_record, sweep.store, prep.point, rep, raw, row, tool_columns(prep.plan)))
+    return row
+
+
+def _run_point(sweep: Sweep, point: Point, reps: list[int]) -> None:
+    """The local executor's point: prepared, then its repetitions one after another, a pause
+    between them; a repetition flagged host_disturbed measured once more (rerun_disturbed)."""
+    exp = sweep.exp
+    prep = prepare_point(sweep, point)
     # (rep, attempt): a repetition flagged host_disturbed comes back once as attempt 2.
     queue = [(rep, 1) for rep in reps]
     while queue:
         rep, attempt = queue.pop(0)
-        sweep.recording.wait()  # written during the pause
         if attempt == 1:
             sweep.progress.start_unit(f"{point.key} rep {rep}/{exp.repetitions}")
             t0 = time.monotonic()
-        raw = {"qdisc.txt": dumps, "preflight.json": _json(pf.__dict__)}
-        row: dict[str, Any] = {**point_info, **pf.row(), "started_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
-        if attempt > 1:
-            row["disturbed_attempts"] = attempt - 1
-        if not pf.ok:
-            row["error"] = "pre-flight failed: " + "; ".join(pf.problems)
-            sweep.progress.log(f"  pre-flight failed, not measured: {row['error']}")
-        else:
-            _measure_rep(sweep, plan, fault_targets, clock, raw, row)
-        if row.get("error"):
-            raw["error.txt"] = row["error"] + "\n"
-        # Recording is timed too, but lands in the sweep's totals (manifest `timing`): a row
-        # cannot hold the time it takes to write itself. It runs behind the pause, the next
-        # point's reconfiguration and settle (linklab/sweep/recording.py).
-        raw["timings.json"] = clock.raw()
-        row.update(clock.row())
-        clock = PhaseClock()
-        sweep.recording.submit(partial(_record, sweep.store, point, rep, raw, row, tool_columns(plan)))
+        row = measure_point_rep(sweep, prep, rep, attempt)
         if sweep.rerun_disturbed and attempt == 1 and DISTURBED_FLAG in str(row.get("flags") or "").split(";"):
             sweep.recording.wait()  # moved aside once it is written
             aside = sweep.store.set_aside_failed(point.id, rep, why="disturbed")
@@ -273,7 +323,7 @@ def _run_point(sweep: Sweep, point: Point, reps: list[int]) -> None:
         else:
             sweep.progress.finish_unit(time.monotonic() - t0)
         if queue:
-            with clock.phase("pause"):
+            with prep.clock.phase("pause"):
                 time.sleep(exp.pause)
 
 
@@ -351,6 +401,8 @@ def session_parts(opts: Options) -> dict[str, Any]:
         parts["shard"] = shard_label(opts)
     if opts.points is not None:
         parts["points"] = sorted(opts.points)
+    if opts.overrides:  # another lab setting is another run
+        parts["set"] = [list(o) for o in opts.overrides]
     return parts
 
 
@@ -422,6 +474,7 @@ def _manifest(exp_path, exp: Experiment, tpath: Path, handle: LabHandle, points:
         "reference": exp.reference, "notes": exp.notes,
         "topology_file": str(tpath), "topology_sha256": file_sha256(tpath), "lab": res["name"],
         "lab_overrides": st["topology"].get("overrides", []),
+        "sweep_overrides": [list(o) for o in opts.overrides],
         "scale": res["scale"], "scale_source": res["scale_source"],
         "placement": st.get("placement"), "kernel": platform.release(), "machine": platform.machine(),
         "tool_versions": versions,

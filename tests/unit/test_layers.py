@@ -29,7 +29,9 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("report", ("linklab.report",)),              # reading runs back
     ("interop", ("linklab.interop",)),            # other tools' formats
     ("cluster", ("linklab.cluster",)),            # sweeps across machines on Ray: above sweep, below the CLI
-    ("commands", ("linklab.validate", "linklab.sweep.cli", "linklab.report.cli", "linklab.interop.cli")),
+    ("ab", ("linklab.ab",)),                      # two arms' stepwise sweeps side by side, then the verdict
+    ("commands", ("linklab.validate", "linklab.sweep.cli", "linklab.report.cli", "linklab.interop.cli",
+                  "linklab.ab.cli")),
     ("cli", ("linklab.cli", "linklab.__main__")),  # the parser the sub-commands add themselves to
 ]
 

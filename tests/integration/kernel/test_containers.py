@@ -20,7 +20,7 @@ from linklab.docker import engine
 from linklab.errors import EnvironmentProblem, LinklabError
 from linklab.measure.ping import parse_ping
 from linklab.report.findings import goodput_fraction
-from linklab.report.machine import row_stolen_room
+from tests.integration import steal
 from linklab.sweep.engine import Options, run
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -145,7 +145,7 @@ def test_sweep_with_container_client_and_server(tmp_path):
             # 20 Mbit/s links: TCP payload at MTU 1500 is 20 * 1448/1514 = 19.1 Mbit/s; within 10 % below
             # (less the steal's share where flagged host_stolen: report/machine.py: stolen_room), 1 % above.
             bps, theory = float(r["throughput_bps"]), 20e6 * goodput_fraction(1500)
-            assert (0.9 - row_stolen_room(r)) * theory < bps < 1.01 * 20e6, (server, bps, r.get("host_steal_pct"))
+            assert (0.9 - steal.room(r)) * theory < bps < 1.01 * 20e6, (server, bps, r.get("host_steal_pct"))
     finally:
         if state.load(name):
             lab.down(name, **QUIET)

@@ -19,7 +19,7 @@ from linklab.backends.linux import daemons, ovsd
 from linklab.backends.linux.daemons import netns_pids
 from linklab.linux import ovs as ovsparse
 from linklab.report.findings import goodput_fraction
-from linklab.report.machine import row_stolen_room
+from tests.integration import steal
 
 DATA_REL = "../tests/integration/data"  # make_lab reads topologies/<name>: this reaches the test data
 
@@ -205,7 +205,7 @@ def _stolen_room_since(t0: float) -> float:
     host's cores the hypervisor took meanwhile, from HOST_STEAL_PCT on, as the lab VM's host
     recorded it (report/machine.py: stolen_room, the sweeps' rule); 0 natively."""
     probe = placement.host_cpu_probe()
-    return row_stolen_room(probe.between(t0, time.time())) if probe else 0.0
+    return steal.room(probe.between(t0, time.time())) if probe else 0.0
 
 
 # TCP goodput over a shaped link at MTU 1500: payload (1500 - 52 bytes of IP, TCP and timestamp

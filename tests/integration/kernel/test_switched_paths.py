@@ -33,7 +33,7 @@ import pytest
 from linklab import lab, state
 from linklab.model import load_topology
 from linklab.report.findings import goodput_fraction
-from linklab.report.machine import row_stolen_room
+from tests.integration import steal
 from linklab.sweep.engine import Options, run
 from linklab.sweep.experiment import load_experiment, topology_path
 
@@ -52,7 +52,7 @@ def _ratios(reps: list[dict], written_bps: float) -> tuple[list[float], list[flo
     """Each repetition's goodput / theory at the links' rate as written (run at the row's scale), and
     the room its hypervisor steal gives it."""
     ratios = [float(r["throughput_bps"]) / theory(written_bps * float(r["scale"]), int(r["mtu"])) for r in reps]
-    return ratios, [row_stolen_room(r) for r in reps]
+    return ratios, [steal.room(r) for r in reps]
 
 
 def _reached_low(reps: list[dict], written_bps: float) -> bool:

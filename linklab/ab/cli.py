@@ -1,0 +1,234 @@
+"""`linklab ab`: the command (linklab.cli adds it to its parser)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from linklab.console import say
+from linklab.errors import UsageError
+
+DEFAULT_PAIRS = 2
+
+AB_HELP = """\
+examples:
+  linklab ab experiments/e1_bonding_mtu.yaml --quick --b 'links[*].impair.rate=900mbit'
+        the lab as it is (A) against every link at 900 Mbit/s (B)
+  linklab ab experiments/e1_bonding_mtu.yaml --quick --a-rev origin/main
+        this checkout's code and files (B) against another revision of it (A): a regression test
+  linklab ab experiments/e1_bonding_mtu.yaml --quick
+        A/A: both arms alike, to see what the verdict does when nothing changed
+  linklab ab EXP --quick --a-rev v1 --b-rev v2 --pairs 3
+
+Both arms run in one lab VM boot (natively where this kernel can host the lab), each with a lab
+of its own; at every point they are measured interleaved, A B B A (B A A B at the next point), so
+that whatever the machine does for a while hits both. The verdict, per point and metric: the
+B/A ratio of means with its interval; a check fails when that interval excludes 1 (no change)
+and the ratio is beyond the metric's minimum effect, on a side that is not harmless. Structure is
+judged too (missing or failed points, pre-flight, bond members one vs spread, path MTU, new
+flags). README "Verdicts" applies it by hand.
+
+Writes RESULTS/ab/<experiment>/<time>/: ab.json (the arms, their order), a/ and b/ (each a run
+as `linklab sweep` writes it), a.log and b.log (the arms' sweeps), verdict.json, report.html.
+
+exit codes: 0 no difference found, 1 B differs from A (a check failed), 2 bad input,
+            3 the lab is not in the needed state, 4 the machine lacks something
+"""
+
+
+AA_HELP = """\
+examples:
+  linklab aa experiments/e1_bonding_mtu.yaml --quick --runs 20
+        20 A/A runs of E1's quick variant (those already under results/ab/ count; an interrupted
+        one does not), then the spread, written to baselines/e1_bonding_mtu-quick-vm-tcg/aa.json
+  linklab aa experiments/e1_bonding_mtu.yaml --quick --runs 0
+        the spread from the A/A runs made already
+
+An A/A run is `linklab ab` with both arms alike. Per point and metric the spread is how far the
+arms' ratio moved from 1 over those runs; `linklab ab` then never judges a point with an interval
+narrower than that (README "Verdicts"). Run it alone on the machine kind the A/B runs on.
+"""
+
+
+def add_commands(sub) -> None:
+    _add_ab(sub)
+    a = sub.add_parser(
+        "aa", help="record how far an experiment's A/B ratios move when nothing changed (the A/A spread)",
+        description="Make sure RUNS A/A runs of the experiment exist (`linklab ab` with both arms alike), then "
+                    "measure the A/A spread from all of them: per point and metric, how far B/A moved with "
+                    "nothing changed. `linklab ab` reads it from baselines/<experiment>[-quick]-<placement>/aa.json.",
+        epilog=AA_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    a.add_argument("experiment", help="experiment YAML")
+    a.add_argument("--quick", action="store_true", help="the experiment's short variant")
+    a.add_argument("--runs", type=int, default=20, metavar="N", help="A/A runs to have (default 20; 0: use those made)")
+    a.add_argument("--pairs", type=int, default=DEFAULT_PAIRS, metavar="N",
+                   help=f"repetitions per arm and point of the runs it records (default {DEFAULT_PAIRS})")
+    a.add_argument("--results", default="results", help="results root directory (default ./results)")
+    a.add_argument("--out", help="where to write it (default baselines/<experiment>[-quick]-<placement>/aa.json)")
+    a.add_argument("--dry-run", action="store_true", help="print the spread, write nothing")
+    a.set_defaults(handler=cmd_aa)
+
+
+def _add_ab(sub) -> None:
+    p = sub.add_parser(
+        "ab", help="measure two variants side by side, interleaved in one lab, and judge B against A",
+        description="Run an experiment twice at once: arm A and arm B, each a revision of the checkout (or its "
+                    "working tree) with lab settings on top, measured interleaved point by point in one lab VM "
+                    "boot, then judged by one paired model (B/A ratio with its interval, a minimum effect).",
+        epilog=AB_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("experiment", help="experiment YAML (each revision's own copy of it, for --a-rev/--b-rev)")
+    p.add_argument("--quick", action="store_true", help="the experiment's short variant")
+    p.add_argument("--a", dest="a_set", action="append", default=[], metavar="PATH=VALUE",
+                   help="a lab setting for arm A on top of every point's (as `linklab set` takes it; repeatable)")
+    p.add_argument("--b", dest="b_set", action="append", default=[], metavar="PATH=VALUE",
+                   help="a lab setting for arm B, e.g. --b 'links[*].impair.delay=2ms' (repeatable)")
+    p.add_argument("--a-rev", metavar="REV", help="arm A runs this git revision of the checkout (default: the working tree)")
+    p.add_argument("--b-rev", metavar="REV", help="arm B runs this git revision (default: the working tree)")
+    p.add_argument("--pairs", type=int, default=DEFAULT_PAIRS, metavar="N",
+                   help=f"repetitions of each arm at each point (default {DEFAULT_PAIRS}: A B B A)")
+    p.add_argument("--results", default="results", help="results root directory (default ./results)")
+    p.add_argument("--keep-labs", action="store_true", help="leave both arms' labs up afterwards (default: taken down)")
+    p.add_argument("--json", action="store_true", help="print the verdict as JSON")
+    p.add_argument("--no-report", action="store_true", help="no report.html (the verdict is printed either way)")
+    p.add_argument("--run-dir", help=argparse.SUPPRESS)  # the host's half names the run the VM's half fills
+    p.set_defaults(handler=cmd_ab)
+
+
+def cmd_ab(args, argv) -> int:
+    from linklab import kernel, lab, placement
+    from linklab.ab import arms as arms_mod
+    from linklab.ab.session import AB_FILE, drive
+    from linklab.sweep.experiment import load_experiment, raw_data, topology_path
+
+    if not 1 <= args.pairs <= 20:
+        raise UsageError(f"--pairs {args.pairs}: a whole number from 1 to 20")
+    exp_path = Path(args.experiment)
+    exp = load_experiment(exp_path, quick=args.quick)  # bad input stops here, before any VM boots
+    tpath = topology_path(exp_path, exp)
+    specs = [arms_mod.ArmSpec("a", args.a_rev, tuple(args.a_set)), arms_mod.ArmSpec("b", args.b_rev, tuple(args.b_set))]
+    for spec in specs:
+        if spec.overrides:  # each setting must apply to this topology: refused now, not in the VM
+            lab.build_lab(tpath, lab.parse_overrides(list(spec.overrides)))
+    base_lab = raw_data(tpath)["name"]
+    if args.run_dir:  # the VM's half: measure into the run the host made
+        run_dir = Path(args.run_dir)
+        arms = arms_mod.prepare(specs, exp_path, base_lab, run_dir)
+        drive(arms, run_dir, args.pairs, args.quick, say=say, keep_labs=args.keep_labs)
+        return 0
+    run_dir = new_run_dir(Path(args.results), exp.name)
+    arms = arms_mod.prepare(specs, exp_path, base_lab, run_dir)
+    manifest = {"format": 1, "kind": "ab", "experiment": exp.name, "experiment_file": str(exp_path),
+                "quick": args.quick, "pairs": args.pairs, "order": "ABBA per point, BAAB at every other point",
+                "arms": {a.name: a.describe() for a in arms}, "command": ["linklab", *argv],
+                "created_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "complete": False}
+    from linklab.fsutil import write_json_atomic
+    write_json_atomic(run_dir / AB_FILE, manifest)
+    say(f"linklab ab: A = {specs[0].words()}; B = {specs[1].words()}" + ("  (A/A: the arms are alike)"
+                                                                          if specs[0] == _as_a(specs[1]) else ""))
+    say(f"linklab ab: results go to {run_dir}")
+    use_vm, why = placement.want_vm_for_up(False, False)
+    if use_vm and not kernel.in_lab_vm():
+        placement.require_shared_with_vm(run_dir, "results directory")
+        say(f"linklab ab: both arms run in one lab VM ({why})")
+        rc = placement.forward_booting([*argv, "--run-dir", str(run_dir)], say=say)
+        if rc != 0:
+            return rc
+    else:
+        drive(arms, run_dir, args.pairs, args.quick, say=say, keep_labs=args.keep_labs)
+    return judge_run(run_dir, as_json=args.json, report=not args.no_report)
+
+
+def _as_a(spec):
+    from dataclasses import replace
+    return replace(spec, name="a")
+
+
+def new_run_dir(root: Path, experiment: str) -> Path:
+    """RESULTS/ab/<experiment>/<YYYYmmdd-HHMMSS>[-N]: a new directory, never an existing one."""
+    base = root / "ab" / experiment
+    base.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    for n in range(1, 1000):
+        path = base / (stamp if n == 1 else f"{stamp}-{n}")
+        try:
+            path.mkdir()
+            return path
+        except FileExistsError:
+            continue
+    raise UsageError(f"{base}: no new run directory could be made")
+
+
+def judge_run(run_dir: Path, as_json: bool = False, report: bool = True) -> int:
+    """The verdict of a measured A/B run (written to verdict.json; report.html beside it)."""
+    from linklab.fsutil import write_json_atomic
+    from linklab.report import verdict
+    from linklab.report.runs import Run
+
+    manifest = json.loads((run_dir / "ab.json").read_text())
+    runs = manifest.get("runs") or {}
+    if set(runs) != {"a", "b"}:
+        raise UsageError(f"{run_dir}: the A/B run has no measured arms (ab.json names no runs)")
+    res = verdict.judge(Run.load(runs["a"]), Run.load(runs["b"]), paired=True)
+    write_json_atomic(run_dir / "verdict.json", verdict.as_json(res))
+    print(json.dumps(verdict.as_json(res), indent=1) if as_json else verdict.render(res))
+    if report:
+        try:
+            from linklab.report.build import write_ab_report
+            say(f"  report: {write_ab_report(run_dir, res)}")
+        except Exception as e:  # the verdict stands without a report; `linklab report` can retry
+            say(f"  (no report: {e})")
+    say(f"linklab ab: {manifest.get('wall_s', '?')} s measuring; verdict: {'no difference found' if res.ok else 'B differs from A'}")
+    sys.stdout.flush()
+    return 0 if res.ok else 1
+
+
+def aa_runs(root: Path, experiment: str, quick: bool) -> list[Path]:
+    """The complete A/A runs of an experiment (variant) under RESULTS/ab/<experiment>/, oldest first."""
+    out = []
+    for d in sorted((root / "ab" / experiment).glob("*/")):
+        try:
+            m = json.loads((d / "ab.json").read_text())
+        except (OSError, ValueError):
+            continue
+        arms = m.get("arms") or {}
+        alike = {k: (v.get("commit"), tuple(v.get("overrides") or ())) for k, v in arms.items()}
+        if m.get("complete") and bool(m.get("quick")) == quick and len(set(alike.values())) == 1 and len(alike) == 2:
+            out.append(d)
+    return out
+
+
+def cmd_aa(args, argv) -> int:
+    import subprocess
+    from linklab.report import aa
+    from linklab.report.runs import Run
+    from linklab.sweep.experiment import load_experiment
+
+    if not 0 <= args.runs <= 200:
+        raise UsageError(f"--runs {args.runs}: a whole number from 0 to 200")
+    exp = load_experiment(args.experiment, quick=args.quick)
+    root = Path(args.results)
+    failures = 0
+    while len(have := aa_runs(root, exp.name, args.quick)) < args.runs:
+        say(f"linklab aa: A/A run {len(have) + 1} of {args.runs}")
+        rc = subprocess.run([sys.executable, "-m", "linklab", "ab", args.experiment, "--pairs", str(args.pairs),
+                             "--results", str(root), "--no-report", *(["--quick"] if args.quick else [])]).returncode
+        failures = failures + 1 if rc not in (0, 1) else 0  # 1: the verdict said "differs" (a false alarm)
+        if failures >= 2:
+            raise UsageError(f"two A/A runs in a row failed (exit {rc}); {len(have)} of {args.runs} complete",
+                             hint="see the output above; the same command goes on from there")
+    runs = []
+    for d in have:
+        m = json.loads((d / "ab.json").read_text())
+        runs.append((str(d), Run.load(m["runs"]["a"]), Run.load(m["runs"]["b"])))
+    spread = aa.measure(runs)
+    print(aa.render(spread))
+    if args.dry_run:
+        return 0
+    out = Path(args.out) if args.out else aa.default_path(spread.experiment, spread.quick, spread.placement)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    spread.save(out)
+    say(f"linklab aa: the A/A spread of {len(runs)} runs written to {out} (`linklab ab` reads it)")
+    return 0

@@ -1,0 +1,340 @@
+"""The verdict: does run B differ from run A? One model, for `linklab ab` (A and B measured side
+by side, interleaved: the gate) and `linklab compare` (a stored baseline against a run from
+another time or machine: advisory, since whatever differs between the two times differs here too).
+
+Points are matched by their parameters. Each point of A is judged by the checks below; any one
+failing is a difference (exit 1).
+
+Metric checks, per point and metric (linklab/report/metrics.py says which, on which scale):
+  1. y = each repetition's value on the metric's scale: log(value + offset) for rates, delays and
+     counts (a ratio is then a difference), the value itself for CPU %, shares and seconds.
+  2. effect d = mean(y of B) - mean(y of A); the ratio B/A is exp(d) (a difference for "abs").
+  3. spread s: the point's own, sqrt(pooled within-arm variance), but never below the A/A spread
+     of that metric over the whole run (the root mean square of every point's own spread: how far
+     repetitions of one arm moved with nothing changed, on this machine, in this run).
+  4. interval d +- t * s * sqrt(1/nA + 1/nB); t is Student's for the run's pooled degrees of
+     freedom at 1 - ALPHA/(2K), K the number of point x metric checks (Bonferroni: a run where
+     nothing changed fails any check with probability at most ALPHA).
+  5. it fails when the interval lies entirely on one side of 0 (a change was measured), the
+     ratio is beyond the metric's minimum effect (MIN_EFFECT: smaller changes are not worth a
+     red build), and the side is not one the metric calls harmless (CPU may fall).
+
+Structural checks, per point (unchanged from the gate before: what a change of topology breaks):
+  missing     the point is not in B                  failed      a repetition failed in B, not in A
+  preflight   pre-flight failed in B where it passed in A, or the other way round
+  members     a bond's traffic on one member where A spread it over several, or the other way round
+  path_mtu    another path MTU than A's              flag        a flag A's point never carried
+  baseline    A has nothing measured at the point to judge B against
+Repetitions flagged host_disturbed or host_stolen are judged like any other: they hit both arms.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from linklab.measure.stats import t_quantile
+from linklab.report import metrics
+from linklab.report.aa import Spread
+from linklab.report.points import HOST_FLAGS, Point, group, row_flags
+from linklab.report.runs import Run, row_ok
+
+ALPHA = 0.05  # the chance that a run where nothing changed fails any check that is a test
+
+WITHIN, FAIL, HARMLESS = "within", "FAIL", "harmless"
+EVERY_POINT = "(every point)"  # the point of a check over the whole run
+
+
+@dataclass
+class Check:
+    point: str
+    rule: str                     # "metric" or a structural rule
+    what: str                     # metric title, or the structural item
+    verdict: str
+    metric: metrics.Metric | None = None
+    a: tuple[float, ...] = ()     # metric: A's values, B's values (the metric's unit)
+    b: tuple[float, ...] = ()
+    effect: float = 0.0           # metric: d on the metric's scale
+    low: float = 0.0              # metric: the interval of d
+    high: float = 0.0
+    a_text: str = ""              # structural: what A had, what B has
+    b_text: str = ""
+
+    @property
+    def ratio(self) -> float | None:
+        """B/A on a log or relative scale (None for "abs" metrics, whose effect is a difference)."""
+        return math.exp(self.effect) if self.metric is not None and self.metric.scale != "abs" else None
+
+    def interval_text(self) -> str:
+        if self.metric is None:
+            return "-"
+        if self.metric.scale == "abs":
+            return f"{self.effect:+.3g} [{self.low:+.3g}, {self.high:+.3g}]"
+        return f"x{math.exp(self.effect):.3f} [{math.exp(self.low):.3f}, {math.exp(self.high):.3f}]"
+
+
+@dataclass
+class Result:
+    a: Run
+    b: Run
+    paired: bool                  # measured side by side (`linklab ab`) or not (`compare`: advisory)
+    checks: list[Check] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    alpha: float = ALPHA          # each test's share of ALPHA (Bonferroni)
+    # metric -> this run's noise: its pooled spread, or "metric/level" -> its level against the A/A runs
+    levels: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def failures(self) -> list[Check]:
+        return [c for c in self.checks if c.verdict == FAIL]
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
+
+
+# -- the model ---------------------------------------------------------------------------------
+
+def scaled(m: metrics.Metric, values: list[float]) -> list[float]:
+    """Values on the metric's scale: log(value + offset) for "rel" and "log", as they are for "abs"."""
+    if m.scale == "abs":
+        return list(values)
+    return [math.log(max(v + m.offset, 1e-12)) for v in values]
+
+
+def sum_of_squares(ys: list[float]) -> float:
+    mu = sum(ys) / len(ys)
+    return sum((y - mu) ** 2 for y in ys)
+
+
+def min_effect(m: metrics.Metric) -> float:
+    """The metric's minimum effect (metrics.py) on its scale: a log ratio, or a difference in its unit."""
+    return m.min_effect if m.scale == "abs" else math.log1p(m.min_effect)
+
+
+def values(m: metrics.Metric, rows: list[dict[str, Any]]) -> list[float]:
+    return [v for r in rows if (v := m.get(r)) is not None]
+
+
+def cells(pairs: list[tuple[Point, Point]]) -> list[tuple[Point, metrics.Metric, list[float], list[float]]]:
+    """(A's point, metric, A's values, B's values) for every judged metric both arms measured at a point."""
+    out = []
+    for p, q in pairs:
+        for m in metrics.METRICS:
+            if m.judged and (va := values(m, p.ok)) and (vb := values(m, q.ok)):
+                out.append((p, m, va, vb))
+    return out
+
+
+def own_spread(m: metrics.Metric, va: list[float], vb: list[float]) -> tuple[float, int]:
+    """The point's own spread (sd of one repetition, both arms pooled, on the metric's scale) and its df."""
+    df = len(va) + len(vb) - 2
+    return (math.sqrt((sum_of_squares(scaled(m, va)) + sum_of_squares(scaled(m, vb))) / df) if df > 0 else 0.0), df
+
+
+def noise_levels(cs, aa: Spread | None) -> dict[str, tuple[float, int]]:
+    """Per metric, this run's noise over every point, with its degrees of freedom: the root mean
+    square of each point's own spread, divided by that point's A/A spread within arms where one
+    was recorded ("<metric>/level": 2.0 = twice as noisy as the A/A runs), as it is where not
+    ("<metric>": the run's pooled spread, on the metric's scale)."""
+    acc: dict[str, list[float]] = {}
+    for p, m, va, vb in cs:
+        own, df = own_spread(m, va, vb)
+        if df <= 0:
+            continue
+        shape = aa.of(p, m) if aa else None
+        a = acc.setdefault(m.key + "/level" if shape else m.key, [0.0, 0])
+        a[0] += df * (own / shape[1] if shape else own) ** 2
+        a[1] += df
+    return {k: (math.sqrt(s / n), int(n)) for k, (s, n) in acc.items() if n}
+
+
+def metric_check(p: Point, m: metrics.Metric, va: list[float], vb: list[float],
+                 levels: dict[str, tuple[float, int]], alpha: float, aa: Spread | None) -> Check:
+    """One point and metric, by the model in the module's text (steps 1-5)."""
+    ya, yb = scaled(m, va), scaled(m, vb)
+    d = sum(yb) / len(yb) - sum(ya) / len(ya)
+    own, _ = own_spread(m, va, vb)
+    shape = aa.of(p, m) if aa else None
+    level, df = levels.get(m.key + "/level" if shape else m.key, (0.0, 0))
+    # The point's spread: its own, never below what this run's noise gives it (its A/A spread
+    # times the run's level, at least the A/A runs' own; or the run's pooled spread).
+    s = max(own, shape[0] * max(1.0, level) if shape else level)
+    t = t_quantile(1 - alpha / 2, df) if df else math.inf
+    half = t * s * math.sqrt(1 / len(ya) + 1 / len(yb))  # 0 where every value was the same: any move is a change
+    low, high = d - half, d + half
+    changed = low > 0 or high < 0
+    big = abs(d) >= min_effect(m) * (1 - 1e-9)
+    harmless = m.sides != "both" and (m.sides == "upper") != (d > 0)
+    verdict = WITHIN if not (changed and big) else HARMLESS if harmless else FAIL
+    return Check(p.label, m.check, m.title, verdict, m, tuple(va), tuple(vb), d, low, high)
+
+
+def fisher_more(a: int, n_a: int, b: int, n_b: int) -> float:
+    """One-sided Fisher's exact test: the chance of B holding at least `b` of the a + b events
+    if the n_a + n_b repetitions carried them at random (the same in both arms)."""
+    k, n = a + b, n_a + n_b
+    total = math.comb(n, k)
+    return sum(math.comb(n_b, x) * math.comb(n_a, k - x) for x in range(b, min(k, n_b) + 1)) / total
+
+
+def flag_counts(pairs: list[tuple[Point, Point]]) -> dict[str, list[tuple[str, int, int, int, int]]]:
+    """flag -> [(point, A's reps carrying it, A's reps, B's, B's reps)] at every point where either
+    arm carried it (the points that say something about it); host flags are the host's, not the lab's."""
+    out: dict[str, list[tuple[str, int, int, int, int]]] = {}
+    for p, q in pairs:
+        a_flags = [set(row_flags(r)) - set(HOST_FLAGS) for r in p.ok]
+        b_flags = [set(row_flags(r)) - set(HOST_FLAGS) for r in q.ok]
+        for f in sorted(set().union(*a_flags, *b_flags)):
+            out.setdefault(f, []).append((p.label, sum(f in x for x in a_flags), len(a_flags),
+                                          sum(f in x for x in b_flags), len(b_flags)))
+    return out
+
+
+def flag_check(flag: str, counts: list[tuple[str, int, int, int, int]], alpha: float) -> Check:
+    """A flag B carries more often than A over the run, beyond chance (Fisher, one-sided): B's new
+    flags fail, a flag that went away is harmless."""
+    a, n_a, b, n_b = (sum(c[i] for c in counts) for i in (1, 2, 3, 4))
+    p_more, p_less = fisher_more(a, n_a, b, n_b), fisher_more(b, n_b, a, n_a)
+    verdict = FAIL if p_more < alpha else HARMLESS if p_less < alpha else WITHIN
+    where = "; ".join(f"{c[0]} {c[1]}/{c[2]} vs {c[3]}/{c[4]}" for c in counts[:6]) + (" ..." if len(counts) > 6 else "")
+    return Check(EVERY_POINT, "flag", flag, verdict, a_text=f"in {a} of {n_a} repetitions",
+                 b_text=f"in {b} of {n_b} (p = {min(p_more, p_less):.2g}, fails below {alpha:.2g}; {where})")
+
+
+# -- structure ---------------------------------------------------------------------------------
+
+def _error(row: dict[str, Any]) -> str:
+    text = str(row.get("error") or row.get("preflight_problems") or "failed")
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def _preflight_failed(row: dict[str, Any]) -> bool:
+    return str(row.get("preflight_ok", True)).lower() == "false" or str(row.get("error") or "").startswith("pre-flight")
+
+
+def state_checks(p: Point, q: Point) -> list[Check]:
+    """Failed repetitions and pre-flight: B against A at one point."""
+    out: list[Check] = []
+    a_failed = [r for r in p.rows if not row_ok(r)]
+    b_failed = [r for r in q.rows if not row_ok(r)]
+    a_pf = [r for r in a_failed if _preflight_failed(r)]
+    b_pf = [r for r in b_failed if _preflight_failed(r)]
+    if b_pf and not a_pf:
+        out.append(Check(p.label, "preflight", "pre-flight", FAIL, a_text=f"passed in {len(p.rows)} of {len(p.rows)}",
+                         b_text=f"failed in {len(b_pf)} of {len(q.rows)}: {_error(b_pf[0])}"))
+    elif a_pf and not p.ok and q.ok:
+        out.append(Check(p.label, "preflight", "pre-flight", FAIL, a_text=f"failed: {_error(a_pf[0])}",
+                         b_text=f"passed in {len(q.ok)} of {len(q.rows)}"))
+    bad = [r for r in b_failed if not _preflight_failed(r)]
+    if bad and (not a_failed or (not q.ok and p.ok)):
+        out.append(Check(p.label, "failed", "repetitions", FAIL, a_text=f"{len(p.rows)} of {len(p.rows)} measured",
+                         b_text=f"{len(bad)} of {len(q.rows)} failed: {_error(bad[0])}"))
+    if not p.ok and a_failed and not a_pf and q.ok:
+        out.append(Check(p.label, "baseline", "point", FAIL, a_text=f"every repetition failed: {_error(a_failed[0])}",
+                         b_text="cannot be judged against it"))
+    return out
+
+
+def structure_checks(p: Point, q: Point) -> list[Check]:
+    """The path MTU pre-flight found: B against A at one point."""
+    a_mtu = {int(v) for r in p.ok if (v := metrics.num(r.get("path_mtu"))) is not None}
+    b_mtu = {int(v) for r in q.ok if (v := metrics.num(r.get("path_mtu"))) is not None}
+    if not (a_mtu and b_mtu):
+        return []
+    return [Check(p.label, "path_mtu", "path MTU", FAIL if b_mtu != a_mtu else WITHIN,
+                  a_text=", ".join(map(str, sorted(a_mtu))), b_text=", ".join(map(str, sorted(b_mtu))))]
+
+
+# -- the whole verdict -------------------------------------------------------------------------
+
+def judge(a: Run, b: Run, paired: bool, aa: Spread | None = None) -> Result:
+    """B judged against A: every point of A, structure and metrics; `aa`: the experiment's A/A
+    spread (aa.py), whose per-point floors the intervals never go below."""
+    res = Result(a, b, paired)
+    ap, bp = group(a), group(b)
+    b_by_key = {q.key(): q for q in bp}
+    a_keys = {p.key() for p in ap}
+    matched = []
+    for p in ap:
+        q = b_by_key.get(p.key())
+        if q is None:
+            res.checks.append(Check(p.label, "missing", "point", FAIL, a_text=f"{len(p.ok)} measured", b_text="not in B"))
+            continue
+        res.checks += state_checks(p, q)
+        if p.ok and q.ok:
+            res.checks += structure_checks(p, q)
+            matched.append((p, q))
+    cs = cells(matched)
+    flags = flag_counts(matched)
+    # Bonferroni over every check that is a test: a run where nothing changed fails any with chance <= ALPHA.
+    alpha = ALPHA / max(1, len(cs) + len(flags))
+    levels = noise_levels(cs, aa)
+    res.levels = {k: v[0] for k, v in levels.items()}
+    res.checks += [metric_check(p, m, va, vb, levels, alpha, aa) for p, m, va, vb in cs]
+    res.checks += [flag_check(f, counts, alpha) for f, counts in flags.items()]
+    res.alpha = alpha
+    only_b = [q.label for q in bp if q.key() not in a_keys]
+    if only_b:
+        res.notes.append(f"only in B (not judged): {', '.join(only_b)}")
+    res.notes.append(aa.describe() if aa else "no A/A spread recorded for this experiment: each interval rests on "
+                     "this run's repetitions alone (`linklab aa EXPERIMENT` records one)")
+    if not paired:
+        res.notes.append("advisory: A and B were not measured side by side, so whatever differed between their "
+                         "times or machines (speed, load, the emulator's boot) differs here too; `linklab ab` "
+                         "measures both interleaved")
+    return res
+
+
+# -- output ------------------------------------------------------------------------------------
+
+def _fmt(m: metrics.Metric, vs: tuple[float, ...]) -> str:
+    mean = sum(vs) / len(vs)
+    return f"{format(mean, m.fmt)} (n={len(vs)})"
+
+
+def row_text(c: Check) -> list[str]:
+    if c.metric is not None:
+        return [c.point, c.what, _fmt(c.metric, c.a), _fmt(c.metric, c.b), c.interval_text()]
+    return [c.point, f"{c.rule}: {c.what}", c.a_text or "-", c.b_text or "-", "-"]
+
+
+def table(checks: list[Check], verdicts: bool = True) -> list[str]:
+    rows = [(["verdict"] if verdicts else []) + ["point", "what", "A", "B", "B/A [interval]"]]
+    rows += [([c.verdict] if verdicts else []) + row_text(c) for c in checks]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return ["  ".join(x.ljust(w) for x, w in zip(r, widths)).rstrip() for r in rows]
+
+
+def render(res: Result, show_all: bool = False) -> str:
+    lines = [f"A  {res.a.path} ({res.a.name})", f"B  {res.b.path} ({res.b.name})"]
+    lines += [f"note: {n}" for n in res.notes]
+    others = [c for c in res.checks if c.verdict != FAIL and (show_all or c.verdict != WITHIN)]
+    if others:
+        lines += ["", "every other check:" if show_all else "beyond the minimum effect on a harmless side:"]
+        lines += ["  " + x for x in table(others)]
+    if res.failures:
+        lines += ["", f"DIFFERS ({len(res.failures)}):"] + ["  " + x for x in table(res.failures, verdicts=False)]
+    mc = [c for c in res.checks if c.metric is not None]
+    sc = [c for c in res.checks if c.metric is None]
+    lines += ["", f"{len(mc)} point x metric checks (each at {res.alpha:.2g}), {sum(c.verdict == FAIL for c in mc)} failed; "
+                  f"{len(sc)} structural checks, {sum(c.verdict == FAIL for c in sc)} failed"
+                  + ("" if show_all else "; --all lists every check"),
+              "result: " + ("no difference found" if res.ok else f"DIFFERS ({len(res.failures)} checks)")]
+    return "\n".join(lines)
+
+
+def as_json(res: Result) -> dict[str, Any]:
+    def one(c: Check) -> dict[str, Any]:
+        d: dict[str, Any] = {"point": c.point, "rule": c.rule, "what": c.what, "verdict": c.verdict}
+        if c.metric is not None:
+            d.update(metric=c.metric.key, scale=c.metric.scale, sides=c.metric.sides, a=list(c.a), b=list(c.b),
+                     effect=c.effect, low=c.low, high=c.high, ratio=c.ratio, min_effect=min_effect(c.metric))
+        else:
+            d.update(a=c.a_text, b=c.b_text)
+        return d
+
+    return {"format": 1, "ok": res.ok, "paired": res.paired, "a": str(res.a.path), "b": str(res.b.path),
+            "alpha": ALPHA, "alpha_each": res.alpha, "levels": res.levels, "notes": res.notes,
+            "failures": [one(c) for c in res.failures], "checks": [one(c) for c in res.checks]}
