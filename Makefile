@@ -9,20 +9,18 @@ TOPO ?= topologies/bond2.yaml
 EXP ?= experiments/e1_bonding_mtu.yaml
 SWEEP_ARGS ?= --quick
 PYTEST_ARGS ?=
-# make regress: a quick sweep of REGRESS_EXP compared against the baseline stored for it
-REGRESS_EXP ?= experiments/e1_bonding_mtu.yaml
-REGRESS_NAME = $(basename $(notdir $(REGRESS_EXP)))
-BASELINE ?= baselines/$(REGRESS_NAME)-quick-vm-tcg
-# extra `linklab compare` options, e.g. --tolerance 35 when the baseline came from another machine
-REGRESS_ARGS ?=
-REGRESS_SWEEP_ARGS ?=
-# make baseline / noise / gate-power: the gate's own measurements, on a quiet machine (see README)
-BASELINE_EXPS ?= $(REGRESS_EXP)
+# make gate: GATE_EXP's quick variant, this checkout (B) against the reference revision (A) named
+# in .ci/reference, measured side by side by `linklab ab` (exit 1 when B differs from A)
+GATE_EXP ?= experiments/e1_bonding_mtu.yaml
+GATE_REF ?= $(shell awk '!/^[[:space:]]*(\#|$$)/ {print $$1; exit}' .ci/reference 2>/dev/null)
+GATE_ARGS ?=
+# make aa: AA_RUNS A/A runs of GATE_EXP quick, then the A/A spread the gate's verdict reads (baselines/…/aa.json)
+AA_RUNS ?= 20
+# make baseline: store each experiment's quick run (5 repetitions per point) for reports and `linklab compare`
+BASELINE_EXPS ?= $(GATE_EXP)
 BASELINE_REPS ?=
-NOISE_RERUNS ?= 10
-NOISE_RESULTS ?= results-noise
 
-.PHONY: help setup images lab-up lab-down status sweep report regress baseline noise gate-power test test-unit test-fuzz test-integration bench clean
+.PHONY: help setup images lab-up lab-down status sweep report gate aa ab-power baseline test test-unit test-fuzz test-integration bench clean
 
 help:
 	@echo "make setup             install Debian packages and the project virtualenv (idempotent)"
@@ -31,10 +29,10 @@ help:
 	@echo "make status            show the lab as the kernel reports it"
 	@echo "make sweep [EXP=…]     run an experiment (default: $(EXP) $(SWEEP_ARGS))"
 	@echo "make report [RUN=…]    report.html + report.md + figures for the newest run (or RUN), beside the published figures"
-	@echo "make regress           quick sweep of $(REGRESS_EXP), compared with $(BASELINE) (exit 1 if it regressed)"
-	@echo "make baseline          record $(BASELINE_EXPS)'s quick baseline(s) again, >= 5 repetitions per point (quiet machine)"
-	@echo "make noise             $(NOISE_RERUNS) quiet reruns of $(REGRESS_EXP), then the E1 baseline's noise floor (noise.json)"
-	@echo "make gate-power        what the gate catches (bench/gate_power.py) on those reruns"
+	@echo "make gate              this checkout against the reference revision (.ci/reference), side by side: linklab ab"
+	@echo "make aa                $(AA_RUNS) A/A runs of $(GATE_EXP) quick, then the A/A spread the verdict reads"
+	@echo "make ab-power          what the verdict catches and its false alarms, on the A/B runs made (bench/ab_power.py)"
+	@echo "make baseline          store $(BASELINE_EXPS)'s quick run(s) again, >= 5 repetitions per point (quiet machine)"
 	@echo "make lab-down          remove everything the lab created"
 	@echo "make test              unit + golden + integration tests (integration builds real labs)"
 	@echo "make bench             benchmarks (bench/): lab up/down times, sweep overhead, Ray scheduler overhead"
@@ -62,11 +60,18 @@ sweep: setup
 report: setup
 	$(LINKLAB) report $(RUN)
 
-# A new run every time (--force), then `linklab compare`: exit 1 when a metric left its band.
-# REGRESS_SWEEP_ARGS: e.g. --points ID,ID to measure again only the points a failed gate named.
-regress: setup
-	$(LINKLAB) sweep $(REGRESS_EXP) --quick --force $(REGRESS_SWEEP_ARGS)
-	$(LINKLAB) compare $(BASELINE) $(REGRESS_EXP) $(REGRESS_ARGS)
+# Both arms in one lab VM boot, interleaved point by point; the verdict and report.html under
+# results/ab/<experiment>/. A reference revision is unpacked from git (a full clone has it).
+gate: setup
+	@test -n "$(GATE_REF)" || { echo "make gate: no revision in .ci/reference" >&2; exit 2; }
+	$(LINKLAB) ab $(GATE_EXP) --quick --a-rev $(GATE_REF) $(GATE_ARGS)
+
+# Resumable: the A/A runs already complete under results/ab/ count.
+aa: setup
+	$(LINKLAB) aa $(GATE_EXP) --quick --runs $(AA_RUNS)
+
+ab-power: setup
+	$(PY) bench/ab_power.py --experiment $(basename $(notdir $(GATE_EXP)))
 
 # Each experiment's quick variant, 5 repetitions per point (or BASELINE_REPS), into baselines/<name>-quick-vm-tcg
 # (the name says the machine kind: the lab VM under software emulation); its lab is taken down after
@@ -78,14 +83,6 @@ baseline: setup
 	  echo "make baseline: $$name took $$(( $$(date +%s) - t0 )) s"; \
 	  $(LINKLAB) down || true; \
 	done; exit $$rc
-
-# Resumable: reruns already complete under NOISE_RESULTS count, an interrupted one is resumed.
-noise: setup
-	$(LINKLAB) noise $(BASELINE) --record $(NOISE_RERUNS) --results $(NOISE_RESULTS)
-	$(LINKLAB) down || true
-
-gate-power: setup
-	$(PY) bench/gate_power.py --baseline $(BASELINE) --reruns $(NOISE_RESULTS)/$(REGRESS_NAME)
 
 test: setup
 	bash scripts/test.sh $(PYTEST_ARGS)

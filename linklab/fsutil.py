@@ -120,9 +120,9 @@ def read_json_record(path: Path, kind: type = dict) -> Any:
 
 
 def read_json_written_by(path: Path, fmt: str, section: str, what: str, command: str, args: str) -> dict[str, Any]:
-    """A JSON file a linklab command wrote with `"format": fmt` and a dict under `section` (a
-    baseline's noise floor, its speed response): the whole document, or UsageError naming `what`
-    it should have been and the `command` (with its `args`) that makes one."""
+    """A JSON file a linklab command wrote with `"format": fmt` and a dict under `section` (an
+    experiment's A/A spread): the whole document, or UsageError naming `what` it should have been
+    and the `command` (with its `args`) that makes one."""
     try:
         data = json.loads(Path(path).read_text())
     except (OSError, ValueError) as e:

@@ -41,8 +41,7 @@ tier unit $PY -m pytest tests/unit -n 2 "$@"
 tier golden $PY -m pytest tests/golden "$@"
 tier fuzz $PY -m pytest tests/fuzz -n 2 "$@"
 tier host $PY -m pytest tests/integration/host "$@"
-# The lab VM stops after the kernel tier: .ci/run's regression gate boots its own, as its noise
-# floor was measured (a slow boot fails the tier's late tests and the gate alike: fc28).
+# The lab VM stops after the kernel tier: .ci/run's gate (`make gate`) boots its own for both arms.
 kernel_tier=(tier kernel $PY -m linklab vm run --if-needed --stop-after -- $PY -m pytest tests/integration/kernel "$@")
 rc_before_kernel=$rc
 "${kernel_tier[@]}"

@@ -14,8 +14,8 @@ Each flag comes with its evidence, so a report can mark the point and say why:
   host_stolen      the hypervisor under the host (the host is a VM, as CI machines are) took
                    >= HOST_STEAL_PCT of the host's cores away during the window (their steal time):
                    the emulator ran on a slower machine for a while. Nothing on the host can stop
-                   it, so the repetition is not measured again; the regression gate judges it as a
-                   slower machine's (linklab/report/machine.py) and lists the flag with its evidence
+                   it, so the repetition is not measured again; `linklab ab` measures both arms
+                   through it alike, and the flag stays in the row with its evidence
   emulator_burst   a port beyond the path's bottleneck (linklab/model/paths.py: reached only after
                    a port no faster than itself) dropped >= QUEUE_DROP_PCT of its packets: traffic
                    that left the bottleneck at its rate needs no queue there on a real network, so

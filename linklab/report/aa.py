@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from linklab.errors import UsageError
-from linklab.fsutil import write_json_atomic
+from linklab.fsutil import read_json_written_by, write_json_atomic
 from linklab.report import metrics
 from linklab.report.points import Point, group
 from linklab.report.runs import Run
@@ -48,17 +48,17 @@ class Spread:
     runs: list[str] = field(default_factory=list)
     path: Path | None = None
 
-    def of(self, p: Point, m: metrics.Metric) -> tuple[float, float] | None:
-        """(sigma_d, sigma_within) at this point for this metric; None where no A/A run measured it."""
+    def of(self, p: Point, m: metrics.Metric) -> tuple[float, float, int] | None:
+        """(sigma_d, sigma_within, runs) at this point for this metric; None where no A/A run measured it."""
         got = self.sigma.get(point_key(p), {}).get(m.key)
-        return (got[0], got[1]) if got and got[1] > 0 else None
+        return (got[0], got[1], int(got[2])) if got and got[1] > 0 else None
 
     def describe(self) -> str:
         return (f"A/A spread from {len(self.runs)} A/A runs ({self.path or 'not saved'}): no point's interval is "
                 "narrower than what that point moved with both arms alike")
 
     def save(self, path: Path) -> Path:
-        write_json_atomic(path, {"format": FORMAT, "kind": "aa-spread", "experiment": self.experiment,
+        write_json_atomic(path, {"format": FORMAT, "experiment": self.experiment,
                                  "quick": self.quick, "placement": self.placement,
                                  "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "runs": self.runs,
                                  "sigma": self.sigma})
@@ -67,13 +67,9 @@ class Spread:
 
     @classmethod
     def load(cls, path: Path) -> Spread:
-        try:
-            data = json.loads(Path(path).read_text())
-            if data.get("format") != FORMAT or data.get("kind") != "aa-spread":
-                raise ValueError(f"not an A/A spread of format {FORMAT}")
-            return cls(data["experiment"], bool(data["quick"]), data["placement"], data["sigma"], data["runs"], Path(path))
-        except (OSError, ValueError, KeyError, TypeError) as e:
-            raise UsageError(f"{path}: {e}", hint="`linklab aa EXPERIMENT` records it again") from None
+        data = read_json_written_by(path, FORMAT, "sigma", "A/A spread", "linklab aa", "EXPERIMENT")
+        return cls(data.get("experiment", ""), bool(data.get("quick")), data.get("placement", ""), data["sigma"],
+                   list(data.get("runs") or []), Path(path))
 
 
 def measure(aa_runs: list[tuple[str, Run, Run]]) -> Spread:

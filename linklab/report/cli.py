@@ -1,5 +1,5 @@
 """CLI commands for reports (linklab.cli adds them to its parser; each names its handler):
-report, compare, baseline, noise, speed, merge."""
+report, compare, baseline, merge."""
 
 from __future__ import annotations
 
@@ -26,43 +26,16 @@ examples:
   linklab compare baselines/e1_bonding_mtu-quick-vm-tcg results/e1_bonding_mtu/20261122-101500
   linklab compare BASELINE RUN --all                 # every check, not only the failures
   linklab compare RUN_A RUN_B --allow-different placement   # e.g. native vs lab VM, on purpose
-  linklab compare BASELINE RUN --tolerance 35        # a baseline recorded on another machine
-  linklab compare BASELINE RUN --allow-missing       # a run of part of the matrix, on purpose
-  linklab compare BASELINE RUN2 --confirms RUN1      # RUN2 repeats RUN1: fail what failed in both
-  # confirm a failed gate by measuring again only the points that failed:
-  linklab sweep EXP --quick --force --points "$(linklab compare BASELINE RUN1 --failed-points)"
-  linklab compare BASELINE EXP --confirms RUN1
 
-Each point of the baseline is judged; any of these fails the gate, and each failure names the
-point, the metric, the baseline's n / mean / sd, the new value, the band and the rule:
-  band       a metric outside its band, either way (CPU: only up; less is harmless)
-  missing    the point is not in the new run        failed     a repetition failed
-  preflight  pre-flight failed (or passed) unlike the baseline
-  disturbed  measured while other work held the host (after the sweep measured it once more)
-  members    a bond's traffic on one member instead of spread (or the other way round)
-  path_mtu   another path MTU                        flag       a flag the baseline never had
-  baseline   nothing in the baseline to judge the point against
-The band: where the new mean falls if nothing changed, from the baseline's repetitions (a
-prediction interval), never narrower than the noise floor measured beside the baseline
-(BASELINE/noise.json, `linklab noise`) or, without one, the metric's declared floor.
-On a machine of another speed (CPU level beyond x1.15), CPU is judged relative to that level and
-each point's metrics get the room the baseline's speed response measured for them
-(BASELINE/speed.json, `linklab speed`) or, without one, a general allowance (report/machine.py).
-A repetition flagged host_stolen (the hypervisor under the host took its CPU) is listed, never failed.
+Advisory: the two runs were not measured side by side, so whatever differed between their times
+or machines (speed, load, the lab VM's boot) differs here too. `linklab ab` measures both
+interleaved in one lab VM boot: that is the gate. The verdict is the same model (README
+"Verdicts"): per point and metric, NEW/BASELINE with its interval from both runs' repetitions
+(and the experiment's A/A spread, where `linklab aa` recorded one) against a minimum effect;
+structure: missing or failed points, pre-flight, path MTU, bond members, new flags.
 
-exit codes: 0 every check passed, 1 a check failed, 2 bad input (not a run, or runs of
-different experiments/scale/placement without --allow-different)
-"""
-
-SPEED_HELP = """\
-examples:
-  linklab speed baselines/e1_bonding_mtu-quick-vm-tcg results-slow/e1_bonding_mtu
-        every complete run in that directory, made on a slower machine of the kind; writes
-        baselines/e1_bonding_mtu-quick-vm-tcg/speed.json
-
-Per point and metric (not CPU, which compare judges relative to the level): the exponents e of
-level**e = run mean / baseline mean, the smallest and largest over the runs. Runs at the
-baseline's own speed (level within x1.15) are refused: they are quiet reruns (`linklab noise`).
+exit codes: 0 no difference found, 1 NEW differs, 2 bad input (not a run, or runs of different
+experiments/scale/placement without --allow-different)
 """
 
 BASELINE_HELP = """\
@@ -73,22 +46,8 @@ examples:
         store a run already made (refused below 5 repetitions per point: --min-repetitions)
 
 A stored baseline is the run's manifest without its bulky dumps and every row, each with the
-idle ping RTTs and throughput intervals its figures need. An old noise floor in DIR is removed
-(it was measured against the old baseline): measure the new one with `linklab noise DIR --record 10`.
-"""
-
-NOISE_HELP = """\
-examples:
-  linklab noise baselines/e1_bonding_mtu-quick-vm-tcg --record 10
-        10 quiet reruns of the baseline's experiment (into results-noise/, resumable: the runs
-        already complete there count), then the floor, written to BASELINE/noise.json
-  linklab noise baselines/e1_bonding_mtu-quick-vm-tcg results-noise/e1_bonding_mtu
-        the floor from reruns made already (run directories, or a directory of runs)
-
-Per metric: how far the reruns' means lay from the baseline's (relative, log ratio or in the
-metric's unit: metrics.py), and the floor = the larger of the largest seen and z · RMS, z for a
-5 % chance that a quiet run fails any of the baseline's point x metric pairs. Run it on a quiet
-machine: rows flagged host_disturbed are left out.
+idle ping RTTs and throughput intervals its figures need. `linklab report` and `linklab compare`
+read it like any run; `linklab aa` keeps the experiment's A/A spread beside it (aa.json).
 """
 
 
@@ -96,8 +55,6 @@ def add_commands(sub) -> None:
     _add_report(sub)
     _add_compare(sub)
     _add_baseline(sub)
-    _add_noise(sub)
-    _add_speed(sub)
     _add_merge(sub)
 
 
@@ -125,33 +82,18 @@ def _add_report(sub) -> None:
 
 def _add_compare(sub) -> None:
     c = sub.add_parser(
-        "compare", help="the regression gate: exit 1 when a run differs from a baseline beyond its noise",
-        description="Match the two runs' points by their parameters and judge every point of the baseline: each "
-                    "metric's new mean against its band (two-sided unless a side is harmless), and the point's "
-                    "structure (present, measured, pre-flight, bond members one vs spread, path MTU, flags). "
-                    "Runs of different experiments, scale or placement are refused unless --allow-different "
-                    "says the difference is intended.",
+        "compare", help="a run against a stored one, by the verdict model (advisory: not measured side by side)",
+        description="Match the two runs' points by their parameters and judge every point of the baseline by the "
+                    "one verdict model: each metric's NEW/BASELINE ratio with its interval against a minimum "
+                    "effect, and the point's structure. Advisory: `linklab ab` measures both side by side. Runs of "
+                    "different experiments, scale or placement are refused unless --allow-different says the "
+                    "difference is intended.",
         epilog=COMPARE_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     c.add_argument("baseline", help="baseline run directory (or a stored baseline, e.g. baselines/…)")
     c.add_argument("new", help="the run to check (run directory, experiment results directory or experiment)")
     c.add_argument("--results", default="results", help="results root directory (default ./results)")
     c.add_argument("--allow-different", default="", metavar="WHAT",
                    help="comma-separated: experiment, scale, placement — compare anyway")
-    c.add_argument("--tolerance", type=float, default=0.0, metavar="PCT",
-                   help="widen every band to at least ±PCT %% of the baseline mean (e.g. 35 for a baseline recorded "
-                        "on another machine, whose emulated CPU is faster or slower; default: none)")
-    c.add_argument("--allow-missing", action="store_true",
-                   help="a point missing, failed or disturbed in the new run (or with nothing to judge it against in "
-                        "the baseline) is listed as not judged instead of failing")
-    c.add_argument("--noise", metavar="FILE",
-                   help="noise floor to use (default: BASELINE/noise.json when it exists, else the metrics' declared "
-                        "floors)")
-    c.add_argument("--confirms", metavar="RUN",
-                   help="NEW repeats RUN (the same code, measured again to confirm a failed gate): a check fails "
-                        "only where it failed for RUN too; the others are listed as not confirmed")
-    c.add_argument("--failed-points", action="store_true",
-                   help="print only the ids of the points that failed, comma-separated (every point when a check "
-                        "of the whole run failed), for `linklab sweep --points` to measure them again")
     c.add_argument("--all", action="store_true", help="list every check, not only the failures")
     c.add_argument("--json", action="store_true", help="machine-readable output")
     c.set_defaults(handler=cmd_compare)
@@ -175,42 +117,6 @@ def _add_baseline(sub) -> None:
                         f"(default {MIN_REPETITIONS}; 1 stores any run)")
     b.add_argument("--results", default="results", help="results root directory (default ./results)")
     b.set_defaults(handler=cmd_baseline)
-
-
-def _add_noise(sub) -> None:
-    n = sub.add_parser(
-        "noise", help="measure a baseline's noise floor from quiet reruns (BASELINE/noise.json)",
-        description="How far quiet reruns of the baseline's experiment moved from it with nothing changed, per "
-                    "metric: the floor below which `linklab compare` never narrows a band. Measured on the "
-                    "machine kind the baseline was recorded on, with the machine otherwise quiet.",
-        epilog=NOISE_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
-    n.add_argument("baseline", help="stored baseline (or run) directory")
-    n.add_argument("reruns", nargs="*", metavar="RUN",
-                   help="rerun directories, or directories of runs (every complete run in them)")
-    n.add_argument("--record", type=int, metavar="N",
-                   help="first make sure N complete reruns exist under --results (recording the missing ones with "
-                        "`linklab sweep`; an interrupted one is resumed), then use them")
-    n.add_argument("--results", default="results-noise",
-                   help="--record: where the reruns go (default ./results-noise, apart from ./results)")
-    n.add_argument("--out", help="where to write the floor (default BASELINE/noise.json)")
-    n.add_argument("--dry-run", action="store_true", help="print the floor, write nothing")
-    n.set_defaults(handler=cmd_noise)
-
-
-def _add_speed(sub) -> None:
-    sp = sub.add_parser(
-        "speed", help="measure how a baseline's points move on a machine of another speed (BASELINE/speed.json)",
-        description="From runs of the baseline's experiment on a machine whose CPU level is beyond x1.15 the "
-                    "baseline's (a slower machine of the kind, say), keep per point and metric how far it moved "
-                    "as an exponent of that level. `linklab compare` then gives each point the room it measurably "
-                    "needs at a run's level, and no more, instead of one allowance for every point.",
-        epilog=SPEED_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
-    sp.add_argument("baseline", help="stored baseline (or run) directory")
-    sp.add_argument("runs", nargs="+", metavar="RUN",
-                    help="run directories, or directories of runs (every complete run in them)")
-    sp.add_argument("--out", help="where to write it (default BASELINE/speed.json)")
-    sp.add_argument("--dry-run", action="store_true", help="print it, write nothing")
-    sp.set_defaults(handler=cmd_speed)
 
 
 def _add_merge(sub) -> None:
@@ -247,36 +153,16 @@ def cmd_report(args, argv) -> int:
 
 
 def cmd_compare(args, argv) -> int:
-    from linklab.report.compare import as_json, compare, confirm, failed_point_ids, render, repeat_level
-    from linklab.report.noise import NoiseFloor, for_baseline
+    from linklab.report import verdict
+    from linklab.report.compare import compare
     from linklab.report.runs import Run, find_run
-    from linklab.report.speed import for_baseline as speed_for_baseline
 
     results = Path(args.results)
     base = Run.load(find_run(args.baseline, results))
     new = Run.load(find_run(args.new, results))
     allow = {a.strip() for a in args.allow_different.split(",") if a.strip()}
-    if not 0 <= args.tolerance < 100:
-        raise UsageError(f"--tolerance {args.tolerance:g}: a percentage from 0 to below 100")
-    noise = NoiseFloor.load(Path(args.noise)) if args.noise else for_baseline(base)
-    speed = speed_for_baseline(base)
-
-    def judge(run, level=None):
-        return compare(base, run, allow, tolerance=args.tolerance / 100, noise=noise,
-                       allow_missing=args.allow_missing, speed=speed, level=level)
-
-    if args.confirms:
-        first = Run.load(find_run(args.confirms, results))
-        level, level_note = repeat_level(base, first, new)
-        res = confirm(judge(new, level), judge(first))
-        if level_note:
-            res.notes.insert(0, level_note)
-    else:
-        res = judge(new)
-    if args.failed_points:
-        print(",".join(failed_point_ids(res)))
-    else:
-        print(json.dumps(as_json(res), indent=1) if args.json else render(res, show_all=args.all))
+    res = compare(base, new, allow)
+    print(json.dumps(verdict.as_json(res), indent=1) if args.json else verdict.render(res, show_all=args.all))
     return 0 if res.ok else 1
 
 
@@ -297,9 +183,7 @@ def cmd_merge(args, argv) -> int:
 
 
 def cmd_baseline(args, argv) -> int:
-    from linklab.report.noise import NOISE_FILE
     from linklab.report.runs import Run, export, find_run
-    from linklab.report.speed import SPEED_FILE
 
     results = Path(args.results)
     if args.min_repetitions < 1 or (args.repetitions is not None and args.repetitions < 1):
@@ -324,16 +208,8 @@ def cmd_baseline(args, argv) -> int:
                          f"{len(thin)} point(s): {'; '.join(thin[:5])}{' ...' if len(thin) > 5 else ''}",
                          hint="record a baseline with `linklab baseline EXPERIMENT DIR` (5 repetitions per point), "
                               "or accept this run with --min-repetitions N")
-    dest = Path(args.dest)
-    stale = [dest / NOISE_FILE, dest / SPEED_FILE]
-    dest = export(run, dest)
-    say(f"linklab: {len(run.rows)} rows of {run.name} stored in {dest} "
-            f"(sweep took {_wall(run)})")
-    for old in stale:
-        if old.exists():
-            old.unlink()
-            say(f"  removed {old}: it was measured against the previous baseline")
-    say(f"  its noise floor: linklab noise {dest} --record 10   (quiet machine; or give reruns made already)")
+    dest = export(run, Path(args.dest))
+    say(f"linklab: {len(run.rows)} rows of {run.name} stored in {dest} (sweep took {_wall(run)})")
     return 0
 
 
@@ -353,69 +229,3 @@ def _thin_points(run, need: int) -> list[str]:
 def _wall(run) -> str:
     s = ((run.manifest.get("timing") or {}).get("sweep_wall_s"))
     return f"{s / 60:.1f} min" if isinstance(s, (int, float)) else "an unrecorded time"
-
-
-def cmd_noise(args, argv) -> int:
-    from linklab.report.noise import NOISE_FILE, load_reruns, measure, render
-    from linklab.report.runs import Run, find_run
-
-    base = Run.load(find_run(args.baseline, Path("results")))
-    targets = list(args.reruns)
-    if args.record is not None:
-        if args.record < 1:
-            raise UsageError("--record N: a whole number from 1")
-        targets.append(str(_record_reruns(base, args.record, Path(args.results))))
-    if not targets:
-        raise UsageError("no reruns given", hint="give rerun directories, or --record N to make them")
-    nf = measure(base, load_reruns(targets))
-    print(render(nf))
-    if args.dry_run:
-        return 0
-    out = Path(args.out) if args.out else base.path / NOISE_FILE
-    nf.save(out)
-    say(f"linklab: noise floor written to {out} (`linklab compare {base.path} RUN` uses it)")
-    return 0
-
-
-def cmd_speed(args, argv) -> int:
-    from linklab.report.noise import load_reruns
-    from linklab.report.runs import Run, find_run
-    from linklab.report.speed import SPEED_FILE, measure, render
-
-    base = Run.load(find_run(args.baseline, Path("results")))
-    sr = measure(base, load_reruns(list(args.runs)))
-    print(render(sr))
-    if args.dry_run:
-        return 0
-    out = sr.save(Path(args.out) if args.out else base.path / SPEED_FILE)
-    say(f"linklab: speed response written to {out} (`linklab compare {base.path} RUN` uses it)")
-    return 0
-
-
-def _record_reruns(base, want: int, results: Path) -> Path:
-    """Make sure `want` complete reruns of the baseline's experiment exist under results/:
-    resume an interrupted one, record the missing ones. A sweep that fails twice in a row stops it."""
-    import time
-    from linklab.results.store import ResultsStore
-
-    exp_file = base.manifest.get("experiment_file")
-    if not exp_file or not Path(exp_file).is_file():
-        raise UsageError(f"{base.path}: its experiment file {exp_file!r} is not here",
-                         hint="run from the checkout the baseline was recorded in, or give reruns made already")
-    name = base.experiment
-    quick = ["--quick"] if base.manifest.get("quick") else []
-    failures = 0
-    while True:
-        runs = ResultsStore.runs(results, name)
-        done = [r for r in runs if r.manifest.get("complete")]
-        if len(done) >= want:
-            return results / name
-        resume = runs and not runs[-1].manifest.get("complete")
-        say(f"linklab noise: rerun {len(done) + 1} of {want}" + (" (resuming the interrupted one)" if resume else ""))
-        t0 = time.monotonic()
-        rc = _sweep([exp_file, "--results", str(results), *quick, *([] if resume else ["--force"])])
-        say(f"linklab noise: sweep exited {rc} after {time.monotonic() - t0:.0f} s")
-        failures = failures + 1 if rc != 0 else 0
-        if failures >= 2:
-            raise UsageError(f"two sweeps in a row failed (exit {rc}); {len(done)} of {want} reruns complete in "
-                             f"{results / name}", hint="see the sweep's output above; rerun the same command to go on")

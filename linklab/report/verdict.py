@@ -159,8 +159,10 @@ def metric_check(p: Point, m: metrics.Metric, va: list[float], vb: list[float],
     shape = aa.of(p, m) if aa else None
     level, df = levels.get(m.key + "/level" if shape else m.key, (0.0, 0))
     # The point's spread: its own, never below what this run's noise gives it (its A/A spread
-    # times the run's level, at least the A/A runs' own; or the run's pooled spread).
+    # times the run's level, at least the A/A runs' own; or the run's pooled spread). Degrees of
+    # freedom: the run's, and the A/A runs' where they set the shape.
     s = max(own, shape[0] * max(1.0, level) if shape else level)
+    df += shape[2] if shape else 0
     t = t_quantile(1 - alpha / 2, df) if df else math.inf
     half = t * s * math.sqrt(1 / len(ya) + 1 / len(yb))  # 0 where every value was the same: any move is a change
     low, high = d - half, d + half
@@ -280,6 +282,9 @@ def judge(a: Run, b: Run, paired: bool, aa: Spread | None = None) -> Result:
         res.notes.append(f"only in B (not judged): {', '.join(only_b)}")
     res.notes.append(aa.describe() if aa else "no A/A spread recorded for this experiment: each interval rests on "
                      "this run's repetitions alone (`linklab aa EXPERIMENT` records one)")
+    if cs and not levels and not aa:
+        res.notes.append("one repetition per point in each run and no A/A spread: nothing says how far a metric "
+                         "moves by chance, so no metric can fail; only the structure is judged (--pairs 2 or more)")
     if not paired:
         res.notes.append("advisory: A and B were not measured side by side, so whatever differed between their "
                          "times or machines (speed, load, the emulator's boot) differs here too; `linklab ab` "

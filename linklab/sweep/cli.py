@@ -51,9 +51,8 @@ def add_commands(sub) -> None:
                         "shards and clusters, and for measuring the scheduler's own overhead")
     # Also how a cluster's worker runs its unit of work.
     p.add_argument("--points", metavar="ID,ID",
-                   help="only these points, by id (a run's point_id column; `linklab compare --failed-points` prints "
-                        "the ones that failed the gate, to measure them again); the run is a part of the matrix, "
-                        "and no report is written for it")
+                   help="only these points, by id (a run's point_id column), e.g. to measure again the ones a "
+                        "verdict named; the run is a part of the matrix, and no report is written for it")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="PATH=VALUE",
                    help="a lab setting on top of every point's own, as `linklab set` takes it (repeatable; it wins "
                         "over an axis that sets the same path); the lab is put back after the sweep")

@@ -143,7 +143,7 @@ def test_sweep_with_container_client_and_server(tmp_path):
         assert set(rows) == {"h1", "c2"}
         for server, r in rows.items():
             # 20 Mbit/s links: TCP payload at MTU 1500 is 20 * 1448/1514 = 19.1 Mbit/s; within 10 % below
-            # (less the steal's share where flagged host_stolen: report/machine.py: stolen_room), 1 % above.
+            # (less the steal's share where flagged host_stolen, at most 10 %: tests/integration/steal.py), 1 % above.
             bps, theory = float(r["throughput_bps"]), 20e6 * goodput_fraction(1500)
             assert (0.9 - steal.room(r)) * theory < bps < 1.01 * 20e6, (server, bps, r.get("host_steal_pct"))
     finally:

@@ -203,7 +203,7 @@ def _four_streams_on_both_members(lb):
 def _stolen_room_since(t0: float) -> float:
     """Throughput's room below for a run from wall-clock time t0 until now: the share of the
     host's cores the hypervisor took meanwhile, from HOST_STEAL_PCT on, as the lab VM's host
-    recorded it (report/machine.py: stolen_room, the sweeps' rule); 0 natively."""
+    recorded it (tests/integration/steal.py: at most 10 %, else inconclusive); 0 natively."""
     probe = placement.host_cpu_probe()
     return steal.room(probe.between(t0, time.time())) if probe else 0.0
 

@@ -12,7 +12,7 @@ three repetitions fell to 0.91-0.95 of theory and the third reached 0.995 (CI, 2
 that loses packets loses them in every repetition. No repetition may fall below FLOOR either. A
 repetition measured while the hypervisor took >= HOST_STEAL_PCT of the host's cores (flagged
 host_stolen, its host_steal_pct recorded) may fall short of LOW and of FLOOR by that share, the
-regression gate's rule (linklab/report/machine.py: stolen_room): under 29-39 % steal all three fell
+kernel tier's one steal allowance (tests/integration/steal.py, at most 10 %): under 29-39 % steal all three fell
 to 0.952-0.962 at MTU 9000 (fresh-clone CI, 2026-11-26), and under 20-36 % three bridges at MTU 1500
 gave 0.860, 0.883 and 0.763 (fresh-clone CI, 2026-11-26); on a quiet host the bounds are LOW and
 FLOOR as they stand.
