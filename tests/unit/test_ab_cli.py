@@ -1,0 +1,70 @@
+"""`linklab ab` and `linklab aa` as a user meets them: bad input refused before any lab VM boots,
+a measured A/B run judged and reported, A/A runs told from A/B runs."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from linklab.ab import cli as ab_cli
+from linklab.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+E1 = ROOT / "experiments" / "e1_bonding_mtu.yaml"
+RUNS = ROOT / "tests" / "data" / "runs"
+
+
+@pytest.fixture(autouse=True)
+def _nowhere_to_boot(monkeypatch):
+    """Any attempt to reach a lab VM or start an arm fails the test: bad input must stop first."""
+    from linklab import placement
+    from linklab.ab import session
+    monkeypatch.setattr(placement, "forward_booting", lambda *a, **k: pytest.fail("a lab VM was asked for"))
+    monkeypatch.setattr(session, "drive", lambda *a, **k: pytest.fail("arms were started"))
+
+
+@pytest.mark.parametrize("argv,says", [
+    (["ab", str(E1), "--quick", "--b", "links[nope].mtu=9000"], "nope"),
+    (["ab", str(E1), "--quick", "--b", "links[*].mtu=huge"], "mtu"),
+    (["ab", str(E1), "--quick", "--a-rev", "no-such-revision-anywhere"], "unknown revision"),
+    (["ab", str(E1), "--quick", "--pairs", "0"], "--pairs 0"),
+    (["ab", "experiments/none.yaml"], "none.yaml"),
+])
+def test_bad_input_is_exit_2_before_any_vm_or_arm(argv, says, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("LINKLAB_STATE_DIR", str(tmp_path / "state"))
+    assert main([*argv, "--results", str(tmp_path / "results")]) == 2
+    assert says in capsys.readouterr().err
+
+
+def _ab_dir(tmp_path, a: Path, b: Path, **arms) -> Path:
+    d = tmp_path / "results" / "ab" / "e2_rr_tuning" / "20261128-120000"
+    d.mkdir(parents=True)
+    for name, src in (("a", a), ("b", b)):
+        shutil.copytree(src, d / name / "e2_rr_tuning" / "run")
+    a_arm = {"commit": None, "overrides": [], "words": "the working tree"}
+    (d / "ab.json").write_text(json.dumps({
+        "format": 1, "kind": "ab", "experiment": "e2_rr_tuning", "quick": True, "complete": True, "pairs": 2,
+        "arms": {"a": a_arm, "b": {**a_arm, **arms}}, "wall_s": 600,
+        "runs": {k: str(d / k / "e2_rr_tuning" / "run") for k in "ab"}}))
+    return d
+
+
+def test_a_measured_run_is_judged_into_verdict_json_and_a_report(tmp_path, capsys):
+    # two stored E2 quick runs as the arms (the second on a quieter machine: faster everywhere)
+    d = _ab_dir(tmp_path, RUNS / "e2-quick-a", RUNS / "e2-quick-b")
+    rc = ab_cli.judge_run(d, report=True)
+    out = capsys.readouterr().out
+    verdict = json.loads((d / "verdict.json").read_text())
+    assert rc == (0 if verdict["ok"] else 1) and ("result: no difference found" in out) == verdict["ok"]
+    assert verdict["paired"] is True and verdict["checks"]
+    html = (d / "report.html").read_text()
+    assert "Verdict: B against A" in html and 'id="fig-ab_ratios"' in html
+
+
+def test_aa_runs_are_those_whose_arms_are_alike(tmp_path):
+    aa = _ab_dir(tmp_path, RUNS / "e2-quick-a", RUNS / "e2-quick-b")
+    ab = _ab_dir(tmp_path / "other", RUNS / "e2-quick-a", RUNS / "e2-quick-b", overrides=["links[*].mtu=9000"])
+    shutil.move(str(ab), str(aa.parent / "20261128-130000"))
+    assert ab_cli.aa_runs(tmp_path / "results", "e2_rr_tuning", quick=True) == [aa]
+    assert ab_cli.aa_runs(tmp_path / "results", "e2_rr_tuning", quick=False) == []
