@@ -137,6 +137,9 @@ class Sweep:
     applied: list[tuple[str, Any]] | None = None  # the overrides the lab has now (None: not set yet)
     rerun_disturbed: bool = False  # Options.rerun_disturbed
     overrides: tuple[tuple[str, Any], ...] = ()  # Options.overrides: on top of every point's
+    # What the last pre-flight whose path check passed saw: (the lab's settings, client, server, IP
+    # version). A point that finds the same need not prove the path again (preflight.run).
+    proved: tuple | None = None
 
     def __post_init__(self) -> None:
         self.recording = Recording(self.totals)
@@ -263,8 +266,12 @@ def prepare_point(sweep: Sweep, point: Point) -> Prepared:
     with clock.phase("settle"):
         time.sleep(exp.settle)
     sweep.recording.wait()  # the previous point's last repetition: nothing writes while anything measures
+    seen = (sweep.applied, plan.client, plan.server, plan.tool.ip)
     with clock.phase("preflight"):
-        pf = preflight.run(sweep.handle, plan.client, plan.server, plan.tool.ip)
+        # Events change the lab during a window: after them the path is proved again.
+        pf = preflight.run(sweep.handle, plan.client, plan.server, plan.tool.ip,
+                           path_proved=not exp.events and sweep.proved == seen)
+    sweep.proved = seen if pf.ok and not exp.events else None
     info = {"point_key": point.key, "mtu_varied": plan.mtu_varied, "client": plan.client,
             "server": plan.server, "scale": sweep.handle.lab.scale, "repetitions": exp.repetitions}
     with clock.phase("qdisc_dump"):

@@ -265,3 +265,45 @@ def test_reports_do_not_list_the_sweeps_own_timings_as_measurements():
     from linklab.report.metrics import other_columns
     rows = [{"phase_window_s": 6.1, "phase_record_s": 0.2, "client_nstat_TcpExtTCPSackRecv": 3}]
     assert other_columns(rows, []) == ["client_nstat_TcpExtTCPSackRecv"]
+
+
+def test_a_point_that_leaves_the_lab_as_it_was_does_not_prove_the_path_again(tmp_path, monkeypatch):
+    asked = []
+    monkeypatch.setattr(engine.lab, "set_params", lambda name, overrides, **k: _record())
+    monkeypatch.setattr(measure_rep, "measure", lambda *a, **k: ({}, {}))
+    monkeypatch.setattr(measure_rep, "probes_for", lambda *a, **k: [])
+
+    class Mtu1500(_Plan):
+        overrides = (("links[*].mtu", 1500),)
+
+    class Mtu9000(_Plan):
+        overrides = (("links[*].mtu", 9000),)
+
+    plans = {"a": Mtu1500, "b": Mtu1500, "c": Mtu9000, "d": Mtu9000}
+    monkeypatch.setattr(engine, "plan_point", lambda exp, topo, axes: plans[axes["p"]])
+    sweep = _sweep(tmp_path, monkeypatch)
+    ok = {"a": True, "b": True, "c": False, "d": True}  # c's pre-flight fails: d proves its path again
+
+    def fake_run(handle, client, server, ip, path_proved=False):
+        asked.append(path_proved)
+        pf = preflight.Preflight()
+        if not ok[current[0]]:
+            pf.fail("bond down")
+        return pf
+
+    current = [None]
+    monkeypatch.setattr(preflight, "run", fake_run)
+    for i, p in enumerate("abcd"):
+        current[0] = p
+        engine.prepare_point(sweep, Point(index=i, id=f"p{i}", key=p, axes={"p": p}))
+    assert asked == [False, True, False, False]
+
+
+def test_a_proved_path_is_not_pinged_again_but_the_bonds_are_read(monkeypatch):
+    from linklab.handle import LabHandle
+    handle = LabHandle.from_record(_record(), backend=object())
+    monkeypatch.setattr(preflight, "Ping", lambda **k: pytest.fail("pinged a path already proved"))
+    read = []
+    monkeypatch.setattr(preflight, "bond_problems", lambda h: read.append(h) or ([], []))
+    pf = preflight.run(handle, "h1", "h2", 4, path_proved=True)
+    assert pf.ok and pf.df_fits == preflight.PROVED and pf.path_mtu == 1500 and read == [handle]
