@@ -18,6 +18,7 @@ from typing import Any, Callable
 import matplotlib
 
 matplotlib.use("Agg")
+import matplotlib.ticker  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402  (after choosing the backend)
 
 from linklab.errors import UsageError  # noqa: E402
@@ -454,20 +455,27 @@ def ratio_figure(checks: list[Any], keys: tuple[str, ...] = RATIO_METRICS) -> Fi
             lim = math.log1p(m.min_effect) if log else m.min_effect
             ax.axvspan(tf(-lim), tf(lim), color="#dddddd", zorder=0)
             ax.axvline(tf(0.0), color="#888888", lw=0.8)
+            finite = [x for c in cs for x in (c.low, c.high, c.effect) if math.isfinite(x)]
+            span = (min(finite + [-lim]), max(finite + [lim]))
             for c in cs:
                 y = labels.index(c.point)
                 color = {"FAIL": "#a3171b", "harmless": "#1f5fa8"}.get(c.verdict, "#333333")
-                ax.plot([tf(c.low), tf(c.high)], [y, y], color=color, lw=1.6)
+                known = math.isfinite(c.low) and math.isfinite(c.high)
+                low, high = (c.low, c.high) if known else span  # no interval: dotted across the panel
+                ax.plot([tf(low), tf(high)], [y, y], color=color, lw=1.6 if known else 0.8, ls="-" if known else ":")
                 ax.plot([tf(c.effect)], [y], "o", color=color, ms=4)
             if log:
                 ax.set_xscale("log")
+                ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+                ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
             ax.set_title(("B/A " if log else "B − A ") + m.label + ("" if log else f" ({m.unit})"), fontsize=9)
         axes[0][0].set_yticks(range(len(labels)), labels)
         axes[0][0].invert_yaxis()
         fig.tight_layout()
         out = Figure("ab_ratios", "B against A, per point", _save(fig, "svg"), _save(fig, "png"),
                      "Each bar: B/A (or B − A) with its interval; grey: within the metric's minimum effect; red: a "
-                     "failed check, blue: beyond it on a harmless side.")
+                     "failed check, blue: beyond it on a harmless side; dotted: no interval (nothing in the runs "
+                     "says how far the metric moves by chance).")
         plt.close(fig)
     return out
 
