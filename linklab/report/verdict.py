@@ -1,31 +1,33 @@
 """The verdict: does run B differ from run A? One model, for `linklab ab` (A and B measured side
-by side, interleaved: the gate) and `linklab compare` (a stored baseline against a run from
-another time or machine: advisory, since whatever differs between the two times differs here too).
+by side, interleaved: the gate) and `linklab compare` (a stored run against a run from another
+time or machine: advisory, since whatever differed between the two times differs here too).
+README "Verdicts" applies it by hand.
 
-Points are matched by their parameters. Each point of A is judged by the checks below; any one
-failing is a difference (exit 1).
+Points are matched by their parameters; every point of A is judged. Any check failing is a
+difference (exit 1). There is nothing else: no allowance for a machine, no second run.
 
-Metric checks, per point and metric (linklab/report/metrics.py says which, on which scale):
-  1. y = each repetition's value on the metric's scale: log(value + offset) for rates, delays and
-     counts (a ratio is then a difference), the value itself for CPU %, shares and seconds.
-  2. effect d = mean(y of B) - mean(y of A); the ratio B/A is exp(d) (a difference for "abs").
-  3. spread s: the point's own, sqrt(pooled within-arm variance), but never below the A/A spread
-     of that metric over the whole run (the root mean square of every point's own spread: how far
-     repetitions of one arm moved with nothing changed, on this machine, in this run).
-  4. interval d +- t * s * sqrt(1/nA + 1/nB); t is Student's for the run's pooled degrees of
-     freedom at 1 - ALPHA/(2K), K the number of point x metric checks (Bonferroni: a run where
-     nothing changed fails any check with probability at most ALPHA).
-  5. it fails when the interval lies entirely on one side of 0 (a change was measured), the
-     ratio is beyond the metric's minimum effect (MIN_EFFECT: smaller changes are not worth a
-     red build), and the side is not one the metric calls harmless (CPU may fall).
-
-Structural checks, per point (unchanged from the gate before: what a change of topology breaks):
-  missing     the point is not in B                  failed      a repetition failed in B, not in A
+metric, per point and judged metric (metrics.py: its scale, harmless side, minimum effect):
+  1. y = each repetition's value on the metric's scale: log(value + offset) for "rel" and "log"
+     metrics (a ratio is then a difference), the value itself for "abs" ones.
+  2. effect d = mean(y of B) - mean(y of A); B/A = exp(d) (B - A for "abs").
+  3. spread s = the point's own (each arm's repetitions around their own mean, pooled), never
+     below what the run's noise gives the point: its A/A spread (aa.py: how far d moved there over
+     A/A runs) times the run's level (this run's own spreads against the A/A runs', over every
+     point, at least 1); without an A/A spread, the run's own spread pooled over every point.
+  4. interval d +- t * s * sqrt(1/nA + 1/nB), t Student's at 1 - alpha/2 for the degrees of
+     freedom behind s, alpha = ALPHA / K for the run's K tests (Bonferroni: a run where nothing
+     changed fails any with probability at most ALPHA).
+  5. FAIL when the interval excludes 0 (a change was measured), |d| reaches the minimum effect
+     (smaller changes, however sure, are not worth a red build), and the side is not harmless
+     (CPU may fall). A bond member's share is named "members": one member against spread.
+structure:
+  missing     A's point is not in B               failed     a repetition failed in B, not in A
   preflight   pre-flight failed in B where it passed in A, or the other way round
-  members     a bond's traffic on one member where A spread it over several, or the other way round
-  path_mtu    another path MTU than A's              flag        a flag A's point never carried
-  baseline    A has nothing measured at the point to judge B against
-Repetitions flagged host_disturbed or host_stolen are judged like any other: they hit both arms.
+  path_mtu    another path MTU than A's           baseline   A has nothing measured at the point
+  flag        over the run, B's repetitions carry a flag more often than A's beyond chance
+              (Fisher's exact test, one side, at the same alpha); a flag that went away is harmless
+Flags about the host (host_disturbed, host_stolen) are the host's: such repetitions are judged
+like any other, since whatever the host did hit both arms.
 """
 
 from __future__ import annotations
