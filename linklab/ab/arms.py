@@ -62,8 +62,7 @@ class Arm:
 
     def sweep_argv(self, pairs: int, quick: bool) -> list[str]:
         argv = [sys.executable, "-m", "linklab", "sweep", str(self.experiment), "--stepwise", "--force",
-                "--lab", self.lab, "--results", str(self.results), "--repetitions", str(pairs),
-                "--no-rerun-disturbed"]
+                "--lab", self.lab, "--results", str(self.results), "--repetitions", str(pairs)]
         argv += ["--quick"] if quick else []
         for o in self.spec.overrides:
             argv += ["--set", o]

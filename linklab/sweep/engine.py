@@ -309,29 +309,34 @@ def measure_point_rep(sweep: Sweep, prep: Prepared, rep: int, attempt: int = 1) 
     return row
 
 
+def measure_settled(sweep: Sweep, prep: Prepared, rep: int) -> dict[str, Any]:
+    """One repetition, measured once more if it was flagged host_disturbed and the sweep says so
+    (rerun_disturbed: the disturbed attempt is kept aside as rep<k>.disturbed-1, a second
+    disturbed attempt stays); the row that stands."""
+    row = measure_point_rep(sweep, prep, rep)
+    if sweep.rerun_disturbed and DISTURBED_FLAG in str(row.get("flags") or "").split(";"):
+        sweep.recording.wait()  # moved aside once it is written
+        aside = sweep.store.set_aside_failed(prep.point.id, rep, why="disturbed")
+        sweep.progress.log(f"  measuring rep {rep} once more: the host was busy ({aside.name} kept)")
+        with prep.clock.phase("pause"):
+            time.sleep(sweep.exp.pause)
+        row = measure_point_rep(sweep, prep, rep, attempt=2)
+    return row
+
+
 def _run_point(sweep: Sweep, point: Point, reps: list[int]) -> None:
     """The local executor's point: prepared, then its repetitions one after another, a pause
-    between them; a repetition flagged host_disturbed measured once more (rerun_disturbed)."""
+    between them."""
     exp = sweep.exp
     prep = prepare_point(sweep, point)
-    # (rep, attempt): a repetition flagged host_disturbed comes back once as attempt 2.
-    queue = [(rep, 1) for rep in reps]
-    while queue:
-        rep, attempt = queue.pop(0)
-        if attempt == 1:
-            sweep.progress.start_unit(f"{point.key} rep {rep}/{exp.repetitions}")
-            t0 = time.monotonic()
-        row = measure_point_rep(sweep, prep, rep, attempt)
-        if sweep.rerun_disturbed and attempt == 1 and DISTURBED_FLAG in str(row.get("flags") or "").split(";"):
-            sweep.recording.wait()  # moved aside once it is written
-            aside = sweep.store.set_aside_failed(point.id, rep, why="disturbed")
-            sweep.progress.log(f"  measuring rep {rep} once more: the host was busy ({aside.name} kept)")
-            queue.insert(0, (rep, 2))
-        else:
-            sweep.progress.finish_unit(time.monotonic() - t0)
-        if queue:
+    for i, rep in enumerate(reps):
+        if i:
             with prep.clock.phase("pause"):
                 time.sleep(exp.pause)
+        sweep.progress.start_unit(f"{point.key} rep {rep}/{exp.repetitions}")
+        t0 = time.monotonic()
+        measure_settled(sweep, prep, rep)
+        sweep.progress.finish_unit(time.monotonic() - t0)
 
 
 def _record(store: ResultsStore, point: Point, rep: int, raw: dict[str, str], row: dict[str, Any],

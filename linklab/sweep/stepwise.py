@@ -7,6 +7,8 @@ One JSON object per line. The sweep speaks first, once its lab is up and its run
 then answers each command with one line:
     {"do": "prepare", "point": ID}          -> {"ok": true, "preflight_ok": bool, "problems": [...]}
     {"do": "measure", "point": ID, "rep": K} -> {"ok": true, "error": TEXT|null, "flags": TEXT}
+                                               (measured once more first if the host was busy, as
+                                               any sweep does unless --no-rerun-disturbed)
     {"do": "end"}                           -> {"ok": true}, and the sweep ends as any sweep does
 A command it cannot carry out gets {"ok": false, "error": TEXT} and the sweep goes on; the end of
 stdin ends it too (its driver is gone). Everything else the sweep says goes to stderr: stdout is
@@ -23,7 +25,7 @@ import sys
 from typing import IO, Any
 
 from linklab.errors import LinklabError
-from linklab.sweep.engine import Prepared, Sweep, measure_point_rep, prepare_point
+from linklab.sweep.engine import Prepared, Sweep, measure_settled, prepare_point
 from linklab.sweep.matrix import Point
 
 PROTOCOL = 1  # bumped when a command or a reply changes meaning: the driver refuses another
@@ -90,6 +92,6 @@ def serve(sweep: Sweep, points: list[Point], todo: dict[str, list[int]],
         else:
             measured.add((point.id, rep))
             sweep.progress.start_unit(f"{point.key} rep {rep}")
-            row = measure_point_rep(sweep, prepared, rep)
+            row = measure_settled(sweep, prepared, rep)
             sweep.progress.finish_unit()
             reply(ok=True, error=row.get("error"), flags=row.get("flags") or "")

@@ -58,7 +58,7 @@ def test_the_arm_sweep_command_carries_its_settings_and_repetitions(repo, tmp_pa
                      repo / "exp" / "e.yaml", "a_long_lab_name", tmp_path / "run")[0]
     argv = b.sweep_argv(pairs=3, quick=True)
     assert argv[:4] == [sys.executable, "-m", "linklab", "sweep"] and "--stepwise" in argv
-    assert argv[argv.index("--repetitions") + 1] == "3" and "--quick" in argv and "--no-rerun-disturbed" in argv
+    assert argv[argv.index("--repetitions") + 1] == "3" and "--quick" in argv
     assert argv[argv.index("--lab") + 1] == "a_long_lab_b" == b.lab  # 12 characters at most
     sets = [argv[i + 1] for i, x in enumerate(argv) if x == "--set"]
     assert sets == ["links[*].mtu=9000", "links[0].impair.delay=2ms"]

@@ -74,3 +74,20 @@ def test_protocol_stream_keeps_stdout_for_the_protocol(tmp_path):
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert res.stdout == '{"hello": 1}\n'
     assert "chatter" in res.stderr and "child" in res.stderr
+
+
+def test_a_disturbed_repetition_is_measured_once_more_before_the_reply(tmp_path, monkeypatch):
+    flags = iter(["host_disturbed", ""])
+    monkeypatch.setattr(engine, "plan_point", lambda exp, topo, axes: _Plan)
+    monkeypatch.setattr(engine.lab, "set_params", lambda *a, **k: _record())
+    monkeypatch.setattr(measure_rep, "measure", lambda *a, **k: ({}, {"throughput_bps": 9e7, "flags": next(flags)}))
+    monkeypatch.setattr(measure_rep, "probes_for", lambda *a, **k: [])
+    sweep = _sweep(tmp_path, monkeypatch)
+    sweep.rerun_disturbed = True
+    replies = io.StringIO()
+    cmds = io.StringIO('{"do": "prepare", "point": "p0"}\n{"do": "measure", "point": "p0", "rep": 1}\n')
+    stepwise.serve(sweep, [Point(index=0, id="p0", key="k", axes={})], {"p0": [1]}, commands=cmds, replies=replies)
+    sweep.recording.close()
+    assert json.loads(replies.getvalue().splitlines()[-1]) == {"ok": True, "error": None, "flags": ""}
+    kept = sorted(d.name for d in (sweep.store.points_dir / "p0").iterdir() if d.is_dir())
+    assert kept == ["rep1", "rep1.disturbed-1"]
