@@ -80,7 +80,7 @@ def test_a_disturbed_repetition_is_measured_once_more_before_the_reply(tmp_path,
     flags = iter(["host_disturbed", ""])
     monkeypatch.setattr(engine, "plan_point", lambda exp, topo, axes: _Plan)
     monkeypatch.setattr(engine.lab, "set_params", lambda *a, **k: _record())
-    monkeypatch.setattr(measure_rep, "measure", lambda *a, **k: ({}, {"throughput_bps": 9e7, "flags": next(flags)}))
+    monkeypatch.setattr(measure_rep, "measure", lambda *a, **k: ({}, {"throughput_bps": 9e7, "flags": (f := next(flags)), "flag_evidence": f and "busy"}))
     monkeypatch.setattr(measure_rep, "probes_for", lambda *a, **k: [])
     sweep = _sweep(tmp_path, monkeypatch)
     sweep.rerun_disturbed = True
