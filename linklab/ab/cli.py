@@ -161,23 +161,27 @@ def new_run_dir(root: Path, experiment: str) -> Path:
     raise UsageError(f"{base}: no new run directory could be made")
 
 
-def judge_run(run_dir: Path, as_json: bool = False, report: bool = True) -> int:
-    """The verdict of a measured A/B run (written to verdict.json; report.html beside it)."""
+def judge_run(run_dir: Path, as_json: bool = False, report: bool = True, figures: bool = True,
+              quiet: bool = False) -> int:
+    """The verdict of a measured A/B run (written to verdict.json; report.html beside it); 0 when
+    B does not differ from A, 1 when it does."""
     from linklab.fsutil import write_json_atomic
-    from linklab.report import verdict
+    from linklab.report import aa, verdict
     from linklab.report.runs import Run
 
     manifest = json.loads((run_dir / "ab.json").read_text())
     runs = manifest.get("runs") or {}
     if set(runs) != {"a", "b"}:
         raise UsageError(f"{run_dir}: the A/B run has no measured arms (ab.json names no runs)")
-    res = verdict.judge(Run.load(runs["a"]), Run.load(runs["b"]), paired=True)
+    a = Run.load(runs["a"])
+    res = verdict.judge(a, Run.load(runs["b"]), paired=True, aa=aa.for_run(a))
     write_json_atomic(run_dir / "verdict.json", verdict.as_json(res))
-    print(json.dumps(verdict.as_json(res), indent=1) if as_json else verdict.render(res))
+    if not quiet:
+        print(json.dumps(verdict.as_json(res), indent=1) if as_json else verdict.render(res))
     if report:
         try:
             from linklab.report.build import write_ab_report
-            say(f"  report: {write_ab_report(run_dir, res)}")
+            say(f"  report: {write_ab_report(run_dir, res, figures=figures)}")
         except Exception as e:  # the verdict stands without a report; `linklab report` can retry
             say(f"  (no report: {e})")
     say(f"linklab ab: {manifest.get('wall_s', '?')} s measuring; verdict: {'no difference found' if res.ok else 'B differs from A'}")

@@ -16,6 +16,7 @@ examples:
   linklab report experiments/e1_bonding_mtu.yaml   # newest run of E1
   linklab report results/e1_bonding_mtu/20261121-083017
   linklab report results/e1_bonding_mtu/RUN_A results/e1_bonding_mtu/RUN_B   # both in one page
+  linklab report results/ab/e1_bonding_mtu/20261128-072431   # a `linklab ab` run: its verdict, then A and B
 
 writes report.html (one self-contained page: open it from disk, nothing is fetched),
 report.md and figures/*.svg|png into the run directory (several runs: results/reports/A__B/)
@@ -142,6 +143,10 @@ def cmd_report(args, argv) -> int:
     from linklab.report.runs import find_run
 
     results = Path(args.results)
+    if len(args.runs) == 1 and (Path(args.runs[0]) / "ab.json").is_file():  # a `linklab ab` run: its verdict first
+        from linklab.ab.cli import judge_run
+        judge_run(Path(args.runs[0]), report=True, figures=not args.no_figures, quiet=args.quiet)
+        return 0
     runs = [find_run(t, results) for t in (args.runs or [None])]
     rep = build(runs, figures=not args.no_figures)
     out = Path(args.out) if args.out else default_out(runs, results)

@@ -68,3 +68,18 @@ def test_aa_runs_are_those_whose_arms_are_alike(tmp_path):
     shutil.move(str(ab), str(aa.parent / "20261128-130000"))
     assert ab_cli.aa_runs(tmp_path / "results", "e2_rr_tuning", quick=True) == [aa]
     assert ab_cli.aa_runs(tmp_path / "results", "e2_rr_tuning", quick=False) == []
+
+
+def test_the_verdict_reads_the_experiments_aa_spread_and_report_makes_an_ab_report(tmp_path, capsys, monkeypatch):
+    from linklab.report import aa
+    from linklab.report.runs import Run
+    d = _ab_dir(tmp_path, RUNS / "e2-quick-a", RUNS / "e2-quick-b")
+    a = Run.load(d / "a" / "e2_rr_tuning" / "run")
+    spread = aa.measure([("x", a, Run.load(d / "b" / "e2_rr_tuning" / "run"))])
+    monkeypatch.chdir(tmp_path)
+    path = aa.default_path(a.experiment, bool(a.manifest.get("quick")), a.placement)
+    path.parent.mkdir(parents=True)
+    spread.save(path)
+    assert main(["report", str(d), "--no-figures", "--quiet"]) == 0  # the report command: its verdict, then A and B
+    assert "A/A spread from 1 A/A runs" in " ".join(json.loads((d / "verdict.json").read_text())["notes"])
+    assert "Verdict: B against A" in (d / "report.html").read_text()
