@@ -27,8 +27,9 @@ from linklab.errors import UsageError
 from linklab.results.manifest import placement_name
 from linklab.results.store import ResultsStore
 from linklab.sweep import dry
-from linklab.sweep.engine import Options, load_for, open_results, select_points, session_parts
-from linklab.sweep.experiment import Experiment, file_sha256, topology_path
+from linklab.sweep import session as sweep_session
+from linklab.sweep.session import Options, load_for, open_results, select_points
+from linklab.sweep.experiment import Experiment, topology_path
 from linklab.sweep.matrix import Point
 from linklab.sweep.progress import Progress
 from linklab.sweep.shard import groups
@@ -85,16 +86,15 @@ def _fingerprint_parts(exp_path, exp: Experiment, opts: Options) -> dict[str, An
     if opts.dry_run is not None:
         return {**dry.fingerprint_parts(exp_path, exp, opts), "cluster": True}
     # The workers' placement and scale are known once they report (Driver._check_lab).
-    return {"experiment": file_sha256(exp_path), "topology": file_sha256(topology_path(exp_path, exp)),
-            "quick": opts.quick, "overrides": [], "cluster": True, **session_parts(opts)}
+    return sweep_session.fingerprint_parts(exp_path, topology_path(exp_path, exp), opts, {"overrides": [], "cluster": True})
 
 
 def _manifest(exp_path, exp: Experiment, points: list[Point], fingerprint: str, opts: Options, parts: dict,
               address: Address) -> dict[str, Any]:
-    base = dry.manifest(exp_path, exp, points, fingerprint, opts, parts)
-    if opts.dry_run is None:
-        base.update(placement=None, scale=None, dry_run_s=None)
-    return {**base, "cluster": {"address": str(address), "engine": "ray"}, "workers": []}
+    dry_run = opts.dry_run is not None
+    return sweep_session.manifest(exp_path, exp, points, fingerprint, opts, parts, {
+        "scale": None, "placement": dry.PLACEMENT if dry_run else None, "dry_run_s": opts.dry_run,
+        "cluster": {"address": str(address), "engine": "ray"}, "workers": []})
 
 
 class Driver:

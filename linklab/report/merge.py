@@ -19,7 +19,7 @@ from linklab.errors import UsageError
 from linklab.report.compare import check_comparable
 from linklab.report.runs import Run
 from linklab.results.store import ResultsStore
-from linklab.sweep.engine import fingerprint_text
+from linklab.sweep.session import fingerprint_text
 from linklab.sweep.matrix import Point, expand
 
 # Fingerprint parts every shard must share; the rest (kernel, tool versions) may differ between

@@ -7,14 +7,10 @@ bench/ray_overhead.py use it to see the scheduler's own overhead.
 from __future__ import annotations
 
 import os
-import platform
 import socket
-import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-from linklab import __version__
 
 if TYPE_CHECKING:  # measure() is what a cluster's worker imports this for: nothing more
     from linklab.results.store import ResultsStore
@@ -35,34 +31,29 @@ def measure(point: Point, rep: int, seconds: float) -> tuple[dict[str, str], dic
 
 
 def fingerprint_parts(exp_path, exp: Experiment, opts) -> dict[str, Any]:
-    from linklab.sweep.engine import session_parts
-    from linklab.sweep.experiment import file_sha256, topology_path
-    tpath = topology_path(exp_path, exp)
-    return {"experiment": file_sha256(exp_path), "topology": file_sha256(tpath), "quick": opts.quick,
-            "overrides": [], "scale": None, "placement": PLACEMENT["kind"], "dry_run_s": opts.dry_run,
-            **session_parts(opts)}
+    """No lab: its seconds stand where a lab's settings would."""
+    from linklab.sweep import session  # here: a cluster's worker imports this module for measure() alone
+    from linklab.sweep.experiment import topology_path
+    return session.fingerprint_parts(exp_path, topology_path(exp_path, exp), opts, {"overrides": [], "scale": None,
+                                                          "placement": PLACEMENT["kind"], "dry_run_s": opts.dry_run})
 
 
 def manifest(exp_path, exp: Experiment, points: list[Point], fingerprint: str, opts, parts: dict) -> dict[str, Any]:
-    from linklab.sweep.engine import selection_manifest
-    from linklab.sweep.experiment import file_sha256, topology_path
-    return {"fingerprint": fingerprint, "fingerprint_parts": parts, "linklab": __version__, "command": sys.argv,
-            "experiment_file": str(exp_path), "experiment_sha256": file_sha256(exp_path),
-            "experiment": exp.name, "description": exp.description, "quick": opts.quick, "matrix": exp.matrix,
-            "repetitions": exp.repetitions, **selection_manifest(exp, points, opts),
-            "topology_file": str(topology_path(exp_path, exp)), "scale": None, "placement": PLACEMENT,
-            "kernel": platform.release(), "machine": platform.machine(), "dry_run_s": opts.dry_run}
+    from linklab.sweep import session
+    return session.manifest(exp_path, exp, points, fingerprint, opts, parts,
+                            {"scale": None, "placement": PLACEMENT, "dry_run_s": opts.dry_run})
 
 
 def run(exp_path: str | Path, opts, say=print) -> ResultsStore:
     """A dry sweep into the results store, resumable like a measured one."""
-    from linklab.sweep.engine import load_for, open_results, select_points
+    from linklab.sweep import session
     from linklab.sweep.progress import Progress
     started = time.monotonic()
-    exp = load_for(exp_path, opts)
-    points = select_points(exp, opts)
+    exp = session.load_for(exp_path, opts)
+    points = session.select_points(exp, opts)
     parts = fingerprint_parts(exp_path, exp, opts)
-    store, complete = open_results(exp, parts, lambda fp: manifest(exp_path, exp, points, fp, opts, parts), opts, say)
+    store, complete = session.open_results(exp, parts, lambda fp: manifest(exp_path, exp, points, fp, opts, parts),
+                                           opts, say)
     if complete:
         return store
     with store.lock():

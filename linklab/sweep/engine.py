@@ -5,14 +5,13 @@ every missing repetition, record each atomically. Resumable: what is recorded is
 from __future__ import annotations
 
 import platform
-import sys
 import time
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any, Callable
 
-from linklab import __version__, lab, runner, state
+from linklab import lab, runner, state
 from linklab.errors import LinklabError, StateError
 from linklab.handle import LabHandle
 from linklab.measure.iperf3 import Iperf3Client
@@ -22,9 +21,11 @@ from linklab.measure.probes.base import Repetition
 from linklab.measure.traffic import ServerPool, stop_stale_iperf3
 from linklab.model.resolved import Lab
 from linklab.results.store import ResultsStore
-from linklab.sweep import measure_rep, preflight, shard
-from linklab.sweep.experiment import Experiment, file_sha256, load_experiment, raw_data, topology_path
-from linklab.sweep.matrix import Point, expand
+from linklab.sweep import measure_rep, preflight, session
+from linklab.sweep.experiment import Experiment, file_sha256, raw_data, topology_path
+from linklab.sweep.matrix import Point
+from linklab.sweep.session import Options, load_for, open_results, select_points
+from linklab.sweep.session import refuse_mismatched_resume as refuse_mismatched_resume  # importable from here too
 from linklab.sweep.phases import PhaseClock
 from linklab.sweep.plan import PointPlan, plan_point
 from linklab.sweep.progress import Progress
@@ -34,53 +35,6 @@ DISTURBED_FLAG = "host_disturbed"  # linklab/measure/disturbance.py
 RECORDED_SYSCTLS = ("net.ipv4.tcp_congestion_control", "net.ipv4.tcp_reordering", "net.ipv4.tcp_rmem",
                     "net.ipv4.tcp_wmem", "net.core.rmem_max", "net.core.wmem_max", "net.core.netdev_max_backlog",
                     "net.ipv4.tcp_sack", "net.ipv4.tcp_timestamps")
-
-
-@dataclass
-class Options:
-    quick: bool = False
-    force: bool = False
-    results: Path = Path("results")
-    lab_name: str | None = None
-    retry_failed: bool = True  # a resume measures failed reps again (their first attempt is kept aside)
-    repetitions: int | None = None  # instead of the experiment's (e.g. `linklab baseline`: >= 5 per point)
-    # A repetition flagged host_disturbed (other work held the host's CPU during its window) is
-    # measured once more; the disturbed attempt is kept aside as rep<k>.disturbed-<n>. Its figure
-    # said how busy the machine was, not how the link behaved; a second disturbed attempt stays.
-    rerun_disturbed: bool = True
-    shard: tuple[int, int] | None = None  # (K, N): only the K-th of N parts of the points (shard.py)
-    dry_run: float | None = None  # seconds each repetition sleeps instead of measuring (no lab: dry.py)
-    points: tuple[str, ...] | None = None  # only these point ids (a cluster's unit of work)
-    # `--set PATH=VALUE`: lab settings applied on top of every point's own (they win over an axis
-    # that sets the same path), the lab restored after the sweep; `linklab ab`'s arms.
-    overrides: tuple[tuple[str, Any], ...] = ()
-    # Measure what stdin asks, step by step (linklab/sweep/stepwise.py), instead of every point in
-    # turn: how `linklab ab` interleaves two arms.
-    stepwise: bool = False
-
-
-def select_points(exp: Experiment, opts: Options) -> list[Point]:
-    """The points this session measures: all of the matrix, one shard of it, or a chosen few."""
-    points = expand(exp.matrix, exclude=exp.exclude)
-    if opts.shard:
-        points = shard.shard(points, *opts.shard)
-    if opts.points is not None:
-        ids = {p.id for p in points}
-        unknown = [i for i in opts.points if i not in ids]
-        if unknown:
-            from linklab.errors import UsageError
-            raise UsageError(f"unknown point id(s) {', '.join(unknown)} (valid: {', '.join(sorted(ids))})")
-        wanted = set(opts.points)
-        points = [p for p in points if p.id in wanted]
-    return points
-
-
-def load_for(exp_path: str | Path, opts: Options) -> Experiment:
-    """The experiment as this session runs it (its quick variant, the repetitions asked for)."""
-    exp = load_experiment(exp_path, quick=opts.quick)
-    if opts.repetitions:
-        exp = exp.model_copy(update={"repetitions": opts.repetitions})
-    return exp
 
 
 def run(exp_path: str | Path, opts: Options, say=print, executor: Executor | None = None) -> ResultsStore:
@@ -98,8 +52,9 @@ def run(exp_path: str | Path, opts: Options, say=print, executor: Executor | Non
     handle = LabHandle.from_record(record)  # the sweep's one backend, and its one view of the lab
     points = select_points(exp, opts)
     parts = fingerprint_parts(exp_path, tpath, opts, lab.base_overrides(handle.record), handle.record)
-    store, complete = open_results(exp, parts, lambda fp: _manifest(exp_path, exp, tpath, handle, points, fp, opts, parts),
-                                   opts, say)
+    store, complete = open_results(
+        exp, parts, lambda fp: session.manifest(exp_path, exp, points, fp, opts, parts, _lab_manifest(exp, tpath, handle, opts, parts)),
+        opts, say)
     if complete:
         return store
     with store.lock(), state.locked(lab_name):
@@ -156,35 +111,6 @@ def _lab_for(lab_name: str, tpath: Path, exp_path, opts: Options, say) -> dict[s
         raise StateError(f"lab {lab_name} is up from {record['topology']['path']}, but {exp_path} needs {tpath}",
                          hint=f"`linklab down {lab_name}` first, or run the sweep against another lab with --lab")
     return record
-
-
-def fingerprint_text(parts: dict[str, Any]) -> str:
-    return "|".join(f"{k}={v}" for k, v in parts.items())
-
-
-def open_results(exp: Experiment, parts: dict[str, Any], manifest, opts: Options, say) -> tuple[ResultsStore, bool]:
-    """The run to fill: the unfinished one made under the same conditions (`parts`), or a new one
-    (`manifest(fingerprint)` its manifest); or the complete one made under them (said; True:
-    nothing to do)."""
-    fingerprint = fingerprint_text(parts)
-    store = None if opts.force else ResultsStore.find_resumable(opts.results, exp.name, fingerprint)
-    if store is None and not opts.force:
-        # Shards may share a results directory (a volume of an Indexed Job): each sees its own runs.
-        shard_name = parts.get("shard")
-        latest = next((r for r in reversed(ResultsStore.runs(opts.results, exp.name))
-                       if (r.manifest.get("fingerprint_parts") or {}).get("shard") == shard_name), None)
-        if latest and latest.manifest.get("fingerprint") == fingerprint and latest.manifest.get("complete"):
-            say(f"linklab: {exp.name} is already complete in {latest.path} (--force runs it again into a new directory)")
-            return latest, True
-        if latest and not latest.manifest.get("complete"):
-            refuse_mismatched_resume(latest, parts)
-    if store is None:
-        store = ResultsStore.create(opts.results, exp.name, manifest(fingerprint))
-        say(f"linklab: results go to {store.path}")
-    else:
-        say(f"linklab: resuming {store.path} ({len(store.completed(include_failed=not opts.retry_failed))} "
-            "repetitions already recorded)")
-    return store, False
 
 
 # What measures a session's missing repetitions: given the sweep, its points and what each still
@@ -393,60 +319,6 @@ def tool_columns(plan: PointPlan) -> dict[str, Any]:
             "parallel": t.parallel, "mss": t.mss, "length": t.length}
 
 
-def fingerprint_parts(exp_path, tpath: Path, opts: Options, base_overrides, st: dict) -> dict[str, Any]:
-    """Everything that must be the same for two sessions to fill one run: the files, the lab's
-    settings, its scale and placement, and the tools' versions."""
-    parts = {"experiment": file_sha256(exp_path), "topology": file_sha256(tpath), "quick": opts.quick,
-             "overrides": base_overrides, "scale": st["resolved"].get("scale"),
-             "placement": (st.get("placement") or {}).get("kind"), "kernel": platform.release(),
-             "tools": _tool_versions()}
-    return parts | session_parts(opts)
-
-
-def session_parts(opts: Options) -> dict[str, Any]:
-    """What this session asked for beyond the files, in its fingerprint only when asked: runs
-    made before these options keep their fingerprint."""
-    parts: dict[str, Any] = {}
-    if opts.repetitions:
-        parts["repetitions"] = opts.repetitions
-    if opts.shard:  # two shards of one experiment are two runs, merged by `linklab merge`
-        parts["shard"] = shard_label(opts)
-    if opts.points is not None:
-        parts["points"] = sorted(opts.points)
-    if opts.overrides:  # another lab setting is another run
-        parts["set"] = [list(o) for o in opts.overrides]
-    return parts
-
-
-def shard_label(opts: Options) -> str:
-    """`K/N`, as the fingerprint and the manifest name a shard."""
-    return "{}/{}".format(*opts.shard)
-
-
-def selection_manifest(exp: Experiment, points: list[Point], opts: Options) -> dict[str, Any]:
-    """The manifest's account of which points this run holds (a shard's, a unit's: a part)."""
-    out: dict[str, Any] = {"points": len(points), "exclude": exp.exclude}
-    if opts.shard or opts.points is not None:
-        out["points_total"] = len(expand(exp.matrix, exclude=exp.exclude))
-        out["point_ids"] = [p.id for p in points]
-    if opts.shard:
-        out["shard"] = shard_label(opts)
-    return out
-
-
-def refuse_mismatched_resume(latest: ResultsStore, parts: dict[str, Any]) -> None:
-    """An unfinished run made under other conditions is not resumed into (its rows would mix):
-    say what differs."""
-    have = latest.manifest.get("fingerprint_parts")
-    if not isinstance(have, dict):
-        diff = ["the run predates recorded fingerprints"]
-    else:
-        diff = [f"{k}: {have.get(k)!r} then, {v!r} now" for k, v in parts.items() if have.get(k) != v]
-    raise StateError(f"{latest.path} is unfinished but was made under other conditions ({'; '.join(diff)}); "
-                     "resuming would mix its rows with these",
-                     hint="restore those conditions to resume it, or --force to start a new run")
-
-
 def _qdisc_dumps(handle: LabHandle) -> str:
     out = []
     for node in handle.lab.nodes:
@@ -471,24 +343,26 @@ def _tool_versions() -> dict[str, str]:
     return out
 
 
-def _manifest(exp_path, exp: Experiment, tpath: Path, handle: LabHandle, points: list[Point], fingerprint: str,
-              opts: Options, parts: dict[str, Any]) -> dict[str, Any]:
+def fingerprint_parts(exp_path, tpath: Path, opts: Options, base_overrides, st: dict) -> dict[str, Any]:
+    """A lab's run: the lab's settings, its scale and placement, the kernel and the tools' versions."""
+    return session.fingerprint_parts(exp_path, tpath, opts, {
+        "overrides": base_overrides, "scale": st["resolved"].get("scale"),
+        "placement": (st.get("placement") or {}).get("kind"), "kernel": platform.release(), "tools": _tool_versions()})
+
+
+def _lab_manifest(exp: Experiment, tpath: Path, handle: LabHandle, opts: Options, parts: dict[str, Any]) -> dict[str, Any]:
+    """What a run measured in a lab records beyond any run's manifest (session.manifest)."""
     st, res = handle.record, handle.record["resolved"]
     sysctls = {n.name: handle.backend.read_sysctls(handle.lab, n.name, list(RECORDED_SYSCTLS))
                for n in handle.lab.nodes if n.kind == "host"}
     versions = parts["tools"]
     return {
-        "fingerprint": fingerprint, "fingerprint_parts": parts, "linklab": __version__, "command": sys.argv,
-        "experiment_file": str(exp_path), "experiment_sha256": file_sha256(exp_path),
-        "experiment": exp.name, "description": exp.description, "source": exp.source,
-        "quick": opts.quick, "matrix": exp.matrix, "repetitions": exp.repetitions, **selection_manifest(exp, points, opts),
-        "tool": exp.tool.model_dump(), "measure": exp.measure, "warmup_s": exp.warmup, "settle_s": exp.settle,
-        "reference": exp.reference, "notes": exp.notes,
-        "topology_file": str(tpath), "topology_sha256": file_sha256(tpath), "lab": res["name"],
+        "source": exp.source, "tool": exp.tool.model_dump(), "measure": exp.measure, "warmup_s": exp.warmup,
+        "settle_s": exp.settle, "reference": exp.reference, "notes": exp.notes,
+        "topology_sha256": file_sha256(tpath), "lab": res["name"],
         "lab_overrides": st["topology"].get("overrides", []),
         "sweep_overrides": [list(o) for o in opts.overrides],
-        "scale": res["scale"], "scale_source": res["scale_source"],
-        "placement": st.get("placement"), "kernel": platform.release(), "machine": platform.machine(),
+        "scale": res["scale"], "scale_source": res["scale_source"], "placement": st.get("placement"),
         "tool_versions": versions,
         "streams_note": ("iperf3 {} sends all -P streams from one thread (3.16+ uses one thread per stream); "
                          "`parallel: processes` runs one iperf3 per stream instead".format(versions.get("iperf3"))),

@@ -137,3 +137,17 @@ def test_the_walk_sees_imports_inside_functions_and_relative_ones(tmp_path):
         assert all(layer_of(t) > layer_of("linklab.measure._layers_probe") for t in found)
     finally:
         mod.unlink()
+
+
+def test_every_way_of_running_a_sweep_builds_its_run_through_the_one_session_and_no_import_circles_back():
+    """A sweep's executors (the lab's engine, the dry run, a cluster's driver, the A/B arms'
+    stepwise executor) find, fingerprint and describe their run through linklab.sweep.session; the
+    dry run and the cluster driver never import the lab engine (the circle dry <-> engine is gone)."""
+    by_module = {module_name(p): {t for _, t in imports(p)} for p in PACKAGE.rglob("*.py")}
+    for module in ("linklab.sweep.engine", "linklab.sweep.dry", "linklab.cluster.run"):
+        assert "linklab.sweep.session" in by_module[module], module
+    assert "linklab.sweep.engine" not in by_module["linklab.sweep.dry"]
+    assert "linklab.sweep.engine" not in by_module["linklab.cluster.run"]
+    assert "linklab.sweep.engine" not in by_module["linklab.sweep.session"]
+    # the stepwise executor plugs into the engine without the session knowing it
+    assert "linklab.sweep.stepwise" not in by_module["linklab.sweep.session"] | by_module["linklab.sweep.engine"]
