@@ -26,8 +26,11 @@ structure:
   path_mtu    another path MTU than A's           baseline   A has nothing measured at the point
   flag        over the run, B's repetitions carry a flag more often than A's beyond chance
               (Fisher's exact test, one side, at the same alpha); a flag that went away is harmless
-Flags about the host (host_disturbed, host_stolen) are the host's: such repetitions are judged
-like any other, since whatever the host did hit both arms.
+Flags about the host are the host's, not the lab's. A repetition measured while other work held
+the host (host_disturbed; the sweep measured it once more and it was still so) says how busy the
+machine was, not how the link behaved: a point's metrics are judged on its other repetitions, or
+on all of them when every one was disturbed (nothing is left unjudged). One measured while the
+hypervisor took the host's CPU (host_stolen) is judged like any other: it hit both arms alike.
 """
 
 from __future__ import annotations
@@ -119,12 +122,18 @@ def values(m: metrics.Metric, rows: list[dict[str, Any]]) -> list[float]:
     return [v for r in rows if (v := m.get(r)) is not None]
 
 
+def quiet(p: Point) -> list[dict[str, Any]]:
+    """The repetitions a point's metrics are judged on: those measured while nothing else held the
+    host (not host_disturbed: linklab/measure/disturbance.py), or every one if none was."""
+    return p.clean or p.ok
+
+
 def cells(pairs: list[tuple[Point, Point]]) -> list[tuple[Point, metrics.Metric, list[float], list[float]]]:
     """(A's point, metric, A's values, B's values) for every judged metric both arms measured at a point."""
     out = []
     for p, q in pairs:
         for m in metrics.METRICS:
-            if m.judged and (va := values(m, p.ok)) and (vb := values(m, q.ok)):
+            if m.judged and (va := values(m, quiet(p))) and (vb := values(m, quiet(q))):
                 out.append((p, m, va, vb))
     return out
 
@@ -136,20 +145,22 @@ def own_spread(m: metrics.Metric, va: list[float], vb: list[float]) -> tuple[flo
 
 
 def noise_levels(cs, aa: Spread | None) -> dict[str, tuple[float, int]]:
-    """Per metric, this run's noise over every point, with its degrees of freedom: the root mean
-    square of each point's own spread, divided by that point's A/A spread within arms where one
-    was recorded ("<metric>/level": 2.0 = twice as noisy as the A/A runs), as it is where not
-    ("<metric>": the run's pooled spread, on the metric's scale)."""
+    """Per metric, this run's noise over every point, with its degrees of freedom. Where an A/A
+    spread was recorded ("<metric>/level"): how many times noisier this run's repetitions were than
+    the A/A runs' at the same points, sqrt(sum of df * own**2 / sum of df * sigma_within**2) (a
+    ratio of pooled variances: a point the A/A runs found perfectly steady cannot blow it up);
+    where not ("<metric>"): the run's own spread pooled over every point, on the metric's scale."""
     acc: dict[str, list[float]] = {}
     for p, m, va, vb in cs:
         own, df = own_spread(m, va, vb)
         if df <= 0:
             continue
         shape = aa.of(p, m) if aa else None
-        a = acc.setdefault(m.key + "/level" if shape else m.key, [0.0, 0])
-        a[0] += df * (own / shape[1] if shape else own) ** 2
-        a[1] += df
-    return {k: (math.sqrt(s / n), int(n)) for k, (s, n) in acc.items() if n}
+        a = acc.setdefault(m.key + "/level" if shape else m.key, [0.0, 0.0, 0])
+        a[0] += df * own ** 2
+        a[1] += df * (shape[1] ** 2 if shape else 1.0)
+        a[2] += df
+    return {k: (math.sqrt(num / den), int(n)) for k, (num, den, n) in acc.items() if n and den > 0}
 
 
 def metric_check(p: Point, m: metrics.Metric, va: list[float], vb: list[float],

@@ -159,3 +159,15 @@ def test_compare_is_advisory():
     a, b = _run("a", _noisy(lambda m, u: 1e8, seed=1)), _run("b", _noisy(lambda m, u: 1e8, seed=2))
     res = verdict.judge(a, b, paired=False)
     assert any(n.startswith("advisory") for n in res.notes)
+
+
+def test_a_repetition_measured_on_a_busy_host_is_left_out_where_the_point_has_a_quiet_one():
+    a = _run("a", _noisy(lambda m, u: 1e8, seed=1))
+    vals = _noisy(lambda m, u: 1e8, seed=2)
+    vals[("rr", 9000)]["throughput_bps"][1] *= 0.6  # a burst of other work on the host, during rep 2 only
+    busy = {("rr", 9000, 2): {"flags": "host_disturbed", "flag_evidence": "other work 65 %"}}
+    res = verdict.judge(a, _run("b", vals, extra=busy), paired=True)
+    assert res.ok
+    assert _by(res, "throughput")["mode=rr mtu=9000"].b == pytest.approx((vals[("rr", 9000)]["throughput_bps"][0] * 1e-6,))
+    # the same drop unflagged is a measurement like any other: judged with both repetitions
+    assert len(_by(verdict.judge(a, _run("b", vals), paired=True), "throughput")["mode=rr mtu=9000"].b) == 2
