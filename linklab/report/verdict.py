@@ -20,6 +20,8 @@ metric, per point and judged metric (metrics.py: its scale, harmless side, minim
   5. FAIL when the interval excludes 0 (a change was measured), |d| reaches the minimum effect
      (smaller changes, however sure, are not worth a red build), and the side is not harmless
      (CPU may fall). A bond member's share is named "members": one member against spread.
+  6. the same, per metric, over every point at once: the mean of the points' d, its standard error
+     sqrt(sum of theirs squared) / points (a change at every point, too small to show at one).
 structure:
   missing     A's point is not in B               failed     a repetition failed in B, not in A
   preflight   pre-flight failed in B where it passed in A, or the other way round
@@ -163,9 +165,9 @@ def noise_levels(cs, aa: Spread | None) -> dict[str, tuple[float, int]]:
     return {k: (math.sqrt(num / den), int(n)) for k, (num, den, n) in acc.items() if n and den > 0}
 
 
-def metric_check(p: Point, m: metrics.Metric, va: list[float], vb: list[float],
-                 levels: dict[str, tuple[float, int]], alpha: float, aa: Spread | None) -> Check:
-    """One point and metric, by the model in the module's text (steps 1-5)."""
+def estimate(p: Point, m: metrics.Metric, va: list[float], vb: list[float],
+             levels: dict[str, tuple[float, int]], aa: Spread | None) -> tuple[float, float, int]:
+    """The effect d at one point (steps 1-2), its standard error and degrees of freedom (step 3)."""
     ya, yb = scaled(m, va), scaled(m, vb)
     d = sum(yb) / len(yb) - sum(ya) / len(ya)
     own, _ = own_spread(m, va, vb)
@@ -175,15 +177,41 @@ def metric_check(p: Point, m: metrics.Metric, va: list[float], vb: list[float],
     # times the run's level, at least the A/A runs' own; or the run's pooled spread). Degrees of
     # freedom: the run's, and the A/A runs' where they set the shape.
     s = max(own, shape[0] * max(1.0, level) if shape else level)
-    df += shape[2] if shape else 0
-    t = t_quantile(1 - alpha / 2, df) if df else math.inf
-    half = t * s * math.sqrt(1 / len(ya) + 1 / len(yb))  # 0 where every value was the same: any move is a change
+    return d, s * math.sqrt(1 / len(ya) + 1 / len(yb)), df + (shape[2] if shape else 0)
+
+
+def decide(m: metrics.Metric, d: float, se: float, df: int, alpha: float) -> tuple[str, float, float]:
+    """Steps 4-5: the verdict and the interval of d."""
+    if not df:  # nothing says how far it moves by chance (one repetition a side, no A/A spread)
+        return WITHIN, -math.inf, math.inf
+    half = t_quantile(1 - alpha / 2, df) * se  # 0 where every value was the same: any move is a change
     low, high = d - half, d + half
     changed = low > 0 or high < 0
     big = abs(d) >= min_effect(m) * (1 - 1e-9)
     harmless = m.sides != "both" and (m.sides == "upper") != (d > 0)
-    verdict = WITHIN if not (changed and big) else HARMLESS if harmless else FAIL
-    return Check(p.label, m.check, m.title, verdict, m, tuple(va), tuple(vb), d, low, high)
+    return (WITHIN if not (changed and big) else HARMLESS if harmless else FAIL), low, high
+
+
+def metric_checks(cs, levels: dict[str, tuple[float, int]], alpha: float, aa: Spread | None) -> list[Check]:
+    """Every point and metric (module text, steps 1-5), then each metric over every point at once:
+    the mean of the points' effects, its standard error from theirs (a change at every point,
+    each too small to show alone, shows together)."""
+    out, by_metric = [], {}
+    for p, m, va, vb in cs:
+        d, se, df = estimate(p, m, va, vb, levels, aa)
+        verdict, low, high = decide(m, d, se, df, alpha)
+        out.append(Check(p.label, m.check, m.title, verdict, m, tuple(va), tuple(vb), d, low, high))
+        by_metric.setdefault(m.key, []).append((d, se, df, sum(va) / len(va), sum(vb) / len(vb)))
+    for key, got in by_metric.items():
+        if len(got) < 2:
+            continue
+        m = metrics.BY_KEY[key]
+        d = sum(g[0] for g in got) / len(got)
+        se = math.sqrt(sum(g[1] ** 2 for g in got)) / len(got)
+        verdict, low, high = decide(m, d, se, min(g[2] for g in got), alpha)
+        out.append(Check(EVERY_POINT, m.check, m.title, verdict, m, tuple(g[3] for g in got), tuple(g[4] for g in got),
+                         d, low, high))
+    return out
 
 
 def fisher_more(a: int, n_a: int, b: int, n_b: int) -> float:
@@ -284,10 +312,11 @@ def judge(a: Run, b: Run, paired: bool, aa: Spread | None = None) -> Result:
     cs = cells(matched)
     flags = flag_counts(matched)
     # Bonferroni over every check that is a test: a run where nothing changed fails any with chance <= ALPHA.
-    alpha = ALPHA / max(1, len(cs) + len(flags))
+    tests = len(cs) + len({m.key for _, m, _, _ in cs}) + len(flags)
+    alpha = ALPHA / max(1, tests)
     levels = noise_levels(cs, aa)
     res.levels = {k: v[0] for k, v in levels.items()}
-    res.checks += [metric_check(p, m, va, vb, levels, alpha, aa) for p, m, va, vb in cs]
+    res.checks += metric_checks(cs, levels, alpha, aa)
     res.checks += [flag_check(f, counts, alpha) for f, counts in flags.items()]
     res.alpha = alpha
     only_b = [q.label for q in bp if q.key() not in a_keys]

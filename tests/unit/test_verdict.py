@@ -50,7 +50,7 @@ def _by(res, what):
 def test_nothing_changed_nothing_fails_and_every_metric_point_is_judged():
     a, b = _run("a", _noisy(lambda m, u: 1e8, seed=1)), _run("b", _noisy(lambda m, u: 1e8, seed=2))
     res = verdict.judge(a, b, paired=True)
-    assert res.ok and len(_by(res, "throughput")) == 4
+    assert res.ok and len(_by(res, "throughput")) == 5  # 4 points, and every point at once
     assert all(c.low < 0 < c.high for c in _by(res, "throughput").values())
 
 
@@ -59,7 +59,7 @@ def test_a_ten_percent_drop_at_one_point_fails_there_only_with_its_ratio():
     b = _run("b", _noisy(lambda m, u: 0.9e8 if (m, u) == ("ad", 1500) else 1e8, seed=2))
     res = verdict.judge(a, b, paired=True)
     failed = [c for c in res.failures]
-    assert [(c.point, c.what) for c in failed] == [("mode=ad mtu=1500", "throughput (Mbit/s)")]
+    assert [(c.point, c.what) for c in failed] == [("mode=ad mtu=1500", "throughput (Mbit/s)")]  # the mean: -2.6 %
     c = failed[0]
     assert c.ratio == pytest.approx(0.9, abs=0.02) and c.high < 0  # the interval excludes "no change"
     text = verdict.render(res)
@@ -113,7 +113,9 @@ def test_a_regression_that_gets_worse_fails_whatever_else_its_repetitions_carry(
     disturbed = {("rr", 9000, r): {"flags": "host_disturbed", "flag_evidence": "other work 60 %"} for r in (1, 2)}
     for extra in (None, disturbed):
         res = verdict.judge(a, _run("b", worse, extra=extra), paired=True)
-        assert [(c.point, c.what) for c in res.failures] == [("mode=rr mtu=9000", "throughput (Mbit/s)")]
+        # the point, and the mean over every point (-40 % at one of four moves it by -12 %)
+        assert [(c.point, c.what) for c in res.failures] == [("mode=rr mtu=9000", "throughput (Mbit/s)"),
+                                                            (verdict.EVERY_POINT, "throughput (Mbit/s)")]
         assert res.failures[0].ratio == pytest.approx(0.6, abs=0.02)
 
 
@@ -121,7 +123,8 @@ def test_bond_members_one_versus_spread_is_its_own_check():
     spread = _noisy(lambda m, u: 1e8, seed=1, client_member_tx_max_share=lambda m, u: 0.5)
     one = _noisy(lambda m, u: 1e8, seed=2, client_member_tx_max_share=lambda m, u: 1.0 if m == "ad" else 0.5)
     res = verdict.judge(_run("a", spread), _run("b", one), paired=True)
-    assert sorted((c.point, c.rule) for c in res.failures) == [("mode=ad mtu=1500", "members"), ("mode=ad mtu=9000", "members")]
+    assert sorted((c.point, c.rule) for c in res.failures) == [(verdict.EVERY_POINT, "members"),
+                                                                ("mode=ad mtu=1500", "members"), ("mode=ad mtu=9000", "members")]
 
 
 def test_a_new_flag_fails_when_b_carries_it_beyond_chance_over_the_run():
@@ -171,3 +174,13 @@ def test_a_repetition_measured_on_a_busy_host_is_left_out_where_the_point_has_a_
     assert _by(res, "throughput")["mode=rr mtu=9000"].b == pytest.approx((vals[("rr", 9000)]["throughput_bps"][0] * 1e-6,))
     # the same drop unflagged is a measurement like any other: judged with both repetitions
     assert len(_by(verdict.judge(a, _run("b", vals), paired=True), "throughput")["mode=rr mtu=9000"].b) == 2
+
+
+def test_a_small_change_at_every_point_shows_over_the_run_though_at_no_point_alone():
+    # -8 % everywhere with 4 % noise: no point's interval excludes 1 with two repetitions a side,
+    # the mean over every point's does
+    a = _run("a", _noisy(lambda m, u: 1e8, sd=0.04, seed=1))
+    b = _run("b", _noisy(lambda m, u: 0.92e8, sd=0.04, seed=2))
+    res = verdict.judge(a, b, paired=True)
+    assert [(c.point, c.what) for c in res.failures] == [(verdict.EVERY_POINT, "throughput (Mbit/s)")]
+    assert res.failures[0].ratio == pytest.approx(0.92, abs=0.03)
