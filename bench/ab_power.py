@@ -68,6 +68,11 @@ def load(root: Path, experiment: str) -> list[dict]:
     return out
 
 
+def only_rep(run: Run, rep: int) -> Run:
+    """The run as if it had measured only its repetition `rep` at every point."""
+    return Run(run.path, run.manifest, [r for r in run.rows if int(r.get("rep") or 0) == rep])
+
+
 def spread_without(aas: list[dict], leave: dict | None) -> aa.Spread | None:
     others = [(str(x["dir"]), x["a"], x["b"]) for x in aas if x is not leave]
     return aa.measure(others) if others else None
@@ -83,6 +88,9 @@ def main() -> int:
     ap.add_argument("--experiment", default="e1_bonding_mtu")
     ap.add_argument("--member-bps", type=float, default=100e6, help="one bond member's rate in the lab (bond2 at scale 0.1)")
     ap.add_argument("--json", help="write the figures here too")
+    ap.add_argument("--one-pair", action="store_true",
+                    help="also judge each run as if it had measured one pair per point (A B, or B A): its first "
+                         "repetitions of each arm, then its second, each judged alone (what --pairs 1 would give)")
     args = ap.parse_args()
     runs = load(Path(args.results), args.experiment)
     aas = [r for r in runs if r["alike"]]
@@ -105,6 +113,17 @@ def main() -> int:
     print(f"  false alarms: {n_loo} of {len(aas)} with the A/A spread; {n_bare} of {len(aas)} without one")
     out["false_alarms"] = {"with_aa_spread": n_loo, "without": n_bare, "runs": len(aas),
                            "which": [f for f in loo if f]}
+    if args.one_pair:
+        one = []
+        for r in aas:
+            sp = spread_without(aas, r)
+            for rep in (1, 2):
+                a, b = only_rep(r["a"], rep), only_rep(r["b"], rep)
+                one.append(failures(verdict.judge(a, b, paired=True, aa=sp)))
+        n_one = sum(bool(f) for f in one)
+        print(f"  one pair per point (each run's first and second pairs alone): {n_one} of {len(one)} false alarms"
+              + (f": {[f for f in one if f]}" if n_one else ""))
+        out["false_alarms"]["one_pair"] = {"false": n_one, "runs": len(one), "which": [f for f in one if f]}
     walls = [r["wall_s"] for r in runs if r["wall_s"]]
     if walls:
         print(f"  time per A/B run (wall, both arms, lab VM boot excluded): {min(walls):.0f}-{max(walls):.0f} s, "
@@ -120,6 +139,9 @@ def main() -> int:
             k = c.what if c.rule == "metric" else c.rule
             kinds[k] = kinds.get(k, 0) + 1
         must = expected(r, res, args.member_bps)
+        if args.one_pair:
+            halves = [verdict.judge(only_rep(r["a"], k), only_rep(r["b"], k), paired=True, aa=spread) for k in (1, 2)]
+            must["one_pair"] = [expected(r, h, args.member_bps)["words"] for h in halves]
         print(f"  {r['name'][:58]:58} {must['words'][:42]:42} "
               f"{', '.join(f'{k}: {v}' for k, v in sorted(kinds.items()))[:60]:40} {r['wall_s'] or 0:.0f} s")
         out["changes"].append({"change": r["name"], "dir": str(r["dir"]), "ok": res.ok, "failed": kinds,

@@ -140,5 +140,10 @@ def prepare(specs: list[ArmSpec], experiment: Path, base_lab: str, run_dir: Path
                 raise UsageError(f"revision {spec.rev} ({commit[:12]}) has no {relative}",
                                  hint="both arms run the same experiment file, as each revision has it")
             code = source if (source / "linklab" / "__init__.py").is_file() else None
+            if code is not None and not (code / "linklab" / "sweep" / "stepwise.py").is_file():
+                raise UsageError(f"revision {spec.rev} ({commit[:12]}) of linklab predates `linklab ab`: its sweeps "
+                                 "cannot be driven step by step",
+                                 hint="give a revision made since linklab/sweep/stepwise.py exists (git log -- "
+                                      "linklab/sweep/stepwise.py names the first)")
         arms.append(Arm(spec, commit, source, code, exp, lab_name(base_lab, spec.name), run_dir / spec.name))
     return arms

@@ -28,8 +28,9 @@ def repo(tmp_path, monkeypatch):
     _git(r, "add", ".")
     _git(r, "commit", "-q", "-m", "one")
     (r / "exp" / "e.yaml").write_text("name: e\n# two\n")
-    (r / "linklab").mkdir()
+    (r / "linklab" / "sweep").mkdir(parents=True)
     (r / "linklab" / "__init__.py").write_text("")  # the second revision is a linklab checkout
+    (r / "linklab" / "sweep" / "stepwise.py").write_text("")  # that can run an arm
     _git(r, "add", ".")
     _git(r, "commit", "-q", "-m", "two")
     return r
@@ -76,3 +77,10 @@ def test_unknown_revisions_and_missing_experiments_are_bad_input(repo, tmp_path)
     outside.write_text("name: e\n")
     with pytest.raises(UsageError, match="not in a git checkout"):
         arms.prepare([arms.ArmSpec("a", "HEAD")], outside, "x", tmp_path / "run")
+
+
+def test_a_linklab_revision_from_before_stepwise_sweeps_is_refused_before_anything_runs(repo, tmp_path):
+    (repo / "linklab" / "sweep" / "stepwise.py").unlink()
+    _git(repo, "commit", "-q", "-am", "three: no stepwise sweeps")
+    with pytest.raises(UsageError, match="predates `linklab ab`"):
+        arms.prepare([arms.ArmSpec("a", "HEAD")], repo / "exp" / "e.yaml", "x", tmp_path / "run")
