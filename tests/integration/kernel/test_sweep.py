@@ -16,6 +16,7 @@ from linklab.model.resolve import resolve
 from linklab.report import metrics
 from linklab.report.findings import goodput_fraction
 from tests.integration import steal
+from linklab.sweep import preflight
 from linklab.sweep.engine import Options, run
 from linklab.sweep.experiment import load_experiment
 from linklab.units import parse_rate
@@ -338,3 +339,19 @@ def test_active_member_changed_on_the_timeline(results, cleanup_labs):
     assert [e.get("error") for e in evs] == [None, None] and all(" active " in e["did"] for e in evs), evs
     assert 0.55 <= float(r["client_member_tx_max_share"]) <= 0.9, r["client_member_tx_max_share"]
     assert float(r["throughput_bps"]) > (0.5 - steal.room(r)) * MEMBER_BPS, (r["throughput_bps"], steal.words(r))
+
+
+def test_preflight_proves_the_path_where_the_lab_changed_and_only_there(results, cleanup_labs):
+    # Four points, MTU outermost: streams change nothing the pings prove, MTU changes the path.
+    # Each row's path MTU is its point's, read from pings where the lab changed; where it did not,
+    # the previous point's proof stands (and the pre-flight takes well under the pings' time).
+    cleanup_labs.append("onelink")
+    store = run(DATA / "preflight_reuse.yaml", Options(results=results), say=lambda *_: None)
+    rows = sorted(rows_of(store), key=lambda r: int(r["point_index"]))
+    assert [(int(r["mtu"]), int(r["streams"])) for r in rows] == [(1500, 1), (1500, 2), (9000, 1), (9000, 2)]
+    assert all(not r.get("error") and int(r["path_mtu"]) == int(r["mtu"]) for r in rows), rows
+    proofs = []
+    for r in rows:
+        pf = json.loads((store.rep_dir(r["point_id"], 1) / "preflight.json").read_text())
+        proofs.append(pf["df_fits"] == preflight.PROVED)
+    assert proofs == [False, True, False, True]
