@@ -25,6 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from linklab.ab.session import alike, complete_runs  # noqa: E402
 from linklab.report import aa, verdict  # noqa: E402
 from linklab.report.points import group  # noqa: E402
 from linklab.report.runs import Run  # noqa: E402
@@ -53,17 +54,10 @@ def link_bound(p, member_bps: float) -> bool:
 
 def load(root: Path, experiment: str) -> list[dict]:
     out = []
-    for d in sorted((root / "ab" / experiment).glob("*/")):
-        try:
-            m = json.loads((d / "ab.json").read_text())
-        except (OSError, ValueError):
-            continue
-        if not m.get("complete") or set(m.get("runs") or {}) != {"a", "b"}:
-            continue
-        arms = m["arms"]
-        alike = all(arms["a"].get(k) == arms["b"].get(k) for k in ("commit", "overrides"))
-        name = "A/A" if alike else "; ".join(arms["b"]["overrides"]) or f"{arms['a']['words']} -> {arms['b']['words']}"
-        out.append({"dir": d, "name": name, "alike": alike, "wall_s": m.get("wall_s"),
+    for d, m in complete_runs(root, experiment):
+        arms, same = m["arms"], alike(m)
+        name = "A/A" if same else "; ".join(arms["b"]["overrides"]) or f"{arms['a']['words']} -> {arms['b']['words']}"
+        out.append({"dir": d, "name": name, "alike": same, "wall_s": m.get("wall_s"),
                     "a": Run.load(m["runs"]["a"]), "b": Run.load(m["runs"]["b"])})
     return out
 

@@ -191,17 +191,8 @@ def judge_run(run_dir: Path, as_json: bool = False, report: bool = True, figures
 
 def aa_runs(root: Path, experiment: str, quick: bool) -> list[Path]:
     """The complete A/A runs of an experiment (variant) under RESULTS/ab/<experiment>/, oldest first."""
-    out = []
-    for d in sorted((root / "ab" / experiment).glob("*/")):
-        try:
-            m = json.loads((d / "ab.json").read_text())
-        except (OSError, ValueError):
-            continue
-        arms = m.get("arms") or {}
-        alike = {k: (v.get("commit"), tuple(v.get("overrides") or ())) for k, v in arms.items()}
-        if m.get("complete") and bool(m.get("quick")) == quick and len(set(alike.values())) == 1 and len(alike) == 2:
-            out.append(d)
-    return out
+    from linklab.ab.session import alike, complete_runs
+    return [d for d, m in complete_runs(root, experiment) if alike(m) and bool(m.get("quick")) == quick]
 
 
 def cmd_aa(args, argv) -> int:

@@ -204,3 +204,23 @@ def _take_down(arm: Arm, say) -> None:
     res = runner.run(arm.down_argv(), check=False, timeout=600, env=arm.env())
     if not res.ok:
         say(f"  arm {arm.name}: `linklab down {arm.lab}` exited {res.returncode}: {(res.stderr or res.stdout).strip()[-300:]}")
+
+
+def complete_runs(root: Path, experiment: str) -> list[tuple[Path, dict[str, Any]]]:
+    """The complete A/B runs of an experiment under RESULTS/ab/<experiment>/, oldest first, each
+    with its manifest (ab.json)."""
+    out = []
+    for d in sorted((root / "ab" / experiment).glob("*/")):
+        try:
+            m = json.loads((d / AB_FILE).read_text())
+        except (OSError, ValueError):
+            continue
+        if m.get("complete") and set(m.get("runs") or {}) == {"a", "b"}:
+            out.append((d, m))
+    return out
+
+
+def alike(manifest: dict[str, Any]) -> bool:
+    """Whether an A/B run's arms were the same revision with the same settings: an A/A run."""
+    arms = manifest.get("arms") or {}
+    return len(arms) == 2 and len({(v.get("commit"), tuple(v.get("overrides") or ())) for v in arms.values()}) == 1
