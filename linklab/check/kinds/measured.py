@@ -1,0 +1,168 @@
+"""What measured checks share: a flow (iperf3, as a sweep's repetition runs it: linklab/sweep/
+measure_rep.py) repeated `repeat` times with the probes a kind needs, and a judgement of the
+repetitions' median against bounds widened by a stated `tolerance`.
+
+A measured check is never failed by the emulator. Each repetition carries the flags a sweep's
+does (linklab/measure/disturbance.py): core_saturated (a core of the lab's kernel >= 85 % busy),
+host_disturbed / host_stolen (other work or the hypervisor took the host's CPU), emulator_burst
+(drops beyond the path's bottleneck), emulator_rtt (the emulator's own round trip dominates). A
+median inside its bounds passes whatever the flags; one outside them, with any repetition
+flagged by what limits this kind's figure, is inconclusive: the measurement cannot tell a wrong
+lab from a slow emulator.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
+
+from pydantic import BeforeValidator, Field
+
+from linklab import units
+from linklab.check.kinds.base import FAIL, INCONCLUSIVE, PASS, Context, Judgement, Kind, node_problem, ping_target
+from linklab.check.spec import Check
+from linklab.errors import LinklabError
+from linklab.measure.iperf3 import Iperf3Client
+from linklab.measure.stats import percentile
+from linklab.model.resolved import Lab
+
+if TYPE_CHECKING:
+    from linklab.measure.probes.base import Probe
+
+# Flags that can hold a throughput figure down (a saturated core, a starved or slowed emulator,
+# drops the emulator's bursts caused). queue_dropped is not one: a full queue is the link's.
+THROUGHPUT_LIMITS = frozenset({"core_saturated", "host_disturbed", "host_stolen", "emulator_burst"})
+DELAY_LIMITS = frozenset({"emulator_rtt", "core_saturated", "host_disturbed", "host_stolen"})
+PORT = 5301  # the checks' iperf3 servers, apart from a sweep's (5201...)
+IDLE_PINGS, IDLE_INTERVAL_S = 5, 0.2
+
+
+def _whole_seconds(v):
+    s = units.parse_time(v)
+    if s != int(s):
+        raise ValueError(f"whole seconds (iperf3 takes no fractions), got {v!r}")
+    return int(s)
+
+
+Seconds = Annotated[int, BeforeValidator(_whole_seconds)]
+
+
+class MeasuredParams(Check):
+    src: Annotated[str, Field(alias="from")]
+    dst: Annotated[str, Field(alias="to")]
+    repeat: Annotated[int, Field(ge=1, le=20)] = 3
+    duration: Annotated[Seconds, Field(ge=1, le=120)] = 5
+    warmup: Annotated[Seconds, Field(ge=0, le=30)] = 1
+    tolerance: Annotated[float, Field(ge=0, le=0.5)] = 0.05  # the bounds widen by this share
+    family: Literal[4, 6] = 4
+    port: Annotated[int, Field(ge=1024, le=65000)] = PORT
+
+
+class MeasuredKind(Kind):
+    measured = True
+    limits: ClassVar[frozenset[str]] = THROUGHPUT_LIMITS
+    unit: ClassVar[str] = ""  # how a value is shown: rate, time, percent, ratio, share
+
+    # ---- what a kind says -------------------------------------------------------------------
+    def metric(self, p: Any, row: dict[str, Any], lab: Lab) -> float | None:
+        raise NotImplementedError
+
+    def bounds(self, p: Any, lab: Lab) -> tuple[float | None, float | None]:
+        raise NotImplementedError
+
+    def what(self, p: Any) -> str:
+        return self.name
+
+    def client(self, p: Any, lab: Lab) -> Iperf3Client:
+        return Iperf3Client(server=ping_target(lab, p.dst, p.family), port=p.port, duration=p.duration,
+                            ipv6=p.family == 6, omit=p.warmup)
+
+    def extra_probes(self, p: Any, ctx: Context) -> list["Probe"]:
+        return []
+
+    def members(self, p: Any, lab: Lab) -> dict[str, list[str]]:
+        return {}
+
+    def report_interval(self, p: Any) -> float | None:
+        return None
+
+    # ---- shared ---------------------------------------------------------------------------
+    def problems(self, p: Any, lab: Lab) -> list[tuple[tuple, str]]:
+        out = node_problem(lab, p.src, ("from",), "host") + node_problem(lab, p.dst, ("to",), "host")
+        if not out and p.src == p.dst:
+            out.append((("to",), "from: and to: are the same node"))
+        return out
+
+    def show(self, v: float | None) -> str:
+        if v is None or (isinstance(v, float) and math.isinf(v)):
+            return "none" if v is None else "never"
+        if self.unit == "rate":
+            return f"{v / 1e6:.3g} Mbit/s"
+        if self.unit == "time":
+            return units.format_time(v) if v else "0 s"
+        if self.unit == "percent":
+            return f"{v:.3g} %"
+        return f"{v:.3g}"
+
+    def expected(self, p: Any, lab: Lab) -> str:
+        lo, hi = self.bounds(p, lab)
+        band = (f">= {self.show(lo)}" if hi is None else f"<= {self.show(hi)}" if lo is None
+                else f"{self.show(lo)}-{self.show(hi)}")
+        return f"{self.what(p)} {band} (median of {p.repeat}, ±{p.tolerance * 100:g} %)"
+
+    def observe(self, p: Any, ctx: Context) -> dict[str, Any]:
+        # Imported here: what a measurement runs is not what every command's parser needs.
+        from linklab import placement
+        from linklab.measure.probes.base import Repetition
+        from linklab.measure.probes.counters import QueueCounters
+        from linklab.measure.probes.cpu import CpuLoad
+        from linklab.measure.probes.judgement import Disturbance
+        from linklab.measure.probes.ping import IdlePing
+        from linklab.measure.traffic import Traffic, start_servers
+        from linklab.sweep.measure_rep import measure
+        rows: list[dict[str, Any]] = []
+        interval = self.report_interval(p)
+        servers = start_servers(ctx.handle, p.dst, p.src, p.port, 1, interval)
+        try:
+            for k in range(p.repeat):
+                ctx.say(f"  {p.id}: repetition {k + 1} of {p.repeat}")
+                rep = Repetition(ctx.handle, p.src, p.dst, p.family, omit=p.warmup)
+                client = self.client(p, ctx.lab)
+                traffic = Traffic(client, processes=None, parallel="threads", timeout=p.duration + p.warmup + 30)
+                queues = QueueCounters(self.members(p, ctx.lab))
+                probes: list[Probe] = [IdlePing(IDLE_PINGS, IDLE_INTERVAL_S), queues, *self.extra_probes(p, ctx),
+                                       CpuLoad()]
+                host_cpu = placement.host_cpu_probe()
+                if host_cpu is not None:
+                    probes.append(host_cpu)
+                probes.append(Disturbance(queues))
+                try:
+                    rows.append(measure(rep, traffic, probes)[1])
+                except LinklabError as e:
+                    rows.append({"error": str(e)})
+        finally:
+            servers.stop()
+            ctx.changed()
+        return {"rows": rows}
+
+    def judge(self, p: Any, raw: dict[str, Any], lab: Lab) -> Judgement:
+        rows = raw.get("rows") or []
+        values = [v for row in rows if not row.get("error") and (v := self.metric(p, row, lab)) is not None]
+        errors = sorted({row["error"] for row in rows if row.get("error")})
+        flags = sorted({f for row in rows for f in str(row.get("flags") or "").split(";") if f in self.limits})
+        evidence = "; ".join(dict.fromkeys(str(row.get("flag_evidence")) for row in rows
+                                           if set(str(row.get("flags") or "").split(";")) & self.limits))
+        if not values:
+            return Judgement(FAIL, "not measured: " + ("; ".join(errors) or "no repetition"),
+                             values={"values": [], "errors": errors})
+        med = percentile(values, 50)
+        lo, hi = self.bounds(p, lab)
+        ok = (lo is None or med >= lo * (1 - p.tolerance)) and (hi is None or med <= hi * (1 + p.tolerance))
+        shown = f"{self.show(med)} (median of {len(values)}: {', '.join(self.show(v) for v in values)})"
+        if errors:
+            shown += f"; {len(errors)} failed: {errors[0]}"
+        verdict = PASS if ok and not errors else INCONCLUSIVE if flags else FAIL
+        detail = f"limited by {', '.join(flags)}: {evidence}" if verdict == INCONCLUSIVE else (
+            f"flagged {', '.join(flags)}" if flags else "")
+        return Judgement(verdict, shown, detail, {"values": values, "median": med, "low": lo, "high": hi,
+                                                  "flags": flags, "errors": errors})
