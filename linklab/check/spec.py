@@ -26,13 +26,15 @@ Settings every check has: id, kind, title, points, hint, stage, requires, hidden
 
 from __future__ import annotations
 
+import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, field_validator
 
-from linklab.errors import UsageError, ValidationFailed
+from linklab.errors import LinklabError, UsageError, ValidationFailed
 from linklab.model import variables
 from linklab.model.loader import _located, line_map, pydantic_problems, read_yaml
 from linklab.model.resolved import Lab
@@ -47,7 +49,7 @@ TOPOLOGY_KEYS = ("hosts", "switches", "links")
 class Check(Model):
     """What every check has; each kind's parameters extend it (linklab/check/kinds/)."""
 
-    id: Annotated[str, Field(pattern=ID_RE)]
+    id: str
     kind: str
     title: str | None = None
     points: Annotated[float, Field(ge=0, le=1000)] = 1
@@ -56,6 +58,13 @@ class Check(Model):
     requires: list[str] = Field(default_factory=list)
     hidden: bool = False  # counts for the grade; not run or shown with --student
     severity: Literal["fail", "warn"] = "fail"  # warn: a failure is a warning (exit 3 if nothing else)
+
+    @field_validator("id")
+    @classmethod
+    def _id(cls, v):
+        if not re.match(ID_RE, v):
+            raise ValueError(f"bad id {v!r}: letters, digits, _, . and -, starting with a letter or digit, at most 64")
+        return v
 
 
 @dataclass(frozen=True)
@@ -97,7 +106,7 @@ def topology_of(path: str | Path, data: dict | None = None) -> str:
 
 def _relative(path: Path, other: str) -> Path:
     p = Path(other)
-    return p if p.is_absolute() else path.parent / p
+    return p if p.is_absolute() else Path(os.path.normpath(path.parent / p))
 
 
 def load_checks(path: str | Path, lab: Lab | None = None, seed: str | None = None,
@@ -110,16 +119,20 @@ def load_checks(path: str | Path, lab: Lab | None = None, seed: str | None = Non
     lines = line_map(text)
     problems: list[tuple[tuple, str]] = []
     separate = is_checks_file(data)
+    topo_path: str | None = str(path)
     if separate:
         for key in data:
             if key not in FILE_KEYS:
                 problems.append(((key,), f"unknown setting {key!r} (valid: {', '.join(FILE_KEYS)})"))
-        topo_path = topology_of(path, data)
-    else:
-        topo_path = str(path)
+        try:
+            topo_path = topology_of(path, data)
+        except ValidationFailed:
+            topo_path = None
+            problems.append((("topology",), "required setting is missing: the topology file these checks are "
+                                            "about (relative to this file)"))
     declared, var_problems = variables.declared(data)
     problems += var_problems
-    if separate:
+    if separate and topo_path is not None:
         problems += _shared_vars(declared, topo_path)
         declared = {**_topology_vars(topo_path), **declared}  # the topology's, for ${name} in checks
     values = variables.values(declared, seed)
@@ -132,10 +145,15 @@ def load_checks(path: str | Path, lab: Lab | None = None, seed: str | None = Non
     subst, unknown = variables.substitute(raw_checks, values, path=("checks",))
     problems += unknown
     checks, item_problems = _validate_items(subst)
-    problems += item_problems
-    problems += _relations(checks)
-    if not problems and lab is None and lab_for is not None:
-        lab = lab_for(topo_path, seed)
+    # A setting that names an unknown variable is said once, as that.
+    problems += [(loc, msg) for loc, msg in item_problems if loc not in {u for u, _ in unknown}]
+    problems += _duplicate_ids(subst) + _relations(checks)
+    if lab is None and lab_for is not None and topo_path is not None:
+        try:
+            lab = lab_for(topo_path, seed)
+        except LinklabError as e:
+            problems.append((("topology",), f"the topology {topo_path} does not load: {e}"
+                             + (f" ({'; '.join(e.problems[:3])})" if isinstance(e, ValidationFailed) else "")))
     if lab is not None:
         for i, c in checks:
             from linklab.check.kinds import get
@@ -143,6 +161,7 @@ def load_checks(path: str | Path, lab: Lab | None = None, seed: str | None = Non
     if problems:
         ordered = sorted(dict.fromkeys(problems), key=lambda p: lines.line(p[0]) or 0)
         raise ValidationFailed(str(path), [_located(loc, msg, lines) for loc, msg in ordered])
+    assert topo_path is not None
     return ChecksFile(str(path), topo_path, data.get("title") if separate else data.get("description"),
                       tuple(c for _, c in checks), seed, values)
 
@@ -207,14 +226,23 @@ def _validate_items(items: list) -> tuple[list[tuple[int, Check]], list[tuple[tu
     return good, problems
 
 
-def _relations(checks: list[tuple[int, Check]]) -> list[tuple[tuple, str]]:
-    """Ids unique, `requires` naming checks that exist, earlier stages only, and no cycle."""
+def _duplicate_ids(items: list) -> list[tuple[tuple, str]]:
+    """Ids used twice (also by checks that failed validation otherwise)."""
     problems = []
     first: dict[str, int] = {}
-    for i, c in checks:
-        if c.id in first:
-            problems.append((("checks", i, "id"), f"id {c.id!r} is already used by checks[{first[c.id]}]"))
-        first.setdefault(c.id, i)
+    for i, item in enumerate(items):
+        cid = item.get("id") if isinstance(item, dict) else None
+        if not isinstance(cid, str):
+            continue
+        if cid in first:
+            problems.append((("checks", i, "id"), f"id {cid!r} is already used by checks[{first[cid]}]"))
+        first.setdefault(cid, i)
+    return problems
+
+
+def _relations(checks: list[tuple[int, Check]]) -> list[tuple[tuple, str]]:
+    """`requires` naming checks that exist, of earlier stages only, and no cycle."""
+    problems = []
     by_id = {c.id: c for _, c in checks}
     for i, c in checks:
         for j, r in enumerate(c.requires):

@@ -1,0 +1,134 @@
+"""Each kind of check: its judgement on real output (tests/data/tools: captured tool output;
+tests/data/checks: what `linklab check --json --raw` kept from real labs in the lab VM, see its
+README), for a lab that is right and one that is not."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from linklab.check.kinds import REGISTRY
+from linklab.check.kinds.base import FAIL, INCONCLUSIVE, PASS
+from linklab.lab import build_lab
+
+ROOT = Path(__file__).resolve().parents[2]
+TOOLS = ROOT / "tests" / "data" / "tools"
+
+
+def tool(name: str) -> str:
+    p = TOOLS / name
+    return p.read_text() if p.exists() else ""
+
+
+def ping_out(name: str) -> dict[str, str]:
+    return {"stdout": tool(f"{name}.txt"), "stderr": tool(f"{name}.stderr.txt")}
+
+
+def params(kind: str, **kw):
+    return REGISTRY[kind].Params.model_validate({"id": "t", "kind": kind, **kw})
+
+
+@pytest.fixture(scope="module")
+def bond2():
+    return build_lab(ROOT / "topologies" / "bond2.yaml", [])
+
+
+# ---- reach: k of n replies, retried; must-not-reach: no reply at all --------------------------
+
+def test_reach_passes_a_lossy_path_once_a_burst_gets_enough_replies(bond2):
+    kind, p = REGISTRY["reach"], params("reach", **{"from": "h1", "to": "h2", "count": 30, "need": 3})
+    lossy = ping_out("ping_loss")  # 10 of 30 answered (66 % loss)
+    assert kind.judge(p, {"h1->h2": [lossy]}, bond2).verdict == PASS
+    strict = params("reach", **{"from": "h1", "to": "h2", "count": 30, "need": 11})
+    j = kind.judge(strict, {"h1->h2": [lossy, lossy]}, bond2)
+    assert j.verdict == FAIL and "10/10 of 30" in j.observed
+
+
+def test_reach_fails_a_path_that_answers_with_unreachable(bond2):
+    kind, p = REGISTRY["reach"], params("reach", **{"from": "h1", "to": "h2"})
+    j = kind.judge(p, {"h1->h2": [ping_out("ping_host_unreachable")]}, bond2)
+    assert j.verdict == FAIL and "h1->h2 unreachable" in j.detail
+
+
+def test_must_not_reach_fails_on_a_single_reply_and_passes_on_silence(bond2):
+    kind = REGISTRY["reach"]
+    p = params("reach", **{"from": "h1", "to": "h2", "expect": "unreachable"})
+    assert kind.judge(p, {"h1->h2": [ping_out("ping_host_unreachable")] * 2}, bond2).verdict == PASS
+    assert kind.judge(p, {"h1->h2": [ping_out("ping_host_unreachable"), ping_out("ping_loss")]}, bond2).verdict == FAIL
+
+
+def test_reach_names_what_ping_could_not_do(bond2):
+    kind, p = REGISTRY["reach"], params("reach", **{"from": "h1", "to": "h2"})
+    j = kind.judge(p, {"h1->h2": [{"stdout": "", "stderr": "ping: h2: Name or service not known\n"}]}, bond2)
+    assert j.verdict == FAIL and "Name or service not known" in j.observed
+
+
+# ---- path_mtu: N passes, N + 1 refused, both with DF -------------------------------------------
+
+def test_path_mtu_passes_when_n_fits_and_n_plus_1_is_refused(bond2):
+    kind, p = REGISTRY["path_mtu"], params("path_mtu", **{"from": "h1", "to": "h2", "mtu": 1400})
+    j = kind.judge(p, {"fits": [ping_out("ping_df_fits")], "over": [ping_out("ping_df_frag_needed")] * 2}, bond2)
+    assert j.verdict == PASS, j
+    # The router's ICMP, then the sender's own route once it learned the path MTU from it.
+    assert "1401 B: 0/0 of 5, refused: frag needed, local too big (mtu 1400)" in j.observed
+    assert j.values["icmp_mtu"] == 1400
+
+
+def test_path_mtu_fails_when_n_is_refused_and_says_by_whom(bond2):
+    kind, p = REGISTRY["path_mtu"], params("path_mtu", **{"from": "h1", "to": "h2", "mtu": 1500})
+    j = kind.judge(p, {"fits": [ping_out("ping_df_local_too_long")], "over": [ping_out("ping_df_local_too_long")] * 2}, bond2)
+    assert j.verdict == FAIL and "1500-byte packets do not pass" in j.detail
+    assert "local too big" in j.observed
+
+
+def test_path_mtu_fails_when_n_plus_1_passes_too(bond2):
+    kind, p = REGISTRY["path_mtu"], params("path_mtu", **{"from": "h1", "to": "h2", "mtu": 1300})
+    j = kind.judge(p, {"fits": [ping_out("ping_df_fits")], "over": [ping_out("ping_df_fits")] * 2}, bond2)
+    assert j.verdict == FAIL and "path MTU is larger" in j.detail
+
+
+def test_path_mtu_probes_ip_packet_sizes():
+    from linklab.check.kinds.path_mtu import probe
+    lab = build_lab(ROOT / "topologies" / "jumbo_pair.yaml", [])
+    p4 = params("path_mtu", **{"from": "h1", "to": "h2", "mtu": 9000})
+    p6 = params("path_mtu", **{"from": "h1", "to": "h2", "mtu": 9000, "family": 6})
+    a4, a6 = probe(p4, lab, 9001).argv(), probe(p6, lab, 9000).argv()
+    assert a4[a4.index("-s") + 1] == "8973" and "do" in a4 and a4[-1] == "h2"
+    assert a6[a6.index("-s") + 1] == "8952" and a6[-1] == "h2-v6"
+
+
+# ---- ovs_flow / ovs_controller on OVS's own output ---------------------------------------------
+
+def test_ovs_flow_counts_a_learning_controllers_flows_and_none_of_a_hubs(bond2):
+    kind = REGISTRY["ovs_flow"]
+    p = params("ovs_flow", switch="s1", match="dl_dst=", cookie="0x1", min=2)
+    learned = kind.judge(p, {"stdout": tool("ovs_ofctl_dump_flows_l2_learning.txt"), "returncode": 0}, bond2)
+    hub = kind.judge(p, {"stdout": tool("ovs_ofctl_dump_flows_hub.txt"), "returncode": 0}, bond2)
+    assert (learned.verdict, learned.observed) == (PASS, "2 of 3 flows match")
+    assert hub.verdict == FAIL and hub.observed.startswith("0 of")
+    none = params("ovs_flow", switch="s1", match="actions=CONTROLLER", max=0)
+    assert kind.judge(none, {"stdout": tool("ovs_ofctl_dump_flows_hub.txt"), "returncode": 0}, bond2).verdict == FAIL
+
+
+def test_ovs_flow_matches_without_the_counters_that_change():
+    from linklab.check.kinds.ovs_flow import matching
+    p = params("ovs_flow", switch="s1", match=r"n_packets=")
+    assert matching(tool("ovs_ofctl_dump_flows_l2_learning.txt"), p) == []
+
+
+# ---- rtt: a percentile of real ping output, the emulator's own RTT inconclusive ---------------
+
+def test_rtt_judges_a_percentile_and_the_emulators_rtt_is_inconclusive(bond2):
+    from linklab.check.kinds.rtt import rtt_row
+    kind = REGISTRY["rtt"]
+    lossy = ping_out("ping_loss")  # replies 42.2-45.1 ms
+    ok = params("rtt", **{"from": "h1", "to": "h2", "min": "40ms", "max": "46ms"})
+    row = {**lossy, "asked_rtt_ms": 44.0}
+    assert rtt_row(ok, row)["rtt_s"] == pytest.approx(0.0444, abs=0.0005)
+    assert kind.judge(ok, {"rows": [row] * 3}, bond2).verdict == PASS
+    tight = params("rtt", **{"from": "h1", "to": "h2", "max": "10ms"})
+    assert kind.judge(tight, {"rows": [row] * 3}, bond2).verdict == FAIL
+    # Asked for 1 ms, measured 44: the emulator's round trip, not the lab's: inconclusive.
+    slow = {**lossy, "asked_rtt_ms": 1.0}
+    j = kind.judge(tight, {"rows": [slow] * 3}, bond2)
+    assert j.verdict == INCONCLUSIVE and "emulator_rtt" in j.detail
