@@ -2,7 +2,6 @@
 tests/data/checks: what `linklab check --json --raw` kept from real labs in the lab VM, see its
 README), for a lab that is right and one that is not."""
 
-import json
 from pathlib import Path
 
 import pytest
