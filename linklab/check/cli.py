@@ -43,7 +43,8 @@ def add_commands(sub) -> None:
     p.add_argument("--stage", type=int, metavar="N", help="only checks of stages 1..N")
     p.add_argument("--only", metavar="ID,ID", help="only these checks (and those they require)")
     p.add_argument("--student", action="store_true", help="leave hidden checks out (not run, not shown)")
-    p.add_argument("--json", metavar="FILE", help="write the results as JSON (schema linklab-check/1)")
+    p.add_argument("--json", metavar="FILE", help="write the results as JSON (schema linklab-check/1; "
+                   "--selftest: each stage's, --roster: one row per student)")
     p.add_argument("--raw", action="store_true", help="with --json: keep what each tool printed")
     p.add_argument("--junit", metavar="FILE", help="write JUnit XML (a testcase per check)")
     p.add_argument("--watch", action="store_true", help="run again whenever the lab changes (Ctrl-C stops)")
@@ -131,9 +132,15 @@ def _selftest(args, argv) -> int:
     exercise.load(args.selftest, args.seed)  # bad exercise files stop here, before a VM boots
     use_vm, why = placement.want_vm_for_up(False, False)
     if use_vm:
+        for what, f in _outputs(args):
+            placement.require_shared_with_vm(Path(f), f"{what} file")
         say(f"linklab: the selftest runs in the lab VM ({why})")
         return placement.forward_booting(argv, say=say)
     stages = exercise.selftest(args.selftest, args.seed, args.name, say=say, keep=args.keep)
+    if args.json:
+        from linklab import fsutil
+        fsutil.write_atomic(Path(args.json), json.dumps(exercise.as_json(args.selftest, stages, raw=args.raw),
+                                                        indent=1, default=str) + "\n")
     width = max(len(s.name) for s in stages)
     for s in stages:
         say(f"  {s.verdict.upper():<12} {s.name:<{width}}  must fail: {', '.join(s.expected) or 'none'}; "

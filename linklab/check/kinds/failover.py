@@ -14,7 +14,7 @@ from pydantic import BeforeValidator, Field, model_validator
 
 from linklab import units
 from linklab.check.kinds.base import Context, link_problem, ping_target
-from linklab.check.kinds.measured import MeasuredKind, MeasuredParams
+from linklab.check.kinds.measured import MeasuredKind, MeasuredParams, Seconds
 from linklab.measure.iperf3 import Iperf3Client
 from linklab.model.resolved import Lab
 
@@ -26,7 +26,7 @@ class Params(MeasuredParams):
     member: Annotated[int, Field(ge=0, le=15)] = 0
     at: Annotated[float, BeforeValidator(units.parse_time), Field(gt=0)] = 2.0
     max_outage: Annotated[float, BeforeValidator(units.parse_time), Field(ge=0)]
-    duration: Annotated[int, Field(ge=2, le=120)] = 6
+    duration: Annotated[Seconds, Field(ge=2, le=120)] = 6
 
     @model_validator(mode="after")
     def _inside(self):

@@ -64,6 +64,8 @@ class Goodput(MeasuredKind):
             out.append((("min_fraction" if p.min_fraction is not None else "max_fraction",),
                         f"no link on the path {p.src} -> {p.dst} has a rate, so there is no theory to take a "
                         "fraction of: give min:/max: as rates instead"))
+        if not out and p.protocol == "udp" and p.udp_rate is None and theory_bps(lab, p.src, p.dst, "udp", p.mtu) is None:
+            out.append((("udp_rate",), "no link on the path has a rate to send UDP at: give udp_rate"))
         return out
 
     def what(self, p: Params) -> str:
