@@ -148,3 +148,31 @@ def test_the_table_shows_expected_observed_and_the_hint_of_what_failed(scripted)
     text = output.table(scripted([{"id": "good", "hint": "never shown"}, {"id": "bad", "outcome": FAIL, "hint": "look here"}]))
     assert "PASS" in text and "FAIL" in text and "hint: look here" in text and "never shown" not in text
     assert text.splitlines()[-1].startswith("1 passed, 1 failed")
+
+
+def test_watch_runs_again_only_when_the_lab_changed(monkeypatch):
+    from linklab.check import watch
+    looks = iter(["a", "a", "a", "b", "b", "b", "c", "c", "c", "c"])  # what the lab looks like, poll by poll
+    monkeypatch.setattr(watch, "fingerprint", lambda _name: next(looks))
+    monkeypatch.setattr(watch.time, "sleep", lambda _s: None)
+    runs = []
+    rc = watch.watch("lab", lambda: runs.append(len(runs)) or len(runs), lambda _m: None, rounds=3)
+    assert runs == [0, 1, 2] and rc == 3
+
+
+def test_roster_rows_from_saved_results_with_points_and_failed_ids(scripted, tmp_path):
+    from linklab.check import roster
+    d = tmp_path / "class"
+    d.mkdir()
+    output.write_json(scripted([{"id": "a", "points": 2}, {"id": "b", "outcome": FAIL}]), d / "s17.json")
+    output.write_json(scripted([{"id": "a", "points": 2}, {"id": "b"}]), d / "s18.json")
+    (d / "notes.txt").write_text("not a student")
+    rows = roster.grade(d, None, lambda _m: None)
+    assert [(r.student, r.points, r.max_points, r.percent, r.failed_ids) for r in rows] == [
+        ("s17", 2.0, 3.0, 66.7, "b"), ("s18", 3.0, 3.0, 100.0, "")]
+    text = roster.csv_text(rows)
+    assert text.splitlines()[0].startswith("student,seed,points,max_points,percent")
+    assert roster.exit_code(rows) == 0
+    (d / "bad.json").write_text('{"schema": "something-else"}')
+    with pytest.raises(Exception, match="not a `linklab check --json` result"):
+        roster.grade(d, None, lambda _m: None)
