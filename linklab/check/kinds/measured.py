@@ -16,6 +16,7 @@ output) unless that happens to every attempt.
 from __future__ import annotations
 
 import math
+import time
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from pydantic import BeforeValidator, Field
@@ -95,6 +96,14 @@ class MeasuredKind(Kind):
             out.append((("to",), "from: and to: are the same node"))
         return out
 
+    def limiting(self, row: dict[str, Any]) -> set[str]:
+        """The row's flags that can have held this kind's figure: a core kept busy by the lab's
+        own controller (a hub sends every packet through it) is the lab's, not the emulator's."""
+        flags = set(str(row.get("flags") or "").split(";")) & self.limits
+        if (row.get("lab_controller_cpu_pct") or 0) >= CONTROLLER_BUSY_PCT:
+            flags.discard("core_saturated")
+        return flags
+
     def show(self, v: float | None) -> str:
         if v is None or (isinstance(v, float) and math.isinf(v)):
             return "none" if v is None else "never"
@@ -135,7 +144,7 @@ class MeasuredKind(Kind):
                 traffic = Traffic(client, processes=None, parallel="threads", timeout=p.duration + p.warmup + 30)
                 queues = QueueCounters(self.members(p, ctx.lab))
                 probes: list[Probe] = [IdlePing(IDLE_PINGS, IDLE_INTERVAL_S), queues, *self.extra_probes(p, ctx),
-                                       CpuLoad()]
+                                       ControllerCpu(_controller_pids(ctx)), CpuLoad()]
                 host_cpu = placement.host_cpu_probe()
                 if host_cpu is not None:
                     probes.append(host_cpu)
@@ -161,9 +170,10 @@ class MeasuredKind(Kind):
         rows = raw.get("rows") or []
         values = [v for row in rows if not row.get("error") and (v := self.metric(p, row, lab)) is not None]
         errors = sorted({row["error"] for row in rows if row.get("error")})
-        flags = sorted({f for row in rows for f in str(row.get("flags") or "").split(";") if f in self.limits})
-        evidence = "; ".join(dict.fromkeys(str(row.get("flag_evidence")) for row in rows
-                                           if set(str(row.get("flags") or "").split(";")) & self.limits))
+        flags = sorted({f for row in rows for f in self.limiting(row)})
+        evidence = "; ".join(dict.fromkeys(str(row.get("flag_evidence")) for row in rows if self.limiting(row)))
+        lab_busy = [row for row in rows if "core_saturated" in str(row.get("flags") or "")
+                    and "core_saturated" not in self.limiting(row)]
         if not values:
             return Judgement(FAIL, "not measured: " + ("; ".join(errors) or "no repetition"),
                              values={"values": [], "errors": errors})
@@ -176,11 +186,61 @@ class MeasuredKind(Kind):
         verdict = PASS if ok and not errors else INCONCLUSIVE if flags else FAIL
         detail = f"limited by {', '.join(flags)}: {evidence}" if verdict == INCONCLUSIVE else (
             f"flagged {', '.join(flags)}" if flags else "")
+        if lab_busy:
+            detail = "; ".join(x for x in (detail, f"a core was busy with the lab's own OpenFlow controller "
+                                           f"({max(r.get('lab_controller_cpu_pct') or 0 for r in lab_busy):.0f} % of a core): "
+                                           "the lab's bottleneck, not the emulator's") if x)
         return Judgement(verdict, shown, detail, {"values": values, "median": med, "low": lo, "high": hi,
                                                   "flags": flags, "errors": errors})
 
 
 HOST_BUSY = frozenset({"host_disturbed"})
+# % of one core the lab's controllers used in the window from which a saturated core is theirs
+CONTROLLER_BUSY_PCT = 50.0
+
+
+def _controller_pids(ctx: Context) -> list[int]:
+    """The lab's OpenFlow controllers, as its state record lists them."""
+    return [int(r["pid"]) for r in (ctx.handle.record.get("owned") or {}).get("processes", [])
+            if r.get("role") == "controller" and r.get("pid")]
+
+
+class ControllerCpu:
+    """A probe (linklab/measure/probes/base.py): the CPU the lab's own controllers used during
+    the window, % of one core (their /proc/PID/stat, all threads), for `limiting`."""
+
+    phase = "cpu_sampling"
+
+    def __init__(self, pids: list[int]):
+        self.pids, self.t0, self.ticks0 = pids, 0.0, 0
+
+    def _ticks(self) -> int:
+        from linklab.measure.cpu import parse_pid_stat
+        total = 0
+        for pid in self.pids:
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    st = parse_pid_stat(f.read())
+            except (OSError, ValueError):
+                continue
+            total += st.utime + st.stime
+        return total
+
+    def before(self, rep) -> None:
+        self.t0, self.ticks0 = time.monotonic(), self._ticks()
+
+    def start(self, rep) -> None:
+        pass
+
+    def finish(self, rep) -> None:
+        pass
+
+    def row(self, rep) -> dict[str, Any]:
+        from linklab.measure.cpu import CLK_TCK
+        if not self.pids:
+            return {}
+        secs = time.monotonic() - self.t0
+        return {"lab_controller_cpu_pct": round(100.0 * (self._ticks() - self.ticks0) / CLK_TCK / secs, 1) if secs > 0 else None}
 
 
 def _host_busy(row: dict[str, Any]) -> bool:
