@@ -46,7 +46,8 @@ def table(report: Report, width: int | None = None) -> str:
 
 def as_json(report: Report, raw: bool = False) -> dict[str, Any]:
     return {"schema": SCHEMA, "linklab": __version__, "lab": report.lab, "checks_file": report.checks_file,
-            "topology": report.topology, "seed": report.seed, "stage": report.stage, "student": report.student,
+            "topology": report.topology, "seed": report.seed, "overrides": report.overrides, "scale": report.scale,
+            "stage": report.stage, "student": report.student,
             "started_at": report.started_at, "seconds": report.seconds, "summary": report.summary(),
             "checks": [r.public(raw) for r in report.results]}
 

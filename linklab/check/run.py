@@ -64,6 +64,8 @@ class Report:
     seconds: float
     stage: int | None = None
     student: bool = False
+    overrides: list = field(default_factory=list)  # the lab's settings beyond its topology (`linklab set`)
+    scale: float | None = None
 
     @property
     def exit_code(self) -> int:
@@ -116,8 +118,10 @@ def run_checks(spec: ChecksFile, handle: LabHandle, *, stage: int | None = None,
         r = results[c.id]
         say(f"  {r.verdict:<12} {c.id}" + (f" ({r.seconds:.1f} s)" if r.seconds >= 1 else ""))
     ordered = [results[c.id] for c in spec.checks if c.id in results]
+    record = handle.record or {}
     return Report(handle.name, spec.source, spec.topology, spec.seed, ordered, started,
-                  round(time.monotonic() - t0, 2), stage, student)
+                  round(time.monotonic() - t0, 2), stage, student,
+                  [list(o) for o in (record.get("topology") or {}).get("overrides", [])], handle.lab.scale)
 
 
 def _one(c: Check, ctx: Context, done: dict[str, Result], keep_raw: bool) -> Result:

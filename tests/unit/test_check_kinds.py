@@ -131,3 +131,54 @@ def test_rtt_judges_a_percentile_and_the_emulators_rtt_is_inconclusive(bond2):
     slow = {**lossy, "asked_rtt_ms": 1.0}
     j = kind.judge(tight, {"rows": [slow] * 3}, bond2)
     assert j.verdict == INCONCLUSIVE and "emulator_rtt" in j.detail
+
+
+# ---- every check captured from a real lab, judged again -----------------------------------------
+
+CAPTURED = ROOT / "tests" / "data" / "checks"
+
+
+def _reports():
+    """(capture, stage, report) of every report kept in tests/data/checks: `linklab check --json
+    --raw` results and `--selftest --json --raw` stages."""
+    out = []
+    for path in sorted(CAPTURED.glob("*.json")):
+        doc = json.loads(path.read_text())
+        if doc["schema"] == "linklab-check/1":
+            out.append((path.stem, "-", doc))
+        else:
+            out += [(path.stem, st["name"], st["report"]) for st in doc["stages"] if st["report"]]
+    return out
+
+
+def _lab_of(report):
+    """The lab as it was when checked: its topology, seed and `set` overrides, at its scale."""
+    from linklab.model import Context, load_topology, resolve
+    topo = load_topology(ROOT / report["topology"], [tuple(o) for o in report["overrides"]], seed=report["seed"])
+    return resolve(topo, Context(auto_scale=report["scale"], auto_scale_reason="as captured"))
+
+
+CASES = [(cap, stage, c["id"]) for cap, stage, rep in _reports() for c in rep["checks"] if c["verdict"] != "skip"]
+
+
+@pytest.mark.parametrize("capture,stage,check_id", CASES, ids=[f"{a}:{b}:{c}" for a, b, c in CASES])
+def test_a_check_captured_from_a_real_lab_is_judged_again_as_it_was(capture, stage, check_id):
+    from linklab.check.spec import load_checks
+    report = next(rep for cap, st, rep in _reports() if (cap, st) == (capture, stage))
+    lab = _lab_of(report)
+    spec = load_checks(ROOT / report["checks_file"], lab, report["seed"])
+    got = next(c for c in report["checks"] if c["id"] == check_id)
+    p = spec.by_id(check_id)
+    j = REGISTRY[p.kind].judge(p, got["raw"], lab)
+    assert (j.verdict, j.observed) == (got["verdict"], got["observed"])
+
+
+def test_the_captures_hold_every_kind_passing_and_failing():
+    """Each kind has at least one captured pass and one captured failure (or inconclusive)."""
+    seen: dict[str, set[str]] = {}
+    for _, _, rep in _reports():
+        for c in rep["checks"]:
+            seen.setdefault(c["kind"], set()).add(c["verdict"])
+    missing = {k: sorted(seen.get(k, set())) for k in REGISTRY
+               if "pass" not in seen.get(k, set()) or not seen.get(k, set()) & {"fail", "inconclusive"}}
+    assert not missing, missing

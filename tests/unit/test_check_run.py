@@ -47,6 +47,7 @@ class ScriptedKind(Kind):
 class FakeHandle:
     lab: object
     name: str = "bond2"
+    record: dict = None
 
 
 @pytest.fixture

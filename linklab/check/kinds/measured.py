@@ -171,7 +171,7 @@ class MeasuredKind(Kind):
         values = [v for row in rows if not row.get("error") and (v := self.metric(p, row, lab)) is not None]
         errors = sorted({row["error"] for row in rows if row.get("error")})
         flags = sorted({f for row in rows for f in self.limiting(row)})
-        evidence = "; ".join(dict.fromkeys(str(row.get("flag_evidence")) for row in rows if self.limiting(row)))
+        evidence = "; ".join(dict.fromkeys(e for row in rows for e in _evidence(row, self.limiting(row))))
         lab_busy = [row for row in rows if "core_saturated" in str(row.get("flags") or "")
                     and "core_saturated" not in self.limiting(row)]
         if not values:
@@ -192,6 +192,14 @@ class MeasuredKind(Kind):
                                            "the lab's bottleneck, not the emulator's") if x)
         return Judgement(verdict, shown, detail, {"values": values, "median": med, "low": lo, "high": hi,
                                                   "flags": flags, "errors": errors})
+
+
+def _evidence(row: dict[str, Any], flags: set[str]) -> list[str]:
+    """The evidence of these of a row's flags (disturbance.flags writes one piece per flag, in
+    the order of the names, separated by "; ")."""
+    names = str(row.get("flags") or "").split(";")
+    pieces = str(row.get("flag_evidence") or "").split("; ")
+    return [e for n, e in zip(names, pieces) if n in flags]
 
 
 HOST_BUSY = frozenset({"host_disturbed"})

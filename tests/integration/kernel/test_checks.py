@@ -2,6 +2,8 @@
 and through a black hole, a measured check on a saturated emulator, and the bundled default lab
 broken three ways with `linklab set`, each break caught by exactly its check."""
 
+import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -52,6 +54,10 @@ def test_every_exercise_passes_its_selftest(name):
     check, each broken variant fails exactly its own. Three exercises ship at least."""
     assert len(EXERCISES) >= 3
     stages = exercise.selftest(name, say=print)
+    keep = os.environ.get("LINKLAB_CHECK_CAPTURE")  # where to keep each stage's report, tools' output too
+    if keep:
+        (Path(keep) / f"selftest_{name}.json").write_text(json.dumps(exercise.as_json(name, stages, raw=True),
+                                                                     indent=1, default=str) + "\n")
     assert [s.name for s in stages][:2] == ["start", "solution"] and len(stages) >= 3
     bad = [(s.name, s.expected, s.failed, s.inconclusive, s.unexpected) for s in stages if s.verdict != "pass"]
     assert not bad, bad
@@ -147,7 +153,6 @@ def test_a_cli_check_writes_json_and_exits_with_its_verdict(lab_up, tmp_path):
     res = runner.run([sys.executable, "-m", "linklab", "check", str(ROOT / "exercises/mtu_path/checks.yaml"),
                       "--lab", "mtupath", "--stage", "1", "--student", "--json", str(out)], check=False, timeout=300)
     assert res.returncode == 1, res.stdout + res.stderr
-    import json
     doc = json.loads(out.read_text())
     assert doc["seed"] == "s17" and doc["summary"]["failed"] == 1
     assert [c["id"] for c in doc["checks"] if c["verdict"] == "fail"] == ["core-mtu"]
