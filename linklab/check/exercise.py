@@ -225,6 +225,7 @@ def selftest(name: str, seed: str | None = None, lab_name: str | None = None,
     stages: list[Stage] = []
     say(f"linklab: selftest of {loaded.path.parent.name} ({ex.title}), seed {loaded.seed}, lab {lab_name}")
     lablib.up(loaded.lab, name=lab_name, seed=loaded.seed, say=lambda _m: None)
+    time.sleep(ex.settle)  # LACP, a controller: what `up` starts may need a moment to converge
     try:
         for i, (stage_name, steps, fails) in enumerate(plan):
             t0 = time.monotonic()
@@ -232,7 +233,7 @@ def selftest(name: str, seed: str | None = None, lab_name: str | None = None,
             if i > 0:
                 lablib.set_params(lab_name, [], replace=True, say=lambda _m: None)  # back to the starting lab
             apply_steps(lab_name, steps_for(loaded, steps), say)
-            if steps and ex.settle:
+            if steps:
                 time.sleep(ex.settle)
             report = run_checks(loaded.checks, lablib.handle(lab_name), say=lambda m: say("  " + m))
             st = judge_stage(Stage(stage_name, list(fails)), report)
@@ -249,6 +250,7 @@ def selftest(name: str, seed: str | None = None, lab_name: str | None = None,
                 # What exec/ovs steps changed need not be what `set` puts back: a new lab.
                 lablib.down(lab_name, say=lambda _m: None)
                 lablib.up(loaded.lab, name=lab_name, seed=loaded.seed, say=lambda _m: None)
+                time.sleep(ex.settle)
     finally:
         if not keep and state.load(lab_name) is not None:
             lablib.down(lab_name, say=lambda _m: None)
