@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import io
+import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -24,6 +25,11 @@ from linklab.check.run import Report, run_checks
 from linklab.check.spec import load_checks
 from linklab.errors import EXIT_FAILURE, EXIT_OK, LinklabError, StateError, UsageError
 from linklab.model import variables
+
+
+# Seconds between a student's last step and the checks: LACP aggregates ~2.5 s after a bond
+# changes, a controller restarted by `set` reconnects within a second or two.
+SETTLE_S = 4.0
 
 
 @dataclass
@@ -110,6 +116,7 @@ def _grade_solution(checks: Path, steps_file: Path, seed: str, say, lab_name: st
     lablib.up(spec.topology, name=name, seed=seed, say=lambda _m: None)
     try:
         apply_steps(name, steps, say)
+        time.sleep(SETTLE_S)
         return run_checks(spec, lablib.handle(name), say=lambda m: say("  " + m))
     finally:
         lablib.down(name, say=lambda _m: None)
