@@ -89,3 +89,17 @@ def test_a_bad_declaration_is_reported_with_its_line(tmp_path):
     with pytest.raises(ValidationFailed) as err:
         load_topology(topo)
     assert any("vars.mtu (line 3)" in p and "low end is above the high end" in p for p in err.value.problems), err.value.problems
+
+
+def test_show_with_a_seed_prints_that_students_lab_and_its_values(capsys, monkeypatch):
+    import yaml
+
+    from linklab.cli import main
+    monkeypatch.chdir(ROOT)
+    assert main(["show", "exercises/bond_hash/lab.yaml", "--seed", "s17"]) == 0
+    out = capsys.readouterr().out
+    first, rest = out.split("\n", 1)
+    members = variables.values(variables.declared({"vars": {"members": {"choices": [2, 3], "default": 2}}})[0], "s17")
+    assert first == f"# seed 's17': members={members['members']}"
+    lab = yaml.safe_load(rest)
+    assert len(lab["links"][0]["veths"]) == members["members"]

@@ -157,3 +157,27 @@ def test_a_cli_check_writes_json_and_exits_with_its_verdict(lab_up, tmp_path):
     assert doc["seed"] == "s17" and doc["summary"]["failed"] == 1
     assert [c["id"] for c in doc["checks"] if c["verdict"] == "fail"] == ["core-mtu"]
     assert "path-mtu-back" not in [c["id"] for c in doc["checks"]]  # hidden, stage 2
+
+
+@pytest.mark.timeout(900)
+def test_a_roster_of_solutions_is_graded_one_lab_per_student(tmp_path):
+    """Two students' solutions of mtu_path (stage 1 and 2 checks): one fixed the core hop for
+    their own seed, one changed the wrong link; each lab is built for the student's seed, the steps
+    applied, checked and removed."""
+    from linklab.check import roster
+    d = tmp_path / "class"
+    (d / "s17").mkdir(parents=True)
+    (d / "s17" / "steps").write_text("# my fix\nlinklab set 'links[core].mtu=${mtu}'\n")
+    (d / "s18").mkdir()
+    (d / "s18" / "steps").write_text("linklab set 'links[h1up].mtu=1500'\n")
+    (d / "s18" / "seed").write_text("student-18\n")
+    checks = tmp_path / "checks.yaml"  # stages 1 and 2 of the exercise: no measured check, quicker
+    text = (ROOT / "exercises" / "mtu_path" / "checks.yaml").read_text().replace("topology: lab.yaml",
+                                                                                  f"topology: {ROOT}/exercises/mtu_path/lab.yaml")
+    checks.write_text(text.split("  - id: goodput")[0])
+    rows = roster.grade(d, str(checks), print)
+    by = {r.student: r for r in rows}
+    assert (by["s17"].seed, by["s17"].failed_ids, by["s17"].percent) == ("s17", "", 100.0)
+    assert by["s18"].seed == "student-18"
+    assert set(by["s18"].failed_ids.split()) == {"h1-mtu", "core-mtu", "path-mtu", "path-mtu-back"}
+    assert not lab.state.all_labs()
