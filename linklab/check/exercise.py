@@ -197,7 +197,10 @@ class Stage:
 
     @property
     def verdict(self) -> str:
-        if set(self.failed) != set(self.expected) or self.unexpected:
+        """fail: a check failed that should not have, or one that should have failed passed;
+        inconclusive: otherwise, when a measurement could not tell (it may hide either)."""
+        failed, expected = set(self.failed), set(self.expected)
+        if not failed <= expected or not expected <= failed | set(self.inconclusive) or self.unexpected:
             return "fail"
         return "inconclusive" if self.inconclusive else "pass"
 

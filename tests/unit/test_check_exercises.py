@@ -78,3 +78,6 @@ def test_a_stage_passes_only_when_exactly_its_checks_fail():
     assert judge_stage(exercise.Stage("v", []), rep).verdict == "fail"
     slow = _report({"a": ("fail", []), "m": ("inconclusive", [])})
     assert judge_stage(exercise.Stage("v", ["a"]), slow).verdict == "inconclusive"
+    # An expected failure that came out inconclusive is not a wrong lab: inconclusive, checked again.
+    assert judge_stage(exercise.Stage("v", ["a", "m"]), slow).verdict == "inconclusive"
+    assert judge_stage(exercise.Stage("v", ["m"]), slow).verdict == "fail"  # a failed that should not
