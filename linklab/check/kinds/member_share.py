@@ -5,7 +5,8 @@ than `max_share`). A bond hashing every flow onto one member fails; so does one 
     - {id: spread, kind: member_share, from: h1, to: h2, node: h1, link: bond, streams: 8, min_share: 0.3}
 
 The node's bond is read in the direction it sends (tx) when it is the flow's sender, else in
-the direction it receives (rx).
+the direction it receives (rx). No flag makes it inconclusive: which member a flow takes is the
+hash's choice, not the emulator's speed (a slow emulator slows every member alike).
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ class MemberShare(MeasuredKind):
     Params = Params
     summary = "a bond spreads a flow over its members: each carries at least min_share (measured)"
     unit = "share"
+    limits = frozenset()
 
     def problems(self, p: Params, lab: Lab) -> list[tuple[tuple, str]]:
         out = super().problems(p, lab)
