@@ -136,7 +136,7 @@ def _selftest(args, argv) -> int:
             placement.require_shared_with_vm(Path(f), f"{what} file")
         say(f"linklab: the selftest runs in the lab VM ({why})")
         return placement.forward_booting(argv, say=say)
-    stages = exercise.selftest(args.selftest, args.seed, args.name, say=say, keep=args.keep)
+    stages = exercise.selftest(args.selftest, args.seed, args.name, say=say, keep=args.keep, keep_raw=args.raw)
     if args.json:
         from linklab import fsutil
         fsutil.write_atomic(Path(args.json), json.dumps(exercise.as_json(args.selftest, stages, raw=args.raw),

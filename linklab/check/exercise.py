@@ -24,6 +24,7 @@ require failed).
 
 from __future__ import annotations
 
+import os
 import shlex
 import time
 from dataclasses import dataclass, field
@@ -121,7 +122,9 @@ def find(name: str) -> Path:
     p = Path(name)
     for candidate in (p / "exercise.yaml", p, EXERCISES / name / "exercise.yaml"):
         if candidate.is_file():
-            return candidate
+            # Named as the user would from here: reports then name exercises/x/checks.yaml.
+            rel = os.path.relpath(candidate)
+            return Path(rel) if not rel.startswith("..") else candidate
     have = sorted(d.name for d in EXERCISES.iterdir() if (d / "exercise.yaml").is_file()) if EXERCISES.is_dir() else []
     raise UsageError(f"no exercise {name!r} (valid: {', '.join(have) or 'none shipped'})",
                      hint="an exercise is a directory with an exercise.yaml; see exercises/README.md")
@@ -216,7 +219,9 @@ def judge_stage(stage: Stage, report: Report) -> Stage:
 
 
 def selftest(name: str, seed: str | None = None, lab_name: str | None = None,
-             say: Callable[[str], None] = print, keep: bool = False) -> list[Stage]:
+             say: Callable[[str], None] = print, keep: bool = False, keep_raw: bool = False) -> list[Stage]:
+    """Build the exercise's lab and check each stage (linklab check --selftest); `keep`: leave the
+    lab up; `keep_raw`: keep what the tools printed in each stage's report."""
     loaded = load(name, seed)
     ex = loaded.exercise
     lab_name = lab_name or _lab_name(loaded)
@@ -238,12 +243,12 @@ def selftest(name: str, seed: str | None = None, lab_name: str | None = None,
             apply_steps(lab_name, steps_for(loaded, steps), say)
             if steps:
                 time.sleep(ex.settle)
-            report = run_checks(loaded.checks, lablib.handle(lab_name), say=lambda m: say("  " + m))
+            report = run_checks(loaded.checks, lablib.handle(lab_name), say=lambda m: say("  " + m), keep_raw=keep_raw)
             st = judge_stage(Stage(stage_name, list(fails)), report)
             if st.verdict == "inconclusive":
                 # A measurement the emulator or the host limited says nothing of the lab: once more.
                 say(f"  {stage_name}: inconclusive ({', '.join(st.inconclusive)}): checking once more")
-                report = run_checks(loaded.checks, lablib.handle(lab_name), say=lambda m: say("  " + m))
+                report = run_checks(loaded.checks, lablib.handle(lab_name), say=lambda m: say("  " + m), keep_raw=keep_raw)
                 st = judge_stage(Stage(stage_name, list(fails)), report)
             st.seconds = round(time.monotonic() - t0, 1)
             stages.append(st)

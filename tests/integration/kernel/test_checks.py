@@ -53,8 +53,8 @@ def test_every_exercise_passes_its_selftest(name):
     """The starting lab fails exactly the checks named for it, the reference solution passes every
     check, each broken variant fails exactly its own. Three exercises ship at least."""
     assert len(EXERCISES) >= 3
-    stages = exercise.selftest(name, say=print)
     keep = os.environ.get("LINKLAB_CHECK_CAPTURE")  # where to keep each stage's report, tools' output too
+    stages = exercise.selftest(name, say=print, keep_raw=bool(keep))
     if keep:
         (Path(keep) / f"selftest_{name}.json").write_text(json.dumps(exercise.as_json(name, stages, raw=True),
                                                                      indent=1, default=str) + "\n")
