@@ -2,6 +2,7 @@
 tests/data/checks: what `linklab check --json --raw` kept from real labs in the lab VM, see its
 README), for a lab that is right and one that is not."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -173,12 +174,47 @@ def test_a_check_captured_from_a_real_lab_is_judged_again_as_it_was(capture, sta
     assert (j.verdict, j.observed) == (got["verdict"], got["observed"])
 
 
-def test_the_captures_hold_every_kind_passing_and_failing():
-    """Each kind has at least one captured pass and one captured failure (or inconclusive)."""
-    seen: dict[str, set[str]] = {}
-    for _, _, rep in _reports():
-        for c in rep["checks"]:
-            seen.setdefault(c["kind"], set()).add(c["verdict"])
-    missing = {k: sorted(seen.get(k, set())) for k in REGISTRY
-               if "pass" not in seen.get(k, set()) or not seen.get(k, set()) & {"fail", "inconclusive"}}
-    assert not missing, missing
+def _captured(capture: str, check_id: str, stage: str = "-"):
+    report = next(rep for cap, st, rep in _reports() if (cap, st) == (capture, stage))
+    return next(c for c in report["checks"] if c["id"] == check_id), _lab_of(report)
+
+
+def test_state_kinds_fail_on_captured_output_that_is_not_what_they_ask():
+    """The rr_reorder lab as captured (balance-rr, MTU 1500, tcp_reordering 3), asked otherwise."""
+    mtu, lab = _captured("rr_reorder", "mtu")
+    assert REGISTRY["mtu"].judge(params("mtu", link="bond", mtu=9000), mtu["raw"], lab).verdict == FAIL
+    assert REGISTRY["mtu"].judge(params("mtu", link="bond"), mtu["raw"], lab).verdict == PASS  # one MTU everywhere
+    bond, _ = _captured("rr_reorder", "bond-rr")
+    j = REGISTRY["bond"].judge(params("bond", node="h1", link="bond", mode="802.3ad", lacp_aggregated=True), bond["raw"], lab)
+    assert j.verdict == FAIL and "mode is balance-rr" in j.detail and "LACP not aggregated" in j.detail
+    j = REGISTRY["bond"].judge(params("bond", node="h1", link="bond", members_up=3, options={"miimon": 100}), bond["raw"], lab)
+    assert j.verdict == FAIL and "2 members up" in j.detail and "miimon 100" in j.observed
+    sysctl, _ = _captured("rr_reorder", "sysctl-default")
+    assert REGISTRY["sysctl"].judge(params("sysctl", node="h1", key="net.ipv4.tcp_reordering", value=127),
+                                    sysctl["raw"], lab).verdict == FAIL
+    rmem, _ = _captured("rr_reorder", "sysctl-rmem")
+    assert REGISTRY["sysctl"].judge(params("sysctl", node="h1", key="net.ipv4.tcp_rmem", value="4096  131072\t6291456"),
+                                    rmem["raw"], lab).verdict == PASS  # the kernel's whitespace is not a value
+    q, _ = _captured("rr_reorder", "qdisc-m1")
+    j = REGISTRY["qdisc"].judge(params("qdisc", node="h1", link="bond", member=1, rate="2gbit", loss="1%"), q["raw"], lab)
+    assert j.verdict == FAIL and "rate 100mbit" in j.detail and "loss 0%" in j.detail
+
+
+def test_measured_kinds_on_captured_rows_flags_make_a_miss_inconclusive_and_without_them_a_failure():
+    gp, lab = _captured("rr_reorder", "goodput-rr")  # 112 and 85.5 Mbit/s; one row flagged host_disturbed
+    high = params("goodput", **{"from": "h1", "to": "h2", "min_fraction": 0.9})
+    j = REGISTRY["goodput"].judge(high, gp["raw"], lab)
+    assert j.verdict == INCONCLUSIVE and "host_disturbed" in j.detail
+    quiet = {"rows": [{**r, "flags": "", "flag_evidence": ""} for r in gp["raw"]["rows"]]}
+    assert REGISTRY["goodput"].judge(high, quiet, lab).verdict == FAIL
+    low = params("goodput", **{"from": "h1", "to": "h2", "min": "500mbit"})  # x0.1: 50 Mbit/s
+    assert REGISTRY["goodput"].judge(low, gp["raw"], lab).verdict == PASS
+    loss, _ = _captured("rr_reorder", "loss-udp")
+    strict = params("loss", **{"from": "h1", "to": "h2", "rate": "500mbit", "max": "1%"})
+    assert REGISTRY["loss"].judge(strict, loss["raw"], lab).verdict == INCONCLUSIVE
+    quiet = {"rows": [{**r, "flags": "", "flag_evidence": ""} for r in loss["raw"]["rows"]]}
+    assert REGISTRY["loss"].judge(strict, quiet, lab).verdict == FAIL
+    lax = params("loss", **{"from": "h1", "to": "h2", "rate": "500mbit", "max": "10%"})
+    assert REGISTRY["loss"].judge(lax, loss["raw"], lab).verdict == PASS
+    ro, _ = _captured("rr_reorder", "reorder")  # balance-rr over members 0.1 and 0.6 ms apart
+    assert REGISTRY["reorder"].judge(params("reorder", **{"from": "h1", "to": "h2", "max": 0.5}), ro["raw"], lab).verdict == PASS
