@@ -98,7 +98,7 @@ class MeasuredKind(Kind):
 
     def limiting(self, row: dict[str, Any]) -> set[str]:
         """The row's flags that can have held this kind's figure: a core kept busy by the lab's
-        own controller (a hub sends every packet through it) is the lab's, not the emulator's."""
+        own controller and OVS (a hub sends every packet through them) is the lab's, not the emulator's."""
         flags = set(str(row.get("flags") or "").split(";")) & self.limits
         if (row.get("lab_controller_cpu_pct") or 0) >= CONTROLLER_BUSY_PCT:
             flags.discard("core_saturated")
@@ -187,7 +187,7 @@ class MeasuredKind(Kind):
         detail = f"limited by {', '.join(flags)}: {evidence}" if verdict == INCONCLUSIVE else (
             f"flagged {', '.join(flags)}" if flags else "")
         if lab_busy:
-            detail = "; ".join(x for x in (detail, f"a core was busy with the lab's own OpenFlow controller "
+            detail = "; ".join(x for x in (detail, f"a core was busy with the lab's own OpenFlow controller and OVS "
                                            f"({max(r.get('lab_controller_cpu_pct') or 0 for r in lab_busy):.0f} % of a core): "
                                            "the lab's bottleneck, not the emulator's") if x)
         return Judgement(verdict, shown, detail, {"values": values, "median": med, "low": lo, "high": hi,
@@ -203,19 +203,24 @@ def _evidence(row: dict[str, Any], flags: set[str]) -> list[str]:
 
 
 HOST_BUSY = frozenset({"host_disturbed", "host_stolen"})
-# % of one core the lab's controllers used in the window from which a saturated core is theirs
+# % of one core the lab's controllers and OVS daemons used in the window from which a saturated core is theirs
 CONTROLLER_BUSY_PCT = 50.0
 
 
+# The lab's own daemons that forward its packets in software: a switch's OVS and its controller.
+FORWARDING_ROLES = ("controller", "ovs-vswitchd")
+
+
 def _controller_pids(ctx: Context) -> list[int]:
-    """The lab's OpenFlow controllers, as its state record lists them."""
+    """The lab's OpenFlow controllers and OVS daemons, as its state record lists them."""
     return [int(r["pid"]) for r in (ctx.handle.record.get("owned") or {}).get("processes", [])
-            if r.get("role") == "controller" and r.get("pid")]
+            if r.get("role") in FORWARDING_ROLES and r.get("pid")]
 
 
 class ControllerCpu:
-    """A probe (linklab/measure/probes/base.py): the CPU the lab's own controllers used during
-    the window, % of one core (their /proc/PID/stat, all threads), for `limiting`."""
+    """A probe (linklab/measure/probes/base.py): the CPU the lab's own OpenFlow controllers and
+    OVS daemons used during the window, % of one core (their /proc/PID/stat, all threads), for
+    `limiting`: a hub sends every packet up to its controller and back down through ovs-vswitchd."""
 
     phase = "cpu_sampling"
 
