@@ -218,3 +218,44 @@ def test_measured_kinds_on_captured_rows_flags_make_a_miss_inconclusive_and_with
     assert REGISTRY["loss"].judge(lax, loss["raw"], lab).verdict == PASS
     ro, _ = _captured("rr_reorder", "reorder")  # balance-rr over members 0.1 and 0.6 ms apart
     assert REGISTRY["reorder"].judge(params("reorder", **{"from": "h1", "to": "h2", "max": 0.5}), ro["raw"], lab).verdict == PASS
+
+
+# ---- member_share and failover on rows a sweep measured (the same probes, the same row keys) ----
+
+RUNS = ROOT / "tests" / "data" / "runs"
+
+
+def _rows(run: str, match: str) -> list[dict]:
+    return [r for r in json.loads((RUNS / run / "rows.json").read_text()) if match in r.get("point_id", "")]
+
+
+def test_member_share_on_real_bond_counters_a_hashed_bond_fails_round_robin_passes(bond2):
+    kind = REGISTRY["member_share"]
+    p = params("member_share", **{"from": "h1", "to": "h2", "node": "h1", "link": "bond", "min_share": 0.2})
+    lacp = _rows("e1-quick-1rep", "802.3ad_mtu-1500_streams-20")  # E1: every flow on one member
+    rr = _rows("e1-quick-1rep", "balance-rr_mtu-1500_streams-20")
+    j = kind.judge(p, {"rows": lacp}, bond2)
+    assert j.verdict == FAIL and j.values["median"] < 1e-4
+    assert kind.judge(p, {"rows": rr}, bond2).verdict == PASS
+    # a flag of the emulator does not make a hash's choice inconclusive
+    flagged = [{**r, "flags": "core_saturated;host_disturbed", "flag_evidence": "cpu0 99% busy; host busy"} for r in lacp]
+    assert kind.judge(p, {"rows": flagged}, bond2).verdict == FAIL
+    most = params("member_share", **{"from": "h1", "to": "h2", "node": "h1", "link": "bond", "max_share": 0.6})
+    assert kind.judge(most, {"rows": rr}, bond2).verdict == PASS and kind.judge(most, {"rows": lacp}, bond2).verdict == FAIL
+
+
+def test_failover_on_real_outages():
+    from linklab.sweep.experiment import load_experiment, topology_path
+    exp_path = ROOT / "experiments" / "failover.yaml"
+    lab = build_lab(topology_path(exp_path, load_experiment(exp_path)), [])
+    kind = REGISTRY["failover"]
+    rows = _rows("failover-quick-first-format", "active-backup")  # outage 0.2 s
+    ok = params("failover", **{"from": "h1", "to": "h2", "link": "up1", "max_outage": "1s"})
+    assert kind.judge(ok, {"rows": rows}, lab).verdict == PASS
+    strict = params("failover", **{"from": "h1", "to": "h2", "link": "up1", "max_outage": "100ms"})
+    j = kind.judge(strict, {"rows": rows}, lab)
+    assert j.verdict == FAIL and j.observed.startswith("200ms")
+    never = [{**r, "fault1_outage_s": None} for r in rows]  # never back: the rest of the window
+    assert kind.judge(ok, {"rows": never}, lab).values["median"] == pytest.approx(6 - 2)
+    not_applied = [{**r, "fault1_applied_s": None} for r in rows]
+    assert kind.judge(ok, {"rows": not_applied}, lab).verdict == FAIL
