@@ -21,6 +21,7 @@ typical session:
   linklab exec h1 -- ping -c3 h2          run a command on a lab host (names resolve)
   linklab set 'links[bond].bond.mode=802.3ad'   change a running lab in place
   linklab sweep experiments/e1_bonding_mtu.yaml --quick
+  linklab check exercises/mtu_path/checks.yaml   coursework checks: is the lab right, and why not
   linklab down                            remove everything the lab created
 
 exit codes: 0 ok, 1 an operation failed, 2 bad input (nothing changed),
@@ -59,6 +60,8 @@ def _parser() -> argparse.ArgumentParser:
     interop_cli.add_commands(sub)
     from linklab.ab import cli as ab_cli
     ab_cli.add_commands(sub)
+    from linklab.check import cli as check_cli
+    check_cli.add_commands(sub)
     return p
 
 
@@ -72,6 +75,8 @@ def _lab_commands(cmd) -> None:
                     help="override a topology setting, e.g. --set links[0].mtu=9000 (repeatable)")
     up.add_argument("--scale", type=float, help="multiply every link rate (default: the topology's scale; "
                     "'auto' = 0.1 in a software-emulated VM, 1 natively)")
+    up.add_argument("--seed", metavar="ID", help="build the variant of a topology with vars: for this student id "
+                    "(the same id gives the same values, here and in `linklab check`)")
     where = up.add_mutually_exclusive_group()
     where.add_argument("--vm", action="store_true", help="run the lab inside the lab VM even if this kernel could host it")
     where.add_argument("--native", action="store_true", help="run on this kernel even if it lacks features (fails where it does)")
@@ -118,6 +123,7 @@ def _file_commands(cmd) -> None:
     sh.add_argument("topology", nargs="?", default=DEFAULT_TOPOLOGY)
     sh.add_argument("--set", dest="overrides", action="append", default=[], metavar="PATH=VALUE")
     sh.add_argument("--scale", type=float)
+    sh.add_argument("--seed", metavar="ID", help="the variant of a topology with vars: for this student id")
 
 
 def _machine_commands(cmd) -> None:
@@ -199,11 +205,11 @@ def cmd_up(args, argv) -> int:
     overrides = lab.parse_overrides(args.overrides)
     if use_vm:
         # Validate on the host first: bad input must not cost a VM boot.
-        lab_obj = lab.build_lab(args.topology, overrides, name=args.name, scale=args.scale)
+        lab_obj = lab.build_lab(args.topology, overrides, name=args.name, scale=args.scale, seed=args.seed)
         say(f"linklab: lab {lab_obj.name} runs in the lab VM ({why})")
         return placement.forward_booting(argv, say=say)
     t0 = time.monotonic()
-    rec = lab.up(args.topology, name=args.name, overrides=overrides, scale=args.scale, say=say)
+    rec = lab.up(args.topology, name=args.name, overrides=overrides, scale=args.scale, seed=args.seed, say=say)
     res = rec["resolved"]
     say(f"linklab: lab {rec['lab']} is up ({len(res['nodes'])} nodes, {len(res['links'])} links, "
         f"scale {res['scale']:g} — {res['scale_source']}) in {time.monotonic() - t0:.1f} s")
@@ -305,7 +311,14 @@ def cmd_validate(args, argv) -> int:
 def cmd_show(args, argv) -> int:
     import yaml
     from linklab import lab
-    lab_obj = lab.build_lab(args.topology, lab.parse_overrides(args.overrides), scale=args.scale)
+    lab_obj = lab.build_lab(args.topology, lab.parse_overrides(args.overrides), scale=args.scale, seed=args.seed)
+    from linklab.model import variables
+    from linklab.model.loader import read_yaml
+    declared, _ = variables.declared(read_yaml(args.topology)[0])
+    if declared:  # which variant this is, as a comment: the rest stays the resolved lab's YAML
+        values = variables.values(declared, args.seed)
+        print(f"# {'seed ' + repr(args.seed) if args.seed is not None else 'no seed: defaults'}: "
+              + ", ".join(f"{k}={v}" for k, v in values.items()))
     print(yaml.safe_dump(lab_obj.model_dump(mode="json"), sort_keys=False, width=120), end="")
     return 0
 

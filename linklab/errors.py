@@ -9,6 +9,29 @@ EXIT_USAGE = 2  # bad input: invalid topology/experiment file, bad arguments; no
 EXIT_STATE = 3  # the lab is not in the state the command needs (not up, already up elsewhere)
 EXIT_ENV = 4  # the machine lacks something (root, a package, the VM would not boot)
 
+# `linklab check` (coursework checks against a running lab) says what its checks found:
+#   0 every check run passed, 1 a check failed, 2 a bad checks file (nothing was run),
+#   3 only warnings (a check of severity warn failed, nothing else did),
+#   4 inconclusive: a measured check could not be judged (its measurement was limited by the
+#     emulator or a busy host) and nothing failed.
+EXIT_CHECK_FAILED = 1
+EXIT_CHECK_WARNINGS = 3
+EXIT_CHECK_INCONCLUSIVE = 4
+
+
+def check_exit_code(verdicts) -> int:
+    """The exit code of `linklab check` for its checks' verdicts (pass, fail, warn,
+    inconclusive, skip): a failure outranks an inconclusive check, which outranks a warning.
+    A check skipped because one it requires failed adds nothing: that one already counts."""
+    seen = set(verdicts)
+    if "fail" in seen:
+        return EXIT_CHECK_FAILED
+    if "inconclusive" in seen:
+        return EXIT_CHECK_INCONCLUSIVE
+    if "warn" in seen:
+        return EXIT_CHECK_WARNINGS
+    return EXIT_OK
+
 
 class LinklabError(Exception):
     exit_code = EXIT_FAILURE

@@ -45,8 +45,9 @@ def placement() -> dict[str, Any]:
 
 
 def build_lab(topo_path: str | Path, overrides: list[tuple[str, Any]], name: str | None = None,
-              scale: float | None = None) -> Lab:
-    topo = load_topology(topo_path, overrides, name=name)
+              scale: float | None = None, seed: str | None = None) -> Lab:
+    """`seed`: the variant of a topology with `vars:` (a student's id; None: the defaults)."""
+    topo = load_topology(topo_path, overrides, name=name, seed=seed)
     ctx = context()
     if scale is not None:
         ctx = Context(ctx.auto_scale, ctx.auto_scale_reason, scale_override=scale)
@@ -58,19 +59,25 @@ def parse_overrides(texts: list[str]) -> list[tuple[str, Any]]:
 
 
 def up(topo_path: str | Path, *, name: str | None = None, overrides: list[tuple[str, Any]] = (),
-       scale: float | None = None, backend: str = "linux", say=print) -> dict[str, Any]:
-    lab = build_lab(topo_path, list(overrides), name=name, scale=scale)
+       scale: float | None = None, seed: str | None = None, backend: str = "linux", say=print) -> dict[str, Any]:
+    lab = build_lab(topo_path, list(overrides), name=name, scale=scale, seed=seed)
     with state.locked(lab.name):
         old = state.load(lab.name)
         if old and Path(old["topology"]["path"]).resolve() != Path(topo_path).resolve():
             raise StateError(f"lab {lab.name!r} is already up from {old['topology']['path']}",
                              hint=f"`linklab down {lab.name}` first, or give this one another name with --name")
+        if old and seed is not None and old["topology"].get("seed") != seed:
+            raise StateError(f"lab {lab.name!r} is up as the variant of seed {old['topology'].get('seed')!r}, not {seed!r}",
+                             hint=f"`linklab down {lab.name}` first, or give this one another name with --name")
+        if old and seed is None and old["topology"].get("seed") is not None:
+            seed = old["topology"]["seed"]  # a lab stays the variant it was built as
+            lab = build_lab(topo_path, list(overrides), name=name, scale=scale, seed=seed)
         if old and not overrides and scale is None:
             # Re-running `up` keeps what `set` changed since: up is idempotent, not a reset.
             overrides = [tuple(o) for o in old["topology"].get("overrides", [])]
             scale = old["topology"].get("scale_override")
-            lab = build_lab(topo_path, list(overrides), name=name, scale=scale)
-        return _apply(lab, topo_path, list(overrides), scale, old, get_backend(backend), say)
+            lab = build_lab(topo_path, list(overrides), name=name, scale=scale, seed=seed)
+        return _apply(lab, topo_path, list(overrides), scale, old, get_backend(backend), say, seed)
 
 
 def set_params(lab_name: str, overrides: list[tuple[str, Any]], say=print, replace: bool = False,
@@ -82,9 +89,9 @@ def set_params(lab_name: str, overrides: list[tuple[str, Any]], say=print, repla
         old = state.require(lab_name)
         topo = old["topology"]
         merged = ([] if replace else [tuple(o) for o in topo.get("overrides", [])]) + list(overrides)
-        lab = build_lab(topo["path"], merged, name=lab_name, scale=topo.get("scale_override"))
+        lab = build_lab(topo["path"], merged, name=lab_name, scale=topo.get("scale_override"), seed=topo.get("seed"))
         return _apply(lab, topo["path"], merged, topo.get("scale_override"), old,
-                      backend or get_backend(old.get("backend", "linux")), say)
+                      backend or get_backend(old.get("backend", "linux")), say, topo.get("seed"))
 
 
 def preview(record: dict[str, Any], overrides: list[tuple[str, Any]]) -> Lab:
@@ -92,7 +99,7 @@ def preview(record: dict[str, Any], overrides: list[tuple[str, Any]]) -> Lab:
     touching it (an event's target state, worked out before the measurement window starts)."""
     topo = record["topology"]
     merged = [tuple(o) for o in topo.get("overrides", [])] + list(overrides)
-    return build_lab(topo["path"], merged, name=record["lab"], scale=topo.get("scale_override"))
+    return build_lab(topo["path"], merged, name=record["lab"], scale=topo.get("scale_override"), seed=topo.get("seed"))
 
 
 @contextmanager
@@ -100,7 +107,7 @@ def _nolock():
     yield  # the caller (a sweep) already holds the lab's lock
 
 
-def _apply(lab: Lab, topo_path, overrides, scale, old, backend: Backend, say) -> dict[str, Any]:
+def _apply(lab: Lab, topo_path, overrides, scale, old, backend: Backend, say, seed: str | None = None) -> dict[str, Any]:
     problems = backend.problems(lab)
     if problems:
         from linklab.errors import ValidationFailed
@@ -113,7 +120,8 @@ def _apply(lab: Lab, topo_path, overrides, scale, old, backend: Backend, say) ->
         "lab": lab.name, "backend": backend.name, "status": "building",
         "created_at": old["created_at"] if old else time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "topology": {"path": str(topo_path), "sha256": topology_sha256(topo_path),
-                     "overrides": [list(o) for o in overrides], "scale_override": scale},
+                     "overrides": [list(o) for o in overrides], "scale_override": scale,
+                     **({"seed": seed} if seed is not None else {})},
         "placement": placement(), "kernel": platform.release(), "linklab": __version__,
         "resolved": lab.model_dump(mode="json"), "owned": planned,
         # Where each node's commands run, for `linklab exec` forwarded from the host (state.node_netns).

@@ -9,10 +9,23 @@ from linklab.model.loader import read_yaml
 
 
 def validate_file(path: str) -> str:
+    """`linklab validate`: a topology (with its checks: section, for every variant's defaults),
+    a checks file (against the topology it names), an exercise, or an experiment."""
+    from linklab.check.spec import is_checks_file, load_checks
     data, _ = read_yaml(Path(path))
+    if Path(path).name == "exercise.yaml" and "variants" in data:
+        from linklab.check.exercise import load
+        load(path)
+        return "exercise"
+    if is_checks_file(data):
+        load_checks(path, lab_for=lambda topo, seed: resolve(load_topology(topo, seed=seed)))
+        return "checks file"
     if "matrix" in data or "measure" in data or "topology" in data:
         from linklab.sweep.experiment import load_experiment
         load_experiment(path)
         return "experiment"
-    resolve(load_topology(path))  # resolution finds address clashes and pool exhaustion
+    lab = resolve(load_topology(path))  # resolution finds address clashes and pool exhaustion
+    if data.get("checks"):
+        load_checks(path, lab)
+        return "topology with checks"
     return "topology"

@@ -6,6 +6,7 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
+from linklab.model import variables
 from linklab.model.checks import check_topology
 from linklab.model.loader import load_model, read_yaml
 from linklab.model.overrides import apply_overrides
@@ -16,15 +17,19 @@ __all__ = ["Context", "Topology", "load_topology", "resolve", "topology_sha256"]
 
 
 def load_topology(path: Path | str, overrides: list[tuple[str, Any]] | None = None,
-                  name: str | None = None) -> Topology:
-    """Validate a topology file (with optional overrides and lab-name change); all problems at once."""
+                  name: str | None = None, seed: str | None = None) -> Topology:
+    """Validate a topology file (with optional overrides and lab-name change); all problems at once.
+    Its `vars:` take their values for `seed` (None: their defaults) before the overrides apply."""
     data, _ = read_yaml(Path(path))
+    declared, problems = variables.declared(data)
+    data, unknown = variables.substitute(data, variables.values(declared, seed), skip=("vars", "checks"))
+    problems += unknown
     if overrides:
         data = apply_overrides(data, overrides)
     if name:
         data = {**data, "name": name}
-    return load_model(path, Topology, data=data, checks=check_topology, itemwise="links",
-                      lenient=_lenient_topology)
+    return load_model(path, Topology, data=data, checks=lambda t, idx: problems + check_topology(t, idx),
+                      itemwise="links", lenient=_lenient_topology)
 
 
 def _lenient_topology(data: dict, links: list) -> Topology | None:

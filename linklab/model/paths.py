@@ -101,3 +101,26 @@ def beyond_bottleneck(lab: Lab, src: str, dst: str) -> dict[str, str]:
         if bound is None or capacity < bound[0]:
             bound = (capacity, ports[0][0])
     return out
+
+
+def bottleneck_bps(lab: Lab, src: str, dst: str) -> float | None:
+    """The shaped rate the path src -> dst can carry at most: its slowest hop, a hop carrying
+    what its ports carry together (a bond's members add up). None: no path, or no hop shaped."""
+    path = _route(lab, src, dst) if src != dst else None
+    hops = [sum(rate for _, rate in _egress(lab, here, there)) for here, there in zip(path or [], (path or [])[1:])]
+    slowest = min(hops, default=float("inf"))
+    return None if slowest == float("inf") else slowest
+
+
+def path_mtu(lab: Lab, src: str, dst: str) -> int | None:
+    """The smallest MTU on the fewest-hop path src -> dst as the topology asks: every link it
+    crosses, and the ports of a switch that keeps its own (port_mtu). None: no path."""
+    path = _route(lab, src, dst) if src != dst else None
+    if path is None:
+        return None
+    mtus = []
+    for here, there in zip(path, path[1:]):
+        mtus += [link.mtu for link in lab.links for pair in link.veths
+                 if {pair.a.node, pair.b.node} == {here, there}]
+    mtus += [m for node in path if (m := lab.node(node).port_mtu)]
+    return min(mtus) if mtus else None

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
@@ -319,6 +319,11 @@ class Topology(Model):
     hosts: dict[str, Host | None] = Field(default_factory=dict)
     switches: dict[str, Switch | None] = Field(default_factory=dict)
     links: list[Link] = Field(default_factory=list)
+    # Per-student variants (linklab/model/variables.py: declared, validated and substituted
+    # before this model sees the data) and coursework checks (linklab/check/: validated against
+    # the resolved lab by `linklab check` and `linklab validate`); the lab itself ignores both.
+    vars: dict[str, Any] = Field(default_factory=dict)
+    checks: list[Any] = Field(default_factory=list)
 
     @field_validator("name")
     @classmethod

@@ -52,3 +52,18 @@ def test_bad_topology_fails_with_recorded_message(path: Path, monkeypatch):
         resolve(load_topology(_rel(path)), VM_CONTEXT)
     assert err.value.exit_code == 2
     _compare(err.value.render() + "\n", HERE / "expected" / f"bad_{path.stem}.error.txt")
+
+
+CHECKS_BAD = sorted((Path(__file__).parent / "checks" / "bad").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", CHECKS_BAD, ids=lambda p: p.stem)
+def test_bad_checks_file_fails_with_recorded_message(path: Path, monkeypatch):
+    """A bad checks file (or a topology's bad checks: section): exit 2, every problem with its
+    path and line, exactly as recorded; validated as `linklab check` and `linklab validate` do."""
+    from linklab.validate import validate_file
+    monkeypatch.chdir(ROOT)
+    with pytest.raises(LinklabError) as err:
+        validate_file(_rel(path))
+    assert err.value.exit_code == 2
+    _compare(err.value.render() + "\n", path.parent.parent / "expected" / f"bad_{path.stem}.error.txt")

@@ -26,12 +26,13 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("lab", ("linklab.lab", "linklab.placement", "linklab.status_view")),  # lifecycle, where it runs
     ("results", ("linklab.results",)),            # a run on disk
     ("sweep", ("linklab.sweep",)),                # experiments run against a lab
+    ("check", ("linklab.check",)),                # coursework checks against a running lab, exercises
     ("report", ("linklab.report",)),              # reading runs back
     ("interop", ("linklab.interop",)),            # other tools' formats
     ("cluster", ("linklab.cluster",)),            # sweeps across machines on Ray: above sweep, below the CLI
     ("ab", ("linklab.ab",)),                      # two arms' stepwise sweeps side by side, then the verdict
     ("commands", ("linklab.validate", "linklab.sweep.cli", "linklab.report.cli", "linklab.interop.cli",
-                  "linklab.ab.cli")),
+                  "linklab.ab.cli", "linklab.check.cli")),
     ("cli", ("linklab.cli", "linklab.__main__")),  # the parser the sub-commands add themselves to
 ]
 

@@ -1,0 +1,172 @@
+"""`linklab check`: coursework checks against a running lab, an exercise's selftest, a class's
+grades (linklab.cli adds the command to its parser)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from linklab.console import say
+from linklab.errors import UsageError
+
+EPILOG = """\
+examples:
+  linklab check                                 the checks in the lab's own topology (its checks: section)
+  linklab check exercises/mtu_path/checks.yaml  a checks file naming its topology
+  linklab check --student --stage 1             what a student sees: no hidden checks, stage 1 only
+  linklab check --json out.json --junit out.xml
+  linklab check --watch                         again after every change of the lab
+  linklab check --selftest mtu_path             build an exercise, prove its solution and broken variants
+  linklab check exercises/mtu_path/checks.yaml --roster submissions/ --csv grades.csv
+  linklab check --kinds                         the kinds of check, and what each judges
+
+verdicts: PASS, FAIL, WARN (a failed check of severity warn), INCONCLUSIVE (a measured check the
+emulator or a busy host limited: never FAIL), SKIP (a check it requires did not pass)
+exit codes: 0 all passed, 1 a check failed, 2 a bad checks file (every problem with its path
+            and line; nothing was run), 3 only warnings, 4 inconclusive (nothing failed);
+            also 3 when the lab is not up (the message says so)
+"""
+
+
+def add_commands(sub) -> None:
+    p = sub.add_parser("check", help="coursework checks: is the running lab right, and why not",
+                       description="Run checks against a running lab: its state read back from the kernel, its data "
+                                   "plane probed (loss-aware), its measured behaviour judged with a tolerance.",
+                       epilog=EPILOG,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("checks", nargs="?", help="checks file, or a topology with a checks: section "
+                   "(default: the running lab's topology)")
+    p.add_argument("--lab", help="the lab to check (default: the only lab up)")
+    p.add_argument("--seed", metavar="ID", help="the student variant (default: the one the lab was built as)")
+    p.add_argument("--stage", type=int, metavar="N", help="only checks of stages 1..N")
+    p.add_argument("--only", metavar="ID,ID", help="only these checks (and those they require)")
+    p.add_argument("--student", action="store_true", help="leave hidden checks out (not run, not shown)")
+    p.add_argument("--json", metavar="FILE", help="write the results as JSON (schema linklab-check/1; "
+                   "--selftest: each stage's, --roster: one row per student)")
+    p.add_argument("--raw", action="store_true", help="with --json: keep what each tool printed")
+    p.add_argument("--junit", metavar="FILE", help="write JUnit XML (a testcase per check)")
+    p.add_argument("--watch", action="store_true", help="run again whenever the lab changes (Ctrl-C stops)")
+    p.add_argument("--interval", type=float, default=1.0, help="--watch: seconds between looks at the lab")
+    p.add_argument("--selftest", metavar="EXERCISE", help="build an exercise's lab and check its start, its "
+                   "reference solution and each broken variant (exercises/<name>)")
+    p.add_argument("--name", help="--selftest, --roster: the lab's name (default: the topology's)")
+    p.add_argument("--keep", action="store_true", help="--selftest: leave the lab up afterwards")
+    p.add_argument("--roster", metavar="DIR", help="grade a class: DIR has NAME.json (saved --json results) "
+                   "or NAME/steps (a student's solution, NAME/seed their variant)")
+    p.add_argument("--csv", metavar="FILE", help="--roster: write the rows as CSV")
+    p.add_argument("--kinds", action="store_true", help="list the kinds of check, with what each judges")
+    p.set_defaults(handler=cmd_check)
+
+
+def cmd_check(args, argv) -> int:
+    if args.kinds:
+        from linklab.check.kinds import REGISTRY
+        for name, k in REGISTRY.items():
+            print(f"{name:<15} {k.summary}")
+        return 0
+    if args.stage is not None and not 1 <= args.stage <= 100:
+        raise UsageError(f"--stage {args.stage}: a stage from 1 to 100")
+    if args.raw and not args.json:
+        raise UsageError("--raw keeps the tools' output in the JSON results: give --json FILE too")
+    if args.selftest:
+        return _selftest(args, argv)
+    if args.roster:
+        return _roster(args, argv)
+    return _check(args, argv)
+
+
+def _outputs(args) -> list[tuple[str, str]]:
+    return [(what, f) for what, f in (("--json", args.json), ("--junit", args.junit), ("--csv", args.csv)) if f]
+
+
+def _check(args, argv) -> int:
+    from linklab import kernel, placement, state
+    from linklab.check.spec import load_checks
+    from linklab.model.resolved import Lab
+    name = args.lab or state.default_lab()
+    record = state.require(name)
+    seed = record["topology"].get("seed")
+    if args.seed is not None and str(args.seed) != str(seed):
+        raise UsageError(f"lab {name} was built as the variant of seed {seed!r}, not {args.seed!r}",
+                         hint=f"`linklab down {name}`, then `linklab up TOPOLOGY --seed {args.seed}`")
+    checks = args.checks or record["topology"]["path"]
+    # Validated here, before anything runs or a command is forwarded: a bad file costs nothing.
+    spec = load_checks(checks, Lab.model_validate(record["resolved"]), seed)
+    if not spec.checks:
+        raise UsageError(f"{checks}: no checks", hint="a checks: section lists them (see `linklab check --help`)")
+    only = [x for x in (args.only or "").split(",") if x] or None
+    unknown = [x for x in only or [] if x not in {c.id for c in spec.checks}]
+    if unknown:
+        raise UsageError(f"--only {','.join(unknown)}: no such check (valid: {', '.join(c.id for c in spec.checks)})")
+    if not kernel.in_lab_vm() and placement.lab_is_in_vm(name):
+        for what, f in _outputs(args):
+            placement.require_shared_with_vm(Path(f), f"{what} file")
+        return placement.forward(argv, say=say, boot=False)
+    from linklab import lab
+
+    def once() -> int:
+        from linklab.check.output import table, write_json, write_junit
+        from linklab.check.run import run_checks
+        current = state.require(name)
+        fresh = load_checks(checks, Lab.model_validate(current["resolved"]), seed)
+        report = run_checks(fresh, lab.handle(name), stage=args.stage, student=args.student, only=only,
+                            say=lambda m: print(m, file=sys.stderr, flush=True), keep_raw=args.raw)
+        print(table(report), flush=True)
+        if args.json:
+            write_json(report, Path(args.json), raw=args.raw)
+        if args.junit:
+            write_junit(report, Path(args.junit))
+        return report.exit_code
+
+    if args.watch:
+        from linklab.check.watch import watch
+        return watch(name, once, say, interval=args.interval)
+    return once()
+
+
+def _selftest(args, argv) -> int:
+    from linklab import placement
+    from linklab.check import exercise
+    exercise.load(args.selftest, args.seed)  # bad exercise files stop here, before a VM boots
+    use_vm, why = placement.want_vm_for_up(False, False)
+    if use_vm:
+        for what, f in _outputs(args):
+            placement.require_shared_with_vm(Path(f), f"{what} file")
+        say(f"linklab: the selftest runs in the lab VM ({why})")
+        return placement.forward_booting(argv, say=say)
+    stages = exercise.selftest(args.selftest, args.seed, args.name, say=say, keep=args.keep, keep_raw=args.raw)
+    if args.json:
+        from linklab import fsutil
+        fsutil.write_atomic(Path(args.json), json.dumps(exercise.as_json(args.selftest, stages, raw=args.raw),
+                                                        indent=1, default=str) + "\n")
+    width = max(len(s.name) for s in stages)
+    for s in stages:
+        say(f"  {s.verdict.upper():<12} {s.name:<{width}}  must fail: {', '.join(s.expected) or 'none'}; "
+            f"failed: {', '.join(s.failed) or 'none'}" + (f"; inconclusive: {', '.join(s.inconclusive)}" if s.inconclusive else "")
+            + (f"; skipped without cause: {', '.join(s.unexpected)}" if s.unexpected else ""))
+    rc = exercise.exit_code(stages)
+    say(f"linklab: selftest {'passed' if rc == 0 else 'inconclusive' if rc == 4 else 'FAILED'} "
+        f"({sum(s.seconds for s in stages):.0f} s)")
+    return rc
+
+
+def _roster(args, argv) -> int:
+    from linklab import fsutil, kernel, placement
+    from linklab.check import roster
+    directory = Path(args.roster)
+    if roster.needs_labs(directory) and not kernel.in_lab_vm():
+        use_vm, why = placement.want_vm_for_up(False, False)
+        if use_vm:
+            for what, f in _outputs(args):
+                placement.require_shared_with_vm(Path(f), f"{what} file")
+            say(f"linklab: grading runs in the lab VM ({why})")
+            return placement.forward_booting(argv, say=say)
+    rows = roster.grade(directory, args.checks, say, args.name)
+    print(roster.table(rows))
+    if args.csv:
+        fsutil.write_atomic(Path(args.csv), roster.csv_text(rows))
+    if args.json:
+        fsutil.write_atomic(Path(args.json), json.dumps(roster.json_doc(rows), indent=1) + "\n")
+    return roster.exit_code(rows)

@@ -1,0 +1,261 @@
+"""What measured checks share: a flow (iperf3, as a sweep's repetition runs it: linklab/sweep/
+measure_rep.py) repeated `repeat` times with the probes a kind needs, and a judgement of the
+repetitions' median against bounds widened by a stated `tolerance`.
+
+A measured check is never failed by the emulator. Each repetition carries the flags a sweep's
+does (linklab/measure/disturbance.py): core_saturated (a core of the lab's kernel >= 85 % busy),
+host_disturbed / host_stolen (other work or the hypervisor took the host's CPU), emulator_burst
+(drops beyond the path's bottleneck), emulator_rtt (the emulator's own round trip dominates). A
+median inside its bounds passes whatever the flags; one outside them, with any repetition
+flagged by what limits this kind's figure, is inconclusive: the measurement cannot tell a wrong
+lab from a slow emulator. A repetition measured while other work or the hypervisor took the
+host's CPU (host_disturbed, host_stolen) is measured once more and kept aside ("disturbed" in the
+raw output), up to `repeat` times: a quieter moment may follow.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
+
+from pydantic import BeforeValidator, Field
+
+from linklab import units
+from linklab.check.kinds.base import FAIL, INCONCLUSIVE, PASS, Context, Judgement, Kind, node_problem, ping_target
+from linklab.check.spec import Check
+from linklab.errors import LinklabError
+from linklab.measure.iperf3 import Iperf3Client
+from linklab.measure.stats import percentile
+from linklab.model.resolved import Lab
+
+if TYPE_CHECKING:
+    from linklab.measure.probes.base import Probe
+
+# Flags that can hold a throughput figure down (a saturated core, a starved or slowed emulator,
+# drops the emulator's bursts caused). queue_dropped is not one: a full queue is the link's.
+THROUGHPUT_LIMITS = frozenset({"core_saturated", "host_disturbed", "host_stolen", "emulator_burst"})
+DELAY_LIMITS = frozenset({"emulator_rtt", "core_saturated", "host_disturbed", "host_stolen"})
+PORT = 5301  # the checks' iperf3 servers, apart from a sweep's (5201...)
+IDLE_PINGS, IDLE_INTERVAL_S = 5, 0.2
+
+
+def _whole_seconds(v):
+    s = units.parse_time(v)
+    if s != int(s):
+        raise ValueError(f"whole seconds (iperf3 takes no fractions), got {v!r}")
+    return int(s)
+
+
+Seconds = Annotated[int, BeforeValidator(_whole_seconds)]
+
+
+class MeasuredParams(Check):
+    src: Annotated[str, Field(alias="from")]
+    dst: Annotated[str, Field(alias="to")]
+    repeat: Annotated[int, Field(ge=1, le=20)] = 3
+    duration: Annotated[Seconds, Field(ge=1, le=120)] = 5
+    warmup: Annotated[Seconds, Field(ge=0, le=30)] = 1
+    tolerance: Annotated[float, Field(ge=0, le=0.5)] = 0.05  # the bounds widen by this share
+    family: Literal[4, 6] = 4
+    port: Annotated[int, Field(ge=1024, le=65000)] = PORT
+
+
+class MeasuredKind(Kind):
+    measured = True
+    limits: ClassVar[frozenset[str]] = THROUGHPUT_LIMITS
+    unit: ClassVar[str] = ""  # how a value is shown: rate, time, percent, ratio, share
+
+    # ---- what a kind says -------------------------------------------------------------------
+    def metric(self, p: Any, row: dict[str, Any], lab: Lab) -> float | None:
+        raise NotImplementedError
+
+    def bounds(self, p: Any, lab: Lab) -> tuple[float | None, float | None]:
+        raise NotImplementedError
+
+    def what(self, p: Any) -> str:
+        return self.name
+
+    def client(self, p: Any, lab: Lab) -> Iperf3Client:
+        return Iperf3Client(server=ping_target(lab, p.dst, p.family), port=p.port, duration=p.duration,
+                            ipv6=p.family == 6, omit=p.warmup)
+
+    def extra_probes(self, p: Any, ctx: Context) -> list["Probe"]:
+        return []
+
+    def members(self, p: Any, lab: Lab) -> dict[str, list[str]]:
+        return {}
+
+    def report_interval(self, p: Any) -> float | None:
+        return None
+
+    # ---- shared ---------------------------------------------------------------------------
+    def problems(self, p: Any, lab: Lab) -> list[tuple[tuple, str]]:
+        out = node_problem(lab, p.src, ("from",), "host") + node_problem(lab, p.dst, ("to",), "host")
+        if not out and p.src == p.dst:
+            out.append((("to",), "from: and to: are the same node"))
+        return out
+
+    def limiting(self, row: dict[str, Any]) -> set[str]:
+        """The row's flags that can have held this kind's figure: a core kept busy by the lab's
+        own controller and OVS (a hub sends every packet through them) is the lab's, not the emulator's."""
+        flags = set(str(row.get("flags") or "").split(";")) & self.limits
+        if (row.get("lab_controller_cpu_pct") or 0) >= CONTROLLER_BUSY_PCT:
+            flags.discard("core_saturated")
+        return flags
+
+    def show(self, v: float | None) -> str:
+        if v is None or (isinstance(v, float) and math.isinf(v)):
+            return "none" if v is None else "never"
+        if self.unit == "rate":
+            return f"{v / 1e6:.3g} Mbit/s"
+        if self.unit == "time":
+            return units.format_time(v) if v else "0 s"
+        if self.unit == "percent":
+            return f"{v:.3g} %"
+        return f"{v:.3g}"
+
+    def expected(self, p: Any, lab: Lab) -> str:
+        lo, hi = self.bounds(p, lab)
+        band = (f">= {self.show(lo)}" if hi is None else f"<= {self.show(hi)}" if lo is None
+                else f"{self.show(lo)}-{self.show(hi)}")
+        return f"{self.what(p)} {band} (median of {p.repeat}, ±{p.tolerance * 100:g} %)"
+
+    def observe(self, p: Any, ctx: Context) -> dict[str, Any]:
+        # Imported here: what a measurement runs is not what every command's parser needs.
+        from linklab import placement
+        from linklab.measure.probes.base import Repetition
+        from linklab.measure.probes.counters import QueueCounters
+        from linklab.measure.probes.cpu import CpuLoad
+        from linklab.measure.probes.judgement import Disturbance
+        from linklab.measure.probes.ping import IdlePing
+        from linklab.measure.traffic import Traffic, start_servers
+        from linklab.sweep.measure_rep import measure
+        rows: list[dict[str, Any]] = []
+        aside: list[dict[str, Any]] = []
+        interval = self.report_interval(p)
+        servers = start_servers(ctx.handle, p.dst, p.src, p.port, 1, interval)
+        try:
+            k = 0
+            while k < p.repeat:
+                ctx.say(f"  {p.id}: repetition {k + 1} of {p.repeat}")
+                rep = Repetition(ctx.handle, p.src, p.dst, p.family, omit=p.warmup)
+                client = self.client(p, ctx.lab)
+                traffic = Traffic(client, processes=None, parallel="threads", timeout=p.duration + p.warmup + 30)
+                queues = QueueCounters(self.members(p, ctx.lab))
+                probes: list[Probe] = [IdlePing(IDLE_PINGS, IDLE_INTERVAL_S), queues, *self.extra_probes(p, ctx),
+                                       ControllerCpu(_controller_pids(ctx)), CpuLoad()]
+                host_cpu = placement.host_cpu_probe()
+                if host_cpu is not None:
+                    probes.append(host_cpu)
+                probes.append(Disturbance(queues))
+                try:
+                    row = measure(rep, traffic, probes)[1]
+                except LinklabError as e:
+                    row = {"error": str(e)}
+                if _host_busy(row) and len(aside) < p.repeat:
+                    # Other work on the host, not the lab: measured once more, as a sweep does;
+                    # the disturbed repetition is kept aside, not judged.
+                    ctx.say(f"  {p.id}: repetition {k + 1} measured while the host was busy: once more")
+                    aside.append(row)
+                    continue
+                rows.append(row)
+                k += 1
+        finally:
+            servers.stop()
+            ctx.changed()
+        return {"rows": rows, "disturbed": aside}
+
+    def judge(self, p: Any, raw: dict[str, Any], lab: Lab) -> Judgement:
+        rows = raw.get("rows") or []
+        values = [v for row in rows if not row.get("error") and (v := self.metric(p, row, lab)) is not None]
+        errors = sorted({row["error"] for row in rows if row.get("error")})
+        flags = sorted({f for row in rows for f in self.limiting(row)})
+        evidence = "; ".join(dict.fromkeys(e for row in rows for e in _evidence(row, self.limiting(row))))
+        lab_busy = [row for row in rows if "core_saturated" in str(row.get("flags") or "")
+                    and "core_saturated" not in self.limiting(row)]
+        if not values:
+            return Judgement(FAIL, "not measured: " + ("; ".join(errors) or "no repetition"),
+                             values={"values": [], "errors": errors})
+        med = percentile(values, 50)
+        lo, hi = self.bounds(p, lab)
+        ok = (lo is None or med >= lo * (1 - p.tolerance)) and (hi is None or med <= hi * (1 + p.tolerance))
+        shown = f"{self.show(med)} (median of {len(values)}: {', '.join(self.show(v) for v in values)})"
+        if errors:
+            shown += f"; {len(errors)} failed: {errors[0]}"
+        verdict = PASS if ok and not errors else INCONCLUSIVE if flags else FAIL
+        detail = f"limited by {', '.join(flags)}: {evidence}" if verdict == INCONCLUSIVE else (
+            f"flagged {', '.join(flags)}" if flags else "")
+        if lab_busy:
+            detail = "; ".join(x for x in (detail, f"a core was busy with the lab's own OpenFlow controller and OVS "
+                                           f"({max(r.get('lab_controller_cpu_pct') or 0 for r in lab_busy):.0f} % of a core): "
+                                           "the lab's bottleneck, not the emulator's") if x)
+        return Judgement(verdict, shown, detail, {"values": values, "median": med, "low": lo, "high": hi,
+                                                  "flags": flags, "errors": errors})
+
+
+def _evidence(row: dict[str, Any], flags: set[str]) -> list[str]:
+    """The evidence of these of a row's flags (disturbance.flags writes one piece per flag, in
+    the order of the names, separated by "; ")."""
+    names = str(row.get("flags") or "").split(";")
+    pieces = str(row.get("flag_evidence") or "").split("; ")
+    return [e for n, e in zip(names, pieces) if n in flags]
+
+
+HOST_BUSY = frozenset({"host_disturbed", "host_stolen"})
+# % of one core the lab's controllers and OVS daemons used in the window from which a saturated core is theirs
+CONTROLLER_BUSY_PCT = 50.0
+
+
+# The lab's own daemons that forward its packets in software: a switch's OVS and its controller.
+FORWARDING_ROLES = ("controller", "ovs-vswitchd")
+
+
+def _controller_pids(ctx: Context) -> list[int]:
+    """The lab's OpenFlow controllers and OVS daemons, as its state record lists them."""
+    return [int(r["pid"]) for r in (ctx.handle.record.get("owned") or {}).get("processes", [])
+            if r.get("role") in FORWARDING_ROLES and r.get("pid")]
+
+
+class ControllerCpu:
+    """A probe (linklab/measure/probes/base.py): the CPU the lab's own OpenFlow controllers and
+    OVS daemons used during the window, % of one core (their /proc/PID/stat, all threads), for
+    `limiting`: a hub sends every packet up to its controller and back down through ovs-vswitchd."""
+
+    phase = "cpu_sampling"
+
+    def __init__(self, pids: list[int]):
+        self.pids, self.t0, self.ticks0 = pids, 0.0, 0
+
+    def _ticks(self) -> int:
+        from linklab.measure.cpu import parse_pid_stat
+        total = 0
+        for pid in self.pids:
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    st = parse_pid_stat(f.read())
+            except (OSError, ValueError):
+                continue
+            total += st.utime + st.stime
+        return total
+
+    def before(self, rep) -> None:
+        self.t0, self.ticks0 = time.monotonic(), self._ticks()
+
+    def start(self, rep) -> None:
+        pass
+
+    def finish(self, rep) -> None:
+        pass
+
+    def row(self, rep) -> dict[str, Any]:
+        from linklab.measure.cpu import CLK_TCK
+        if not self.pids:
+            return {}
+        secs = time.monotonic() - self.t0
+        return {"lab_controller_cpu_pct": round(100.0 * (self._ticks() - self.ticks0) / CLK_TCK / secs, 1) if secs > 0 else None}
+
+
+def _host_busy(row: dict[str, Any]) -> bool:
+    return bool(set(str(row.get("flags") or "").split(";")) & HOST_BUSY)
+

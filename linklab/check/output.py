@@ -1,0 +1,87 @@
+"""A check run written out: the table a student reads, JSON (schema linklab-check/1) a program
+reads, and JUnit XML a CI system shows. JSON and JUnit are written atomically."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import textwrap
+from pathlib import Path
+from typing import Any
+from xml.etree import ElementTree as ET
+
+from linklab import __version__, fsutil
+from linklab.check.kinds.base import FAIL, INCONCLUSIVE, PASS
+from linklab.check.run import SKIP, WARN, Report
+
+SCHEMA = "linklab-check/1"
+MARK = {PASS: "PASS", FAIL: "FAIL", WARN: "WARN", INCONCLUSIVE: "INCONCLUSIVE", SKIP: "SKIP"}
+
+
+def table(report: Report, width: int | None = None) -> str:
+    """id, verdict, expected vs observed, and the hint of what did not pass."""
+    width = width or shutil.get_terminal_size((120, 20)).columns
+    lines = [f"lab {report.lab}: {report.checks_file}" + (f" (seed {report.seed})" if report.seed is not None else "")
+             + (f", stages 1-{report.stage}" if report.stage else "")]
+    idw = max([len(r.id) for r in report.results] + [2])
+    for r in report.results:
+        head = f"{MARK[r.verdict]:<12} {r.id:<{idw}}  "
+        pad = " " * len(head)
+        body = [f"expected {r.expected}", f"observed {r.observed}"]
+        if r.detail and r.verdict != PASS:
+            body.append(r.detail)
+        if r.hint and r.verdict not in (PASS, SKIP):
+            body.append(f"hint: {r.hint}")
+        first = True
+        for text in body:
+            for piece in textwrap.wrap(text, max(40, width - len(head))) or [""]:
+                lines.append((head if first else pad) + piece)
+                first = False
+    s = report.summary()
+    lines.append(f"{s['passed']} passed, {s['failed']} failed, {s['warnings']} warnings, {s['inconclusive']} "
+                 f"inconclusive, {s['skipped']} skipped; points {s['points']:g}/{s['max_points']:g} "
+                 f"({report.seconds:.0f} s)")
+    return "\n".join(lines)
+
+
+def as_json(report: Report, raw: bool = False) -> dict[str, Any]:
+    return {"schema": SCHEMA, "linklab": __version__, "lab": report.lab, "checks_file": report.checks_file,
+            "topology": report.topology, "seed": report.seed, "overrides": report.overrides, "scale": report.scale,
+            "stage": report.stage, "student": report.student,
+            "started_at": report.started_at, "seconds": report.seconds, "summary": report.summary(),
+            "checks": [r.public(raw) for r in report.results]}
+
+
+def write_json(report: Report, path: Path, raw: bool = False) -> None:
+    fsutil.write_atomic(Path(path), json.dumps(as_json(report, raw), indent=1, default=str) + "\n")
+
+
+def junit(report: Report) -> str:
+    """JUnit XML: one testsuite, one testcase per check. A failed check is a <failure>; a
+    skipped or inconclusive one <skipped> (with why); a warning passes, with <system-out>."""
+    s = report.summary()
+    suites = ET.Element("testsuites", name="linklab check", tests=str(s["checks"]), failures=str(s["failed"]),
+                        errors="0", skipped=str(s["skipped"] + s["inconclusive"]), time=f"{report.seconds:.3f}")
+    suite = ET.SubElement(suites, "testsuite", name=report.checks_file, tests=str(s["checks"]),
+                          failures=str(s["failed"]), errors="0", skipped=str(s["skipped"] + s["inconclusive"]),
+                          time=f"{report.seconds:.3f}", timestamp=report.started_at[:19], hostname=report.lab)
+    props = ET.SubElement(suite, "properties")
+    for name, value in (("lab", report.lab), ("topology", report.topology), ("seed", report.seed),
+                        ("points", s["points"]), ("max_points", s["max_points"]), ("linklab", __version__)):
+        ET.SubElement(props, "property", name=name, value="" if value is None else str(value))
+    for r in report.results:
+        case = ET.SubElement(suite, "testcase", classname=f"linklab.check.{r.kind}", name=r.id, time=f"{r.seconds:.3f}")
+        text = "\n".join(x for x in (f"expected: {r.expected}", f"observed: {r.observed}", r.detail,
+                                     f"hint: {r.hint}" if r.hint else "") if x)
+        if r.verdict == FAIL:
+            ET.SubElement(case, "failure", message=f"{r.id}: {r.observed}"[:500], type=r.kind).text = text
+        elif r.verdict in (SKIP, INCONCLUSIVE):
+            ET.SubElement(case, "skipped", message=f"{r.verdict}: {r.detail or r.observed}"[:500])
+        elif r.verdict == WARN:
+            ET.SubElement(case, "system-out").text = f"WARNING\n{text}"
+    ET.indent(suites)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
+
+
+def write_junit(report: Report, path: Path) -> None:
+    fsutil.write_atomic(Path(path), junit(report))

@@ -1,0 +1,183 @@
+"""Coursework checks on real labs: every shipped exercise's selftest, reachability under loss
+and through a black hole, a measured check on a saturated emulator, and the bundled default lab
+broken three ways with `linklab set`, each break caught by exactly its check."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import junitparser
+import pytest
+
+from linklab import lab, runner
+from linklab.check import exercise, output
+from linklab.check.run import run_checks
+from linklab.check.spec import ChecksFile, load_checks
+
+ROOT = Path(__file__).resolve().parents[3]
+DATA = ROOT / "tests" / "integration" / "data"
+EXERCISES = sorted(p.parent.name for p in (ROOT / "exercises").glob("*/exercise.yaml"))
+
+
+def _quiet(*_):
+    pass
+
+
+@pytest.fixture
+def lab_up():
+    made = []
+
+    def up(topology, name, **kw):
+        made.append(name)
+        lab.up(str(topology), name=name, say=_quiet, **kw)
+        return lab.handle(name)
+    yield up
+    for name in made:
+        if lab.state.load(name):
+            lab.down(name, say=_quiet)
+
+
+def one(kind_params: dict, topology: Path, handle) -> ChecksFile:
+    from linklab.check.kinds import REGISTRY
+    c = REGISTRY[kind_params["kind"]].Params.model_validate(kind_params)
+    for loc, msg in REGISTRY[c.kind].problems(c, handle.lab):
+        raise AssertionError(f"{loc}: {msg}")
+    return ChecksFile("test", str(topology), None, (c,))
+
+
+@pytest.mark.timeout(1500)
+@pytest.mark.parametrize("name", EXERCISES)
+def test_every_exercise_passes_its_selftest(name):
+    """The starting lab fails exactly the checks named for it, the reference solution passes every
+    check, each broken variant fails exactly its own. Three exercises ship at least."""
+    assert len(EXERCISES) >= 3
+    keep = os.environ.get("LINKLAB_CHECK_CAPTURE")  # where to keep each stage's report, tools' output too
+    stages = exercise.selftest(name, say=print, keep_raw=bool(keep))
+    if keep:
+        (Path(keep) / f"selftest_{name}.json").write_text(json.dumps(exercise.as_json(name, stages, raw=True),
+                                                                     indent=1, default=str) + "\n")
+    assert [s.name for s in stages][:2] == ["start", "solution"] and len(stages) >= 3
+    bad = [(s.name, s.expected, s.failed, s.inconclusive, s.unexpected) for s in stages if s.verdict != "pass"]
+    assert not bad, bad
+    assert all(r.verdict == "pass" for r in stages[1].report.results)
+
+
+TRIALS_LOSSY, TRIALS_HOLE = 20, 10
+
+
+@pytest.mark.timeout(1200)
+def test_reachability_under_20pct_loss_never_fails_falsely_and_a_black_hole_never_passes(lab_up):
+    """jumbo_pair's one link with 20 % netem loss each way (a probe's round trip succeeds with
+    p = 0.64): `reach` passes in every one of TRIALS_LOSSY trials, and `must not reach` detects the
+    path in every trial; with 100 % loss (a black hole) `reach` fails and `must not reach` passes
+    in every one of TRIALS_HOLE trials. One ping would have failed a lossy trial 36 % of the time."""
+    topo = ROOT / "topologies" / "jumbo_pair.yaml"
+    h = lab_up(topo, "chkloss", overrides=[("links[wire].impair.loss", "20%")])
+    reach = one({"id": "r", "kind": "reach", "from": "h1", "to": "h2"}, topo, h)
+    never = one({"id": "n", "kind": "reach", "from": "h1", "to": "h2", "expect": "unreachable"}, topo, h)
+    lossy = [run_checks(reach, h).results[0] for _ in range(TRIALS_LOSSY)]
+    detected = [run_checks(never, h).results[0] for _ in range(TRIALS_HOLE)]
+    print("20 % loss: reach", [r.observed for r in lossy])
+    assert [r.verdict for r in lossy] == ["pass"] * TRIALS_LOSSY, [r.observed for r in lossy if r.verdict != "pass"]
+    assert [r.verdict for r in detected] == ["fail"] * TRIALS_HOLE
+    lab.set_params("chkloss", [("links[wire].impair.loss", "100%")], say=_quiet)
+    h = lab.handle("chkloss")
+    reach_fast = one({"id": "r", "kind": "reach", "from": "h1", "to": "h2", "timeout": "5s"}, topo, h)
+    holes = [run_checks(reach_fast, h).results[0] for _ in range(TRIALS_HOLE)]
+    silent = [run_checks(never, h).results[0] for _ in range(TRIALS_HOLE)]
+    print("black hole: reach", [r.observed for r in holes])
+    assert [r.verdict for r in holes] == ["fail"] * TRIALS_HOLE
+    assert all(r.observed.startswith("h1->h2 0/0") for r in holes)  # >= 2 bursts in 5 s, none answered
+    assert [r.verdict for r in silent] == ["pass"] * TRIALS_HOLE
+
+
+HOG = "import time\nend = time.monotonic() + 120\nwhile time.monotonic() < end: pass\n"
+
+
+@pytest.mark.timeout(600)
+def test_a_measured_check_on_a_saturated_emulator_is_inconclusive_not_failed(lab_up):
+    """The same goodput check, bound above theory so it cannot pass: on a quiet lab (100 Mbit/s)
+    it FAILS with no flag; with both cores of the lab's kernel kept busy and the link at 1 Gbit/s
+    it is INCONCLUSIVE, flagged core_saturated, never failed."""
+    topo = ROOT / "topologies" / "jumbo_pair.yaml"
+    check = {"id": "g", "kind": "goodput", "from": "h1", "to": "h2", "min_fraction": 1.2, "repeat": 2, "duration": 4}
+    h = lab_up(topo, "chksat", scale=0.1)
+    quiet = run_checks(one(check, topo, h), h).results[0]
+    print("quiet:", quiet.verdict, quiet.observed, quiet.detail)
+    assert quiet.verdict == "fail" and quiet.values["flags"] == []
+    lab.down("chksat", say=_quiet)
+    h = lab_up(topo, "chksat", scale=1.0)
+    hogs = [subprocess.Popen([sys.executable, "-c", HOG]) for _ in range(2)]
+    try:
+        busy = run_checks(one(check, topo, h), h).results[0]
+    finally:
+        for p in hogs:
+            p.kill()
+            p.wait()
+    print("saturated:", busy.verdict, busy.observed, busy.detail)
+    assert busy.verdict == "inconclusive", busy
+    assert "core_saturated" in busy.values["flags"]
+
+
+@pytest.mark.timeout(900)
+def test_the_default_lab_broken_three_ways_each_caught_by_exactly_its_check(lab_up, tmp_path):
+    """topologies/bond2.yaml (not written for this) with tests/integration/data/checks_bond2.yaml:
+    intact, every check passes; each of three breaks made with `linklab set` fails exactly the
+    check for it; the JUnit files read back with a JUnit parser."""
+    checks = DATA / "checks_bond2.yaml"
+    h = lab_up(ROOT / "topologies" / "bond2.yaml", "bond2", scale=0.05)
+    breaks = {"intact": ([], []),
+              "mtu": ([("links[bond].mtu", 1400)], ["mtu"]),
+              "shaping": ([("links[bond].impair.delay", "5ms")], ["shaping"]),
+              "bond": ([("links[bond].bond.mode", "active-backup")], ["bond"])}
+    for name, (overrides, must_fail) in breaks.items():
+        lab.set_params("bond2", overrides, replace=True, say=_quiet)
+        h = lab.handle("bond2")
+        report = run_checks(load_checks(checks, h.lab), h)
+        print(name, [(r.id, r.verdict, r.observed) for r in report.results])
+        assert report.failed_ids() == must_fail, (name, [(r.id, r.verdict, r.observed) for r in report.results])
+        assert all(r.verdict == "pass" for r in report.results if r.id not in must_fail), name
+        assert report.exit_code == (1 if must_fail else 0)
+        output.write_junit(report, tmp_path / f"{name}.xml")
+        suite = list(junitparser.JUnitXml.fromfile(str(tmp_path / f"{name}.xml")))[0]
+        failed = [c.name for c in suite if c.result and isinstance(c.result[0], junitparser.Failure)]
+        assert (suite.tests, failed) == (len(report.results), must_fail)
+
+
+def test_a_cli_check_writes_json_and_exits_with_its_verdict(lab_up, tmp_path):
+    """`linklab check` as a student runs it, on a lab built as a seed's variant."""
+    lab_up(ROOT / "exercises" / "mtu_path" / "lab.yaml", "mtupath", seed="s17")
+    out = tmp_path / "r.json"
+    res = runner.run([sys.executable, "-m", "linklab", "check", str(ROOT / "exercises/mtu_path/checks.yaml"),
+                      "--lab", "mtupath", "--stage", "1", "--student", "--json", str(out)], check=False, timeout=300)
+    assert res.returncode == 1, res.stdout + res.stderr
+    doc = json.loads(out.read_text())
+    assert doc["seed"] == "s17" and doc["summary"]["failed"] == 1
+    assert [c["id"] for c in doc["checks"] if c["verdict"] == "fail"] == ["core-mtu"]
+    assert "path-mtu-back" not in [c["id"] for c in doc["checks"]]  # hidden, stage 2
+
+
+@pytest.mark.timeout(900)
+def test_a_roster_of_solutions_is_graded_one_lab_per_student(tmp_path):
+    """Two students' solutions of mtu_path (stage 1 and 2 checks): one fixed the core hop for
+    their own seed, one changed the wrong link; each lab is built for the student's seed, the steps
+    applied, checked and removed."""
+    from linklab.check import roster
+    d = tmp_path / "class"
+    (d / "s17").mkdir(parents=True)
+    (d / "s17" / "steps").write_text("# my fix\nlinklab set 'links[core].mtu=${mtu}'\n")
+    (d / "s18").mkdir()
+    (d / "s18" / "steps").write_text("linklab set 'links[h1up].mtu=1500'\n")
+    (d / "s18" / "seed").write_text("student-18\n")
+    checks = tmp_path / "checks.yaml"  # stages 1 and 2 of the exercise: no measured check, quicker
+    text = (ROOT / "exercises" / "mtu_path" / "checks.yaml").read_text().replace("topology: lab.yaml",
+                                                                                  f"topology: {ROOT}/exercises/mtu_path/lab.yaml")
+    checks.write_text(text.split("  - id: goodput")[0])
+    rows = roster.grade(d, str(checks), print)
+    by = {r.student: r for r in rows}
+    assert (by["s17"].seed, by["s17"].failed_ids, by["s17"].percent) == ("s17", "", 100.0)
+    assert by["s18"].seed == "student-18"
+    assert set(by["s18"].failed_ids.split()) == {"h1-mtu", "core-mtu", "path-mtu", "path-mtu-back"}
+    assert not lab.state.all_labs()

@@ -1,0 +1,261 @@
+"""Each kind of check: its judgement on real output (tests/data/tools: captured tool output;
+tests/data/checks: what `linklab check --json --raw` kept from real labs in the lab VM, see its
+README), for a lab that is right and one that is not."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from linklab.check.kinds import REGISTRY
+from linklab.check.kinds.base import FAIL, INCONCLUSIVE, PASS
+from linklab.lab import build_lab
+
+ROOT = Path(__file__).resolve().parents[2]
+TOOLS = ROOT / "tests" / "data" / "tools"
+
+
+def tool(name: str) -> str:
+    p = TOOLS / name
+    return p.read_text() if p.exists() else ""
+
+
+def ping_out(name: str) -> dict[str, str]:
+    return {"stdout": tool(f"{name}.txt"), "stderr": tool(f"{name}.stderr.txt")}
+
+
+def params(kind: str, **kw):
+    return REGISTRY[kind].Params.model_validate({"id": "t", "kind": kind, **kw})
+
+
+@pytest.fixture(scope="module")
+def bond2():
+    return build_lab(ROOT / "topologies" / "bond2.yaml", [])
+
+
+# ---- reach: k of n replies, retried; must-not-reach: no reply at all --------------------------
+
+def test_reach_passes_a_lossy_path_once_a_burst_gets_enough_replies(bond2):
+    kind, p = REGISTRY["reach"], params("reach", **{"from": "h1", "to": "h2", "count": 30, "need": 3})
+    lossy = ping_out("ping_loss")  # 10 of 30 answered (66 % loss)
+    assert kind.judge(p, {"h1->h2": [lossy]}, bond2).verdict == PASS
+    strict = params("reach", **{"from": "h1", "to": "h2", "count": 30, "need": 11})
+    j = kind.judge(strict, {"h1->h2": [lossy, lossy]}, bond2)
+    assert j.verdict == FAIL and "10/10 of 30" in j.observed
+
+
+def test_reach_fails_a_path_that_answers_with_unreachable(bond2):
+    kind, p = REGISTRY["reach"], params("reach", **{"from": "h1", "to": "h2"})
+    j = kind.judge(p, {"h1->h2": [ping_out("ping_host_unreachable")]}, bond2)
+    assert j.verdict == FAIL and "h1->h2 unreachable" in j.detail
+
+
+def test_must_not_reach_fails_on_a_single_reply_and_passes_on_silence(bond2):
+    kind = REGISTRY["reach"]
+    p = params("reach", **{"from": "h1", "to": "h2", "expect": "unreachable"})
+    assert kind.judge(p, {"h1->h2": [ping_out("ping_host_unreachable")] * 2}, bond2).verdict == PASS
+    assert kind.judge(p, {"h1->h2": [ping_out("ping_host_unreachable"), ping_out("ping_loss")]}, bond2).verdict == FAIL
+
+
+def test_reach_names_what_ping_could_not_do(bond2):
+    kind, p = REGISTRY["reach"], params("reach", **{"from": "h1", "to": "h2"})
+    j = kind.judge(p, {"h1->h2": [{"stdout": "", "stderr": "ping: h2: Name or service not known\n"}]}, bond2)
+    assert j.verdict == FAIL and "Name or service not known" in j.observed
+
+
+# ---- path_mtu: N passes, N + 1 refused, both with DF -------------------------------------------
+
+def test_path_mtu_passes_when_n_fits_and_n_plus_1_is_refused(bond2):
+    kind, p = REGISTRY["path_mtu"], params("path_mtu", **{"from": "h1", "to": "h2", "mtu": 1400})
+    j = kind.judge(p, {"fits": [ping_out("ping_df_fits")], "over": [ping_out("ping_df_frag_needed")] * 2}, bond2)
+    assert j.verdict == PASS, j
+    # The router's ICMP, then the sender's own route once it learned the path MTU from it.
+    assert "1401 B: 0/0 of 5, refused: frag needed, local too big (mtu 1400)" in j.observed
+    assert j.values["icmp_mtu"] == 1400
+
+
+def test_path_mtu_fails_when_n_is_refused_and_says_by_whom(bond2):
+    kind, p = REGISTRY["path_mtu"], params("path_mtu", **{"from": "h1", "to": "h2", "mtu": 1500})
+    j = kind.judge(p, {"fits": [ping_out("ping_df_local_too_long")], "over": [ping_out("ping_df_local_too_long")] * 2}, bond2)
+    assert j.verdict == FAIL and "1500-byte packets do not pass" in j.detail
+    assert "local too big" in j.observed
+
+
+def test_path_mtu_fails_when_n_plus_1_passes_too(bond2):
+    kind, p = REGISTRY["path_mtu"], params("path_mtu", **{"from": "h1", "to": "h2", "mtu": 1300})
+    j = kind.judge(p, {"fits": [ping_out("ping_df_fits")], "over": [ping_out("ping_df_fits")] * 2}, bond2)
+    assert j.verdict == FAIL and "path MTU is larger" in j.detail
+
+
+def test_path_mtu_probes_ip_packet_sizes():
+    from linklab.check.kinds.path_mtu import probe
+    lab = build_lab(ROOT / "topologies" / "jumbo_pair.yaml", [])
+    p4 = params("path_mtu", **{"from": "h1", "to": "h2", "mtu": 9000})
+    p6 = params("path_mtu", **{"from": "h1", "to": "h2", "mtu": 9000, "family": 6})
+    a4, a6 = probe(p4, lab, 9001).argv(), probe(p6, lab, 9000).argv()
+    assert a4[a4.index("-s") + 1] == "8973" and "do" in a4 and a4[-1] == "h2"
+    assert a6[a6.index("-s") + 1] == "8952" and a6[-1] == "h2-v6"
+
+
+# ---- ovs_flow / ovs_controller on OVS's own output ---------------------------------------------
+
+def test_ovs_flow_counts_a_learning_controllers_flows_and_none_of_a_hubs(bond2):
+    kind = REGISTRY["ovs_flow"]
+    p = params("ovs_flow", switch="s1", match="dl_dst=", cookie="0x1", min=2)
+    learned = kind.judge(p, {"stdout": tool("ovs_ofctl_dump_flows_l2_learning.txt"), "returncode": 0}, bond2)
+    hub = kind.judge(p, {"stdout": tool("ovs_ofctl_dump_flows_hub.txt"), "returncode": 0}, bond2)
+    assert (learned.verdict, learned.observed) == (PASS, "2 of 3 flows match")
+    assert hub.verdict == FAIL and hub.observed.startswith("0 of")
+    none = params("ovs_flow", switch="s1", match="actions=CONTROLLER", max=0)
+    assert kind.judge(none, {"stdout": tool("ovs_ofctl_dump_flows_hub.txt"), "returncode": 0}, bond2).verdict == FAIL
+
+
+def test_ovs_flow_matches_without_the_counters_that_change():
+    from linklab.check.kinds.ovs_flow import matching
+    p = params("ovs_flow", switch="s1", match=r"n_packets=")
+    assert matching(tool("ovs_ofctl_dump_flows_l2_learning.txt"), p) == []
+
+
+# ---- rtt: a percentile of real ping output, the emulator's own RTT inconclusive ---------------
+
+def test_rtt_judges_a_percentile_and_the_emulators_rtt_is_inconclusive(bond2):
+    from linklab.check.kinds.rtt import rtt_row
+    kind = REGISTRY["rtt"]
+    lossy = ping_out("ping_loss")  # replies 42.2-45.1 ms
+    ok = params("rtt", **{"from": "h1", "to": "h2", "min": "40ms", "max": "46ms"})
+    row = {**lossy, "asked_rtt_ms": 44.0}
+    assert rtt_row(ok, row)["rtt_s"] == pytest.approx(0.0444, abs=0.0005)
+    assert kind.judge(ok, {"rows": [row] * 3}, bond2).verdict == PASS
+    tight = params("rtt", **{"from": "h1", "to": "h2", "max": "10ms"})
+    assert kind.judge(tight, {"rows": [row] * 3}, bond2).verdict == FAIL
+    # Asked for 1 ms, measured 44: the emulator's round trip, not the lab's: inconclusive.
+    slow = {**lossy, "asked_rtt_ms": 1.0}
+    j = kind.judge(tight, {"rows": [slow] * 3}, bond2)
+    assert j.verdict == INCONCLUSIVE and "emulator_rtt" in j.detail
+
+
+# ---- every check captured from a real lab, judged again -----------------------------------------
+
+CAPTURED = ROOT / "tests" / "data" / "checks"
+
+
+def _reports():
+    """(capture, stage, report) of every report kept in tests/data/checks: `linklab check --json
+    --raw` results and `--selftest --json --raw` stages."""
+    out = []
+    for path in sorted(CAPTURED.glob("*.json")):
+        doc = json.loads(path.read_text())
+        if doc["schema"] == "linklab-check/1":
+            out.append((path.stem, "-", doc))
+        else:
+            out += [(path.stem, st["name"], st["report"]) for st in doc["stages"] if st["report"]]
+    return out
+
+
+def _lab_of(report):
+    """The lab as it was when checked: its topology, seed and `set` overrides, at its scale."""
+    from linklab.model import Context, load_topology, resolve
+    topo = load_topology(ROOT / report["topology"], [tuple(o) for o in report["overrides"]], seed=report["seed"])
+    return resolve(topo, Context(auto_scale=report["scale"], auto_scale_reason="as captured"))
+
+
+CASES = [(cap, stage, c["id"]) for cap, stage, rep in _reports() for c in rep["checks"] if c["verdict"] != "skip"]
+
+
+@pytest.mark.parametrize("capture,stage,check_id", CASES, ids=[f"{a}:{b}:{c}" for a, b, c in CASES])
+def test_a_check_captured_from_a_real_lab_is_judged_again_as_it_was(capture, stage, check_id):
+    from linklab.check.spec import load_checks
+    report = next(rep for cap, st, rep in _reports() if (cap, st) == (capture, stage))
+    lab = _lab_of(report)
+    spec = load_checks(ROOT / report["checks_file"], lab, report["seed"])
+    got = next(c for c in report["checks"] if c["id"] == check_id)
+    p = spec.by_id(check_id)
+    j = REGISTRY[p.kind].judge(p, got["raw"], lab)
+    assert (j.verdict, j.observed) == (got["verdict"], got["observed"])
+
+
+def _captured(capture: str, check_id: str, stage: str = "-"):
+    report = next(rep for cap, st, rep in _reports() if (cap, st) == (capture, stage))
+    return next(c for c in report["checks"] if c["id"] == check_id), _lab_of(report)
+
+
+def test_state_kinds_fail_on_captured_output_that_is_not_what_they_ask():
+    """The rr_reorder lab as captured (balance-rr, MTU 1500, tcp_reordering 3), asked otherwise."""
+    mtu, lab = _captured("rr_reorder", "mtu")
+    assert REGISTRY["mtu"].judge(params("mtu", link="bond", mtu=9000), mtu["raw"], lab).verdict == FAIL
+    assert REGISTRY["mtu"].judge(params("mtu", link="bond"), mtu["raw"], lab).verdict == PASS  # one MTU everywhere
+    bond, _ = _captured("rr_reorder", "bond-rr")
+    j = REGISTRY["bond"].judge(params("bond", node="h1", link="bond", mode="802.3ad", lacp_aggregated=True), bond["raw"], lab)
+    assert j.verdict == FAIL and "mode is balance-rr" in j.detail and "LACP not aggregated" in j.detail
+    j = REGISTRY["bond"].judge(params("bond", node="h1", link="bond", members_up=3, options={"miimon": 100}), bond["raw"], lab)
+    assert j.verdict == FAIL and "2 members up" in j.detail and "miimon 100" in j.observed
+    sysctl, _ = _captured("rr_reorder", "sysctl-default")
+    assert REGISTRY["sysctl"].judge(params("sysctl", node="h1", key="net.ipv4.tcp_reordering", value=127),
+                                    sysctl["raw"], lab).verdict == FAIL
+    rmem, _ = _captured("rr_reorder", "sysctl-rmem")
+    assert REGISTRY["sysctl"].judge(params("sysctl", node="h1", key="net.ipv4.tcp_rmem", value="4096  131072\t6291456"),
+                                    rmem["raw"], lab).verdict == PASS  # the kernel's whitespace is not a value
+    q, _ = _captured("rr_reorder", "qdisc-m1")
+    j = REGISTRY["qdisc"].judge(params("qdisc", node="h1", link="bond", member=1, rate="2gbit", loss="1%"), q["raw"], lab)
+    assert j.verdict == FAIL and "rate 100mbit" in j.detail and "loss 0%" in j.detail
+
+
+def test_measured_kinds_on_captured_rows_flags_make_a_miss_inconclusive_and_without_them_a_failure():
+    gp, lab = _captured("rr_reorder", "goodput-rr")  # 112 and 85.5 Mbit/s; one row flagged host_disturbed
+    high = params("goodput", **{"from": "h1", "to": "h2", "min_fraction": 0.9})
+    j = REGISTRY["goodput"].judge(high, gp["raw"], lab)
+    assert j.verdict == INCONCLUSIVE and "host_disturbed" in j.detail
+    quiet = {"rows": [{**r, "flags": "", "flag_evidence": ""} for r in gp["raw"]["rows"]]}
+    assert REGISTRY["goodput"].judge(high, quiet, lab).verdict == FAIL
+    low = params("goodput", **{"from": "h1", "to": "h2", "min": "500mbit"})  # x0.1: 50 Mbit/s
+    assert REGISTRY["goodput"].judge(low, gp["raw"], lab).verdict == PASS
+    loss, _ = _captured("rr_reorder", "loss-udp")
+    strict = params("loss", **{"from": "h1", "to": "h2", "rate": "500mbit", "max": "1%"})
+    assert REGISTRY["loss"].judge(strict, loss["raw"], lab).verdict == INCONCLUSIVE
+    quiet = {"rows": [{**r, "flags": "", "flag_evidence": ""} for r in loss["raw"]["rows"]]}
+    assert REGISTRY["loss"].judge(strict, quiet, lab).verdict == FAIL
+    lax = params("loss", **{"from": "h1", "to": "h2", "rate": "500mbit", "max": "10%"})
+    assert REGISTRY["loss"].judge(lax, loss["raw"], lab).verdict == PASS
+    ro, _ = _captured("rr_reorder", "reorder")  # balance-rr over members 0.1 and 0.6 ms apart
+    assert REGISTRY["reorder"].judge(params("reorder", **{"from": "h1", "to": "h2", "max": 0.5}), ro["raw"], lab).verdict == PASS
+
+
+# ---- member_share and failover on rows a sweep measured (the same probes, the same row keys) ----
+
+RUNS = ROOT / "tests" / "data" / "runs"
+
+
+def _rows(run: str, match: str) -> list[dict]:
+    return [r for r in json.loads((RUNS / run / "rows.json").read_text()) if match in r.get("point_id", "")]
+
+
+def test_member_share_on_real_bond_counters_a_hashed_bond_fails_round_robin_passes(bond2):
+    kind = REGISTRY["member_share"]
+    p = params("member_share", **{"from": "h1", "to": "h2", "node": "h1", "link": "bond", "min_share": 0.2})
+    lacp = _rows("e1-quick-1rep", "802.3ad_mtu-1500_streams-20")  # E1: every flow on one member
+    rr = _rows("e1-quick-1rep", "balance-rr_mtu-1500_streams-20")
+    j = kind.judge(p, {"rows": lacp}, bond2)
+    assert j.verdict == FAIL and j.values["median"] < 1e-4
+    assert kind.judge(p, {"rows": rr}, bond2).verdict == PASS
+    # a flag of the emulator does not make a hash's choice inconclusive
+    flagged = [{**r, "flags": "core_saturated;host_disturbed", "flag_evidence": "cpu0 99% busy; host busy"} for r in lacp]
+    assert kind.judge(p, {"rows": flagged}, bond2).verdict == FAIL
+    most = params("member_share", **{"from": "h1", "to": "h2", "node": "h1", "link": "bond", "max_share": 0.6})
+    assert kind.judge(most, {"rows": rr}, bond2).verdict == PASS and kind.judge(most, {"rows": lacp}, bond2).verdict == FAIL
+
+
+def test_failover_on_real_outages():
+    from linklab.sweep.experiment import load_experiment, topology_path
+    exp_path = ROOT / "experiments" / "failover.yaml"
+    lab = build_lab(topology_path(exp_path, load_experiment(exp_path)), [])
+    kind = REGISTRY["failover"]
+    rows = _rows("failover-quick-first-format", "active-backup")  # outage 0.2 s
+    ok = params("failover", **{"from": "h1", "to": "h2", "link": "up1", "max_outage": "1s"})
+    assert kind.judge(ok, {"rows": rows}, lab).verdict == PASS
+    strict = params("failover", **{"from": "h1", "to": "h2", "link": "up1", "max_outage": "100ms"})
+    j = kind.judge(strict, {"rows": rows}, lab)
+    assert j.verdict == FAIL and j.observed.startswith("200ms")
+    never = [{**r, "fault1_outage_s": None} for r in rows]  # never back: the rest of the window
+    assert kind.judge(ok, {"rows": never}, lab).values["median"] == pytest.approx(6 - 2)
+    not_applied = [{**r, "fault1_applied_s": None} for r in rows]
+    assert kind.judge(ok, {"rows": not_applied}, lab).verdict == FAIL

@@ -1,0 +1,179 @@
+"""The runner: order, requires, stages, hidden checks, severity, points, exit codes; and what it
+writes (JSON, JUnit read back by a JUnit parser)."""
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import junitparser
+import pytest
+
+from linklab.check import kinds, output
+from linklab.check.kinds.base import FAIL, INCONCLUSIVE, PASS, Judgement, Kind
+from linklab.check.run import run_checks, selected
+from linklab.check.spec import Check, ChecksFile, order
+from linklab.errors import check_exit_code
+from linklab.lab import build_lab
+from linklab.measure.base import MeasurementError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class Scripted(Check):
+    outcome: str = PASS
+
+
+class ScriptedKind(Kind):
+    """A kind whose verdict is its parameter: the runner's logic, without a lab."""
+
+    name = "scripted"
+    Params = Scripted
+    seen: list[str] = []
+
+    def expected(self, p, lab):
+        return "as scripted"
+
+    def observe(self, p, ctx):
+        ScriptedKind.seen.append(p.id)
+        if p.outcome == "raise":
+            raise MeasurementError("iperf3: unable to connect to server")
+        return p.outcome
+
+    def judge(self, p, raw, lab):
+        return Judgement(raw, f"scripted {raw}")
+
+
+@dataclass
+class FakeHandle:
+    lab: object
+    name: str = "bond2"
+    record: dict = None
+
+
+@pytest.fixture
+def scripted(monkeypatch):
+    monkeypatch.setitem(kinds.REGISTRY, "scripted", ScriptedKind())
+    ScriptedKind.seen = []
+    lab = build_lab(ROOT / "topologies" / "bond2.yaml", [])
+
+    def run(checks, **kw):
+        spec = ChecksFile("c.yaml", "t.yaml", None, tuple(Scripted(kind="scripted", **c) for c in checks))
+        return run_checks(spec, FakeHandle(lab), **kw)
+    return run
+
+
+def test_a_check_runs_after_what_it_requires_and_is_skipped_when_that_fails(scripted):
+    report = scripted([{"id": "b", "requires": ["a"]}, {"id": "a", "outcome": FAIL}, {"id": "c", "requires": ["b"]}])
+    assert ScriptedKind.seen == ["a"]
+    by = {r.id: r for r in report.results}
+    assert [r.id for r in report.results] == ["b", "a", "c"]  # reported in file order
+    assert by["a"].verdict == FAIL and by["b"].verdict == "skip" and by["c"].verdict == "skip"
+    assert "requires a (fail)" in by["b"].observed and "requires b (skip)" in by["c"].observed
+    assert report.exit_code == 1
+
+
+def test_severity_warn_turns_a_failure_into_a_warning_exit_3(scripted):
+    report = scripted([{"id": "a"}, {"id": "w", "outcome": FAIL, "severity": "warn"}])
+    assert [r.verdict for r in report.results] == [PASS, "warn"]
+    assert report.exit_code == 3
+
+
+def test_inconclusive_is_exit_4_unless_something_failed(scripted):
+    assert scripted([{"id": "a"}, {"id": "m", "outcome": INCONCLUSIVE}]).exit_code == 4
+    assert scripted([{"id": "f", "outcome": FAIL}, {"id": "m", "outcome": INCONCLUSIVE}]).exit_code == 1
+    assert scripted([{"id": "m", "outcome": INCONCLUSIVE}, {"id": "w", "outcome": FAIL, "severity": "warn"}]).exit_code == 4
+
+
+def test_a_tool_failing_in_the_lab_is_the_checks_failure_with_its_words(scripted):
+    report = scripted([{"id": "g", "outcome": "raise"}])
+    assert report.results[0].verdict == FAIL
+    assert "unable to connect" in report.results[0].observed
+
+
+def test_points_count_only_what_passed(scripted):
+    s = scripted([{"id": "a", "points": 2}, {"id": "b", "points": 3, "outcome": FAIL}, {"id": "c", "points": 0.5}]).summary()
+    assert (s["points"], s["max_points"], s["passed"], s["failed"]) == (2.5, 5.5, 2, 1)
+
+
+def test_stages_and_hidden_checks_and_only_select_what_runs(scripted):
+    checks = [{"id": "s1"}, {"id": "s2", "stage": 2, "requires": ["s1"]}, {"id": "h", "hidden": True},
+              {"id": "s3", "stage": 3}]
+    spec = ChecksFile("c", "t", None, tuple(Scripted(kind="scripted", **c) for c in checks))
+    assert [c.id for c in selected(spec, stage=2)] == ["s1", "s2", "h"]
+    assert [c.id for c in selected(spec, student=True)] == ["s1", "s2", "s3"]
+    assert [c.id for c in selected(spec, only=["s2"])] == ["s1", "s2"]  # and what it requires
+    report = scripted(checks, stage=1, student=True)
+    assert [r.id for r in report.results] == ["s1"]
+
+
+def test_order_keeps_file_order_except_for_requirements():
+    cs = [Check(id=i, kind="x", requires=r) for i, r in (("a", ["c"]), ("b", []), ("c", ["b"]))]
+    assert [c.id for c in order(cs)] == ["b", "c", "a"]
+
+
+def test_exit_code_is_decided_by_the_worst_verdict():
+    assert check_exit_code([]) == 0
+    assert check_exit_code(["pass", "skip"]) == 0
+    assert check_exit_code(["pass", "warn"]) == 3
+    assert check_exit_code(["warn", "inconclusive"]) == 4
+    assert check_exit_code(["inconclusive", "fail", "warn"]) == 1
+
+
+def test_json_has_the_versioned_schema_and_every_verdict(scripted, tmp_path):
+    report = scripted([{"id": "a", "hint": "h"}, {"id": "b", "outcome": FAIL, "hint": "look at MTUs"}])
+    output.write_json(report, tmp_path / "r.json")
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert doc["schema"] == "linklab-check/1"
+    assert doc["summary"]["exit_code"] == 1 and doc["summary"]["failed"] == 1
+    assert [(c["id"], c["verdict"], c["hint"]) for c in doc["checks"]] == [("a", "pass", "h"), ("b", "fail", "look at MTUs")]
+    assert "raw" not in doc["checks"][0]
+
+
+def test_junit_is_read_back_by_a_junit_parser_with_each_verdict_where_ci_looks(scripted, tmp_path):
+    report = scripted([{"id": "ok"}, {"id": "bad", "outcome": FAIL, "hint": "fix it"},
+                       {"id": "dep", "requires": ["bad"]}, {"id": "slow", "outcome": INCONCLUSIVE},
+                       {"id": "meh", "outcome": FAIL, "severity": "warn"}])
+    output.write_junit(report, tmp_path / "r.xml")
+    xml = junitparser.JUnitXml.fromfile(str(tmp_path / "r.xml"))
+    suites = list(xml)
+    assert len(suites) == 1
+    cases = {c.name: c for c in suites[0]}
+    assert set(cases) == {"ok", "bad", "dep", "slow", "meh"}
+    assert cases["ok"].is_passed and cases["meh"].is_passed
+    assert isinstance(cases["bad"].result[0], junitparser.Failure) and "fix it" in cases["bad"].result[0].text
+    assert cases["dep"].is_skipped and cases["slow"].is_skipped
+    assert (suites[0].tests, suites[0].failures, suites[0].skipped) == (5, 1, 2)
+
+
+def test_the_table_shows_expected_observed_and_the_hint_of_what_failed(scripted):
+    text = output.table(scripted([{"id": "good", "hint": "never shown"}, {"id": "bad", "outcome": FAIL, "hint": "look here"}]))
+    assert "PASS" in text and "FAIL" in text and "hint: look here" in text and "never shown" not in text
+    assert text.splitlines()[-1].startswith("1 passed, 1 failed")
+
+
+def test_watch_runs_again_only_when_the_lab_changed(monkeypatch):
+    from linklab.check import watch
+    looks = iter(["a", "a", "a", "b", "b", "b", "c", "c", "c", "c"])  # what the lab looks like, poll by poll
+    monkeypatch.setattr(watch, "fingerprint", lambda _name: next(looks))
+    monkeypatch.setattr(watch.time, "sleep", lambda _s: None)
+    runs = []
+    rc = watch.watch("lab", lambda: runs.append(len(runs)) or len(runs), lambda _m: None, rounds=3)
+    assert runs == [0, 1, 2] and rc == 3
+
+
+def test_roster_rows_from_saved_results_with_points_and_failed_ids(scripted, tmp_path):
+    from linklab.check import roster
+    d = tmp_path / "class"
+    d.mkdir()
+    output.write_json(scripted([{"id": "a", "points": 2}, {"id": "b", "outcome": FAIL}]), d / "s17.json")
+    output.write_json(scripted([{"id": "a", "points": 2}, {"id": "b"}]), d / "s18.json")
+    (d / "notes.txt").write_text("not a student")
+    rows = roster.grade(d, None, lambda _m: None)
+    assert [(r.student, r.points, r.max_points, r.percent, r.failed_ids) for r in rows] == [
+        ("s17", 2.0, 3.0, 66.7, "b"), ("s18", 3.0, 3.0, 100.0, "")]
+    text = roster.csv_text(rows)
+    assert text.splitlines()[0].startswith("student,seed,points,max_points,percent")
+    assert roster.exit_code(rows) == 0
+    (d / "bad.json").write_text('{"schema": "something-else"}')
+    with pytest.raises(Exception, match="not a `linklab check --json` result"):
+        roster.grade(d, None, lambda _m: None)
