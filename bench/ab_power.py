@@ -31,7 +31,7 @@ from linklab.report.points import group  # noqa: E402
 from linklab.report.runs import Run  # noqa: E402
 
 # What each kind of change must move, and where (a point's label -> whether it must show there).
-LINK_BOUND = 0.9  # a point is link-bound when A carried at least this share of its members' goodput
+LINK_BOUND = 0.95  # a point is link-bound when A carried at least this share of its members' goodput (the shaper held it)
 
 
 def goodput_fraction(mtu: float) -> float:
@@ -140,6 +140,8 @@ def main() -> int:
               f"{', '.join(f'{k}: {v}' for k, v in sorted(kinds.items()))[:60]:40} {r['wall_s'] or 0:.0f} s")
         out["changes"].append({"change": r["name"], "dir": str(r["dir"]), "ok": res.ok, "failed": kinds,
                                "must": must, "wall_s": r["wall_s"]})
+        if must.get("missed"):
+            print(f"    missed at: {'; '.join(must['missed'])}")
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=1, default=str))
     return 0
@@ -153,7 +155,8 @@ def expected(r: dict, res: verdict.Result, member_bps: float) -> dict:
 
     def caught(points: list[str], key: str, rule: str = "metric") -> dict:
         hit = [p for p in points if (p, key, rule) in failed]
-        return {"points": len(points), "caught": len(hit), "words": f"{key}: {len(hit)} of {len(points)} points"}
+        return {"points": len(points), "caught": len(hit), "missed": [p for p in points if p not in hit],
+                "words": f"{key}: {len(hit)} of {len(points)} points"}
 
     if "impair.rate" in text:
         bound = [lab for lab, p in a_points.items() if link_bound(p, member_bps)]

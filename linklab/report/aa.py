@@ -82,7 +82,9 @@ def measure(aa_runs: list[tuple[str, Run, Run]]) -> Spread:
     sums: dict[str, dict[str, list[float]]] = {}  # point -> metric -> [sum of d**2 terms, runs, within SS, within df]
     for _name, a, b in aa_runs:
         by_key = {q.key(): q for q in group(b)}
-        matched = [(p, by_key[p.key()]) for p in group(a) if p.key() in by_key and p.ok and by_key[p.key()].ok]
+        # Only points both arms measured on a quiet host: a run whose arm had nothing but repetitions
+        # other work disturbed tells what that work did, not what the machine does when nothing changed.
+        matched = [(p, by_key[p.key()]) for p in group(a) if p.key() in by_key and p.clean and by_key[p.key()].clean]
         for p, m, va, vb in cells(matched):
             ya, yb = scaled(m, va), scaled(m, vb)
             d = sum(yb) / len(yb) - sum(ya) / len(ya)
