@@ -74,7 +74,7 @@ class Spread:
 
 def measure(aa_runs: list[tuple[str, Run, Run]]) -> Spread:
     """The spread from A/A runs, each given as (its name, arm A's run, arm B's run)."""
-    from linklab.report.verdict import cells, scaled, sum_of_squares  # the verdict's own: one definition
+    from linklab.report.verdict import cells, quiet, scaled, sum_of_squares  # the verdict's own: one definition
 
     if not aa_runs:
         raise UsageError("no A/A run to measure the spread from", hint="`linklab aa EXPERIMENT --runs 20` records them")
@@ -83,8 +83,9 @@ def measure(aa_runs: list[tuple[str, Run, Run]]) -> Spread:
     for _name, a, b in aa_runs:
         by_key = {q.key(): q for q in group(b)}
         # Only points both arms measured on a quiet host: a run whose arm had nothing but repetitions
-        # other work disturbed tells what that work did, not what the machine does when nothing changed.
-        matched = [(p, by_key[p.key()]) for p in group(a) if p.key() in by_key and p.clean and by_key[p.key()].clean]
+        # that other work or the hypervisor disturbed tells what they did, not what the machine does
+        # when nothing changed.
+        matched = [(p, by_key[p.key()]) for p in group(a) if p.key() in by_key and quiet(p) and quiet(by_key[p.key()])]
         for p, m, va, vb in cells(matched):
             ya, yb = scaled(m, va), scaled(m, vb)
             d = sum(yb) / len(yb) - sum(ya) / len(ya)

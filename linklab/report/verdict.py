@@ -28,11 +28,11 @@ structure:
   path_mtu    another path MTU than A's           baseline   A has nothing measured at the point
   flag        over the run, B's repetitions carry a flag more often than A's beyond chance
               (Fisher's exact test, one side, at the same alpha); a flag that went away is harmless
-Flags about the host are the host's, not the lab's. A repetition measured while other work held
-the host (host_disturbed; the sweep measured it once more and it was still so) says how busy the
-machine was, not how the link behaved: a point's metrics are judged on its other repetitions, or
-on all of them when every one was disturbed (nothing is left unjudged). One measured while the
-hypervisor took the host's CPU (host_stolen) is judged like any other: it hit both arms alike.
+Flags about the host are the host's, not the lab's. A repetition measured while other work or
+the hypervisor took the host's CPU (host_disturbed, host_stolen) says how busy the machine was,
+not how the link behaved: a point's metrics are judged on its other repetitions, or on all of them
+when every one was so (what held the host then held it throughout, both arms alike; nothing is
+left unjudged).
 """
 
 from __future__ import annotations
@@ -125,9 +125,15 @@ def values(m: metrics.Metric, rows: list[dict[str, Any]]) -> list[float]:
 
 
 def quiet(p: Point) -> list[dict[str, Any]]:
-    """The repetitions a point's metrics are judged on: those measured while nothing else held the
-    host (not host_disturbed: linklab/measure/disturbance.py), or every one if none was."""
-    return p.clean or p.ok
+    """The repetitions measured while nothing else took the host's CPU (flagged neither
+    host_disturbed nor host_stolen: linklab/measure/disturbance.py)."""
+    return [r for r in p.ok if not set(row_flags(r)) & set(HOST_FLAGS)]
+
+
+def judged_rows(p: Point) -> list[dict[str, Any]]:
+    """The repetitions a point's metrics are judged on: its quiet ones, or every one if none was
+    (what held the host then held it throughout, both arms alike)."""
+    return quiet(p) or p.ok
 
 
 def cells(pairs: list[tuple[Point, Point]]) -> list[tuple[Point, metrics.Metric, list[float], list[float]]]:
@@ -135,7 +141,7 @@ def cells(pairs: list[tuple[Point, Point]]) -> list[tuple[Point, metrics.Metric,
     out = []
     for p, q in pairs:
         for m in metrics.METRICS:
-            if m.judged and (va := values(m, quiet(p))) and (vb := values(m, quiet(q))):
+            if m.judged and (va := values(m, judged_rows(p))) and (vb := values(m, judged_rows(q))):
                 out.append((p, m, va, vb))
     return out
 

@@ -171,6 +171,8 @@ def test_a_repetition_measured_on_a_busy_host_is_left_out_where_the_point_has_a_
     busy = {("rr", 9000, 2): {"flags": "host_disturbed", "flag_evidence": "other work 65 %"}}
     res = verdict.judge(a, _run("b", vals, extra=busy), paired=True)
     assert res.ok
+    stolen = {("rr", 9000, 2): {"flags": "host_stolen", "flag_evidence": "steal 31 %"}}  # the hypervisor's, likewise
+    assert len(_by(verdict.judge(a, _run("b", vals, extra=stolen), paired=True), "throughput")["mode=rr mtu=9000"].b) == 1
     assert _by(res, "throughput")["mode=rr mtu=9000"].b == pytest.approx((vals[("rr", 9000)]["throughput_bps"][0] * 1e-6,))
     # the same drop unflagged is a measurement like any other: judged with both repetitions
     assert len(_by(verdict.judge(a, _run("b", vals), paired=True), "throughput")["mode=rr mtu=9000"].b) == 2
