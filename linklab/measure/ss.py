@@ -26,9 +26,9 @@ from linklab.measure.base import Tool
 # The state column is left out when the command names one state (`state established`).
 _ADDRS = re.compile(r"^(?:(?P<state>[A-Z][A-Z0-9-]*)\s+)?(?P<recvq>\d+)\s+(?P<sendq>\d+)\s+(?P<local>\S+)\s+(?P<peer>\S+)")
 _MS = re.compile(r"(?P<key>busy|rwnd_limited|sndbuf_limited):(?P<ms>\d+)ms")
-_INT = re.compile(r"(?<![\w])(?P<key>mss|cwnd|ssthresh|snd_wnd|bytes_sent|bytes_acked|bytes_retrans|"
-                  r"data_segs_out|unacked|notsent|rcv_space|rcv_ssthresh|pmtu):(?P<v>\d+)")
-_RTT = re.compile(r"(?<![\w_])rtt:(?P<rtt>[\d.]+)/(?P<var>[\d.]+)")
+# TcpConn's integer fields, by the names ss gives them ("mss" not inside "advmss", "rtt" not in "minrtt").
+_INT = re.compile(r"(?<!\w)(?P<key>mss|cwnd|snd_wnd|bytes_sent|bytes_acked|bytes_retrans|unacked):(?P<v>\d+)")
+_RTT = re.compile(r"(?<!\w)rtt:(?P<rtt>[\d.]+)/[\d.]+")
 _APP_LIMITED = re.compile(r"(?<![\w])app_limited(?![\w:])")
 _RETRANS = re.compile(r"(?<![\w])retrans:\d+/(?P<total>\d+)")
 
@@ -101,8 +101,7 @@ def parse_tcp_info(text: str) -> list[TcpConn]:
         if r := _RETRANS.search(line):
             kw["retrans"] = int(r["total"])
         kw["app_limited"] = _APP_LIMITED.search(line) is not None
-        fields = {f for f in TcpConn.__dataclass_fields__}
-        conns.append(TcpConn(local=head["local"], peer=head["peer"], **{k: v for k, v in kw.items() if k in fields}))
+        conns.append(TcpConn(local=head["local"], peer=head["peer"], **kw))
         head = None
     return conns
 
