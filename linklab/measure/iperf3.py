@@ -187,6 +187,11 @@ class StreamResult:
     lost_percent: float | None = None
     out_of_order: int | None = None
     cwnd_samples: tuple[int, ...] = ()
+    # The receiver's advertised window as the sender last saw it in each non-omitted interval
+    # (3.12's snd_wnd): a window stuck small for a whole flow bounds it to window / RTT.
+    snd_wnd_mean: float | None = None
+    snd_wnd_min: int | None = None
+    snd_wnd_max: int | None = None
 
 
 @dataclass(frozen=True)
@@ -220,6 +225,9 @@ class Iperf3Result:
     sender_congestion: str | None
     receiver_congestion: str | None
     per_stream: tuple[StreamResult, ...] = field(default=(), repr=False)
+    snd_wnd_mean: float | None = None  # mean over streams of each one's mean advertised window
+    snd_wnd_min: int | None = None  # the smallest any stream saw in an interval
+    snd_wnd_max: int | None = None
 
     @property
     def throughput_bps(self) -> float:
@@ -241,7 +249,7 @@ class Iperf3Result:
                 "throughput_bps", "retransmits", "cwnd_mean", "cwnd_max", "rtt_mean_us", "rtt_min_us",
                 "rtt_max_us", "jitter_ms", "lost_packets", "packets", "lost_percent", "out_of_order",
                 "cpu_local_pct", "cpu_remote_pct", "cpu_sender_pct", "cpu_receiver_pct",
-                "sender_congestion", "receiver_congestion")
+                "sender_congestion", "receiver_congestion", "snd_wnd_mean", "snd_wnd_min", "snd_wnd_max")
         return {prefix + k: getattr(self, k) for k in keys}
 
 
@@ -300,12 +308,10 @@ def _sender_views(end_streams: list[dict], intervals: list[dict], server_doc: di
 def _tcp_stream(end_stream: dict, sview: dict | None, sintervals: list[dict]) -> StreamResult:
     snd, rcv = end_stream["sender"], end_stream.get("receiver") or {}
     sv = sview or {}
-    cwnds = tuple(
-        s["snd_cwnd"]
-        for iv in sintervals
-        for s in iv.get("streams", [])
-        if s.get("socket") == sv.get("socket") and "snd_cwnd" in s and not s.get("omitted")
-    )
+    mine = [s for iv in sintervals for s in iv.get("streams", [])
+            if s.get("socket") == sv.get("socket") and not s.get("omitted")]
+    cwnds = tuple(s["snd_cwnd"] for s in mine if "snd_cwnd" in s)
+    wnds = [s["snd_wnd"] for s in mine if s.get("snd_wnd")]
     return StreamResult(
         socket=snd["socket"],
         sent_bytes=snd["bytes"],
@@ -319,6 +325,9 @@ def _tcp_stream(end_stream: dict, sview: dict | None, sintervals: list[dict]) ->
         rtt_min_us=_nz(sv.get("min_rtt")),
         rtt_max_us=_nz(sv.get("max_rtt")),
         cwnd_samples=cwnds,
+        snd_wnd_mean=mean(wnds) if wnds else None,
+        snd_wnd_min=min(wnds) if wnds else None,
+        snd_wnd_max=_nz(sv.get("max_snd_wnd")),
     )
 
 
@@ -439,6 +448,9 @@ def parse_doc(doc: dict) -> Iperf3Result:
         sender_congestion=end.get("sender_tcp_congestion"),
         receiver_congestion=end.get("receiver_tcp_congestion"),
         per_stream=streams,
+        snd_wnd_mean=_opt_mean([s.snd_wnd_mean for s in streams]),
+        snd_wnd_min=_opt(min, [s.snd_wnd_min for s in streams]),
+        snd_wnd_max=_opt(max, [s.snd_wnd_max for s in streams]),
         **udp,
     )
 
@@ -489,4 +501,7 @@ def aggregate(results: Sequence[Iperf3Result]) -> Iperf3Result:
         sender_congestion=results[0].sender_congestion,
         receiver_congestion=results[0].receiver_congestion,
         per_stream=streams,
+        snd_wnd_mean=_opt_mean([s.snd_wnd_mean for s in streams]),
+        snd_wnd_min=_opt(min, [s.snd_wnd_min for s in streams]),
+        snd_wnd_max=_opt(max, [s.snd_wnd_max for s in streams]),
     )

@@ -75,8 +75,8 @@ class Servers:
 
 class ServerPool:
     """The iperf3 servers kept up from point to point: the next point reuses them when it wants
-    the same servers (node, ports) and they are still running, instead of stopping, starting and
-    waiting for them again. They listen on every address, so MTU, bond-mode and impairment
+    the same servers (node, ports, the node's sysctls) and they are still running, instead of
+    stopping, starting and waiting for them again. They listen on every address, so MTU, bond-mode and impairment
     changes leave them serving; the client always names its congestion control (see above)."""
 
     def __init__(self) -> None:
@@ -85,7 +85,13 @@ class ServerPool:
 
     def get(self, handle: LabHandle, server: str, client: str, port: int, count: int,
             interval: float | None = None) -> Servers:
-        key = (handle.name, server, client, port, count, interval)
+        # With the server node's sysctls: a connection a server accepts starts with the buffer its
+        # listening socket got from tcp_rmem when the server started (sockets copy their
+        # listener's), so a server kept up across a change of tcp_rmem would open every flow of
+        # the next points at the old default's window (captured: 56 588 B from the old 128 KiB
+        # default under a new "4096 32768 32768").
+        sysctls = tuple(sorted(handle.lab.node(server).sysctls.items()))
+        key = (handle.name, server, client, port, count, interval, sysctls)
         if self.servers is not None and self.key == key and all(p.poll() is None for p in self.servers.procs):
             return self.servers
         self.stop()

@@ -103,6 +103,87 @@ def beyond_bottleneck(lab: Lab, src: str, dst: str) -> dict[str, str]:
     return out
 
 
+# Bytes a TCP segment carries besides its payload: IP and TCP headers with the timestamp option
+# (which Linux sends by default), and the Ethernet header a shaper's rate counts.
+TCP_HEADERS = {4: 20 + 20 + 12, 6: 40 + 20 + 12}
+ETHERNET_HEADER = 14
+
+
+def goodput_fraction(mtu: float, family: int = 4, mss: int | None = None) -> float:
+    """TCP payload per byte a shaped link carries, at full-sized segments of the path's MTU (or of
+    iperf3's -M, which counts the timestamp option in: its payload is mss - 12). What netem's and
+    htb's rates deliver, measured within 1 % in the lab VM."""
+    headers = TCP_HEADERS.get(family, TCP_HEADERS[4])
+    payload = mtu - headers
+    if mss:
+        payload = min(payload, mss - 12)
+    return max(0.0, payload / (payload + headers + ETHERNET_HEADER))
+
+
+def path_mtu(lab: Lab, src: str, dst: str) -> int | None:
+    """The smallest MTU on the fewest-hop path src -> dst (its links' and its switches' ports')."""
+    path = _route(lab, src, dst) if src != dst else None
+    if not path:
+        return None
+    mtus = [link.mtu for here, there in zip(path, path[1:]) for link in lab.links
+            if any({p.a.node, p.b.node} == {here, there} for p in link.veths)]
+    mtus += [n.port_mtu for n in lab.nodes if n.name in path and n.port_mtu]
+    return min(mtus) if mtus else None
+
+
+def _spread_mode(lab: Lab, here: str, there: str) -> str | None:
+    """How `here` spreads one path's packets over its ports to `there`: its bond's mode (a host's or
+    a switch's LAG), its OVS bond's, or None (plain ports: a bridge sends to a MAC address through
+    one port)."""
+    for link in lab.links:
+        if not any({p.a.node, p.b.node} == {here, there} for p in link.veths):
+            continue
+        for bond in link.bonds:
+            if bond.node == here:
+                return bond.mode
+        for end in link.ends:
+            if end.node == here and end.ovs_bond is not None:
+                return end.ovs_bond.mode
+    return None
+
+
+def tcp_capacity_bps(lab: Lab, src: str, dst: str, src_members: int | None = None,
+                     dst_members: int | None = None) -> tuple[float, str] | None:
+    """The rate the path src -> dst can carry one host pair's TCP traffic at, in bits/s on the wire,
+    with the port that bounds it: the slowest hop, a hop being one port, or all of a balance-rr
+    bond's members (it sprays every flow's packets over them). Other bonds hash a flow, or a host
+    pair, onto one member, so they count one member unless measured: `src_members`, how many
+    members of the first hop carried the traffic (src's bond counters, tx), `dst_members` of the
+    last (dst's, rx).
+    None: no path, or no hop is shaped (nothing but the emulator's CPU bounds the path)."""
+    path = _route(lab, src, dst) if src != dst else None
+    best: tuple[float, str] | None = None
+    for here, there in zip(path or [], (path or [])[1:]):
+        ports = _egress(lab, here, there)
+        if not ports:
+            continue
+        rates = sorted(rate for _, rate in ports)
+        if _spread_mode(lab, here, there) == "balance-rr":
+            capacity = sum(rates)
+        else:
+            measured = src_members if here == src else dst_members if there == dst else None
+            capacity = rates[0] * max(1, min(len(rates), measured or 1))
+        if capacity != float("inf") and (best is None or capacity < best[0]):
+            best = (capacity, ports[0][0])
+    return best
+
+
+def tcp_goodput_bps(lab: Lab, src: str, dst: str, family: int = 4, mss: int | None = None,
+                    src_members: int | None = None, dst_members: int | None = None) -> float | None:
+    """What TCP could deliver from src to dst if only the links bounded it: the path's capacity
+    (tcp_capacity_bps) times the payload share of its full-sized segments (goodput_fraction at
+    the path's MTU). None where no shaped hop bounds the path."""
+    cap, mtu = tcp_capacity_bps(lab, src, dst, src_members, dst_members), path_mtu(lab, src, dst)
+    if cap is None or mtu is None:
+        return None
+    return cap[0] * goodput_fraction(mtu, family, mss)
+
+
 def bottleneck_bps(lab: Lab, src: str, dst: str) -> float | None:
     """The shaped rate the path src -> dst can carry at most: its slowest hop, a hop carrying
     what its ports carry together (a bond's members add up). None: no path, or no hop shaped."""
@@ -110,17 +191,3 @@ def bottleneck_bps(lab: Lab, src: str, dst: str) -> float | None:
     hops = [sum(rate for _, rate in _egress(lab, here, there)) for here, there in zip(path or [], (path or [])[1:])]
     slowest = min(hops, default=float("inf"))
     return None if slowest == float("inf") else slowest
-
-
-def path_mtu(lab: Lab, src: str, dst: str) -> int | None:
-    """The smallest MTU on the fewest-hop path src -> dst as the topology asks: every link it
-    crosses, and the ports of a switch that keeps its own (port_mtu). None: no path."""
-    path = _route(lab, src, dst) if src != dst else None
-    if path is None:
-        return None
-    mtus = []
-    for here, there in zip(path, path[1:]):
-        mtus += [link.mtu for link in lab.links for pair in link.veths
-                 if {pair.a.node, pair.b.node} == {here, there}]
-    mtus += [m for node in path if (m := lab.node(node).port_mtu)]
-    return min(mtus) if mtus else None

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from linklab.errors import UsageError
+from linklab.model.paths import goodput_fraction
 from linklab.report import metrics
 from linklab.report.points import Point, axis_value
 from linklab.report.published import same
@@ -219,12 +220,6 @@ KINDS: dict[str, Callable[[dict[str, Any], Context], tuple[str, str, list[Point]
 
 
 # -- mechanisms ------------------------------------------------------------------------------
-
-def goodput_fraction(mtu: float) -> float:
-    """TCP payload per wire byte at an MTU (IPv4+TCP with timestamps 52 B, Ethernet 14 B) —
-    what netem's rate delivers, measured within 1 % in the lab VM."""
-    return max(0.0, (mtu - 52) / (mtu + 14))
-
 
 def bound(points: list[Point], ctx: Context) -> str:
     """Per point: the share of what the links could carry, and the busiest core -> link-bound,

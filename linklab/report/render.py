@@ -224,10 +224,13 @@ def point_tables(run_report: RunReport, rep: Report) -> list[Block]:
                       f"measured (at scale {run_report.run.scale:g}).")]
     flagged = any(p.flags for p in run_report.points)
     if flagged:
-        out.append(Block("p", "Points marked ⚑ carry a disturbance flag in some repetitions (the emulator's core "
+        out.append(Block("p", "Points marked ⚑ carry a flag in some repetitions: a disturbance (the emulator's core "
                               "saturated, a queue dropped what no impairment asked for, or the host was busy with "
-                              "other work): their numbers may measure the emulator, not the link. Evidence: "
-                              "the Flags table below; figures ring them in red."))
+                              "other work), whose numbers may measure the emulator, not the link; or what held a TCP "
+                              "flow below 0.9 of what its path carries (rwnd_limited: the receiver's window, "
+                              "sndbuf_limited: the send buffer, cwnd_limited: the congestion window after loss, "
+                              "below_theory: nothing the kernel reported). Evidence: the Flags table below; figures "
+                              "ring them in red."))
     header = ["point", "reps", *(m.title for m in present), *(["flags"] if flagged else [])]
     body = []
     for p in run_report.points:

@@ -25,6 +25,7 @@ from linklab.measure.probes.nstat import StackCounters
 from linklab.measure.probes.ping import IdlePing, LoadPing
 from linklab.measure.probes.reorder import Reordering
 from linklab.measure.probes.switches import SwitchCounters
+from linklab.measure.probes.tcpinfo import SenderTcpInfo
 from linklab.measure.traffic import Traffic
 from linklab.model.resolved import Lab
 from linklab.sweep.experiment import Event
@@ -61,12 +62,15 @@ def probes_for(plan: PointPlan, wanted: Collection[str], handle: LabHandle, even
         probes.append(LoadPing(idle, tool.duration))
     if events:
         probes.append(FaultTimeline(events, fault_targets or {}))
+    if tool.protocol == "tcp":  # always: the limiting-factor flags read the sender's tcp_info
+        n = tool.streams if tool.parallel == "processes" else 1
+        probes.append(SenderTcpInfo(tuple(range(tool.port, tool.port + n)), tool.duration))
     if "cpu" in wanted:
         probes.append(CpuLoad())
     host_cpu = placement.host_cpu_probe()
     if host_cpu is not None:
         probes.append(host_cpu)  # last but one: it waits for the host's first sample after the window
-    probes.append(Disturbance(queues))
+    probes.append(Disturbance(queues, tool.mss))
     return probes
 
 

@@ -2,6 +2,8 @@
 
 from pathlib import Path
 
+import pytest
+
 from linklab.measure import disturbance as d
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "tools"
@@ -102,3 +104,99 @@ def test_drops_beyond_the_paths_bottleneck_are_the_emulators_burst():
     assert d.flags({}, drops, sent=sent)["flags"] == "queue_dropped"
     # a port beyond the bottleneck that dropped a handful (below QUEUE_DROP_PCT) is not flagged
     assert d.flags({}, {"s1/eth2 bfifo 10:": 2}, sent={"s1/eth2 bfifo 10:": 5_900}, beyond=beyond)["flags"] == ""
+
+
+# --- what held a TCP flow below its path: captured in the lab VM (tests/data/tools/README.md) ----
+
+# The lab the captures ran on: 1 Gbit/s at scale 0.1 (100 Mbit/s), 5 ms each way, MTU 9000.
+JUMBO_5MS = "name: win\nhosts: {h1: {}, h2: {}}\nlinks: [{name: wire, endpoints: [h1, h2], mtu: 9000, " \
+            "impair: {rate: 1gbit, delay: 5ms}}]\n"
+
+
+@pytest.fixture(scope="module")
+def theory(tmp_path_factory):
+    from linklab.model import Context, load_topology, resolve
+    from linklab.model.paths import tcp_goodput_bps
+    p = tmp_path_factory.mktemp("lab") / "win.yaml"
+    p.write_text(JUMBO_5MS)
+    return tcp_goodput_bps(resolve(load_topology(p), Context(auto_scale=0.1)), "h1", "h2")
+
+
+def captured(iperf3: str, ss: str | None = None, **extra) -> dict:
+    """A row as the sweep builds it: iperf3's, then the sender's tcp_info, then other probes'."""
+    from linklab.measure.iperf3 import parse_result
+    from linklab.measure.ss import limits_row, parse_tcp_info
+    row = parse_result((DATA / iperf3).read_text()).row("")
+    if ss:
+        row.update(limits_row(parse_tcp_info((DATA / ss).read_text())))
+    return {**row, **extra}
+
+
+def named(f: dict) -> dict:
+    return dict(zip(f["flags"].split(";"), f["flag_evidence"].split("; ")))
+
+
+def test_the_path_theory_of_the_captures(theory):
+    assert theory == pytest.approx(100e6 * 8948 / 9014)  # 99.27 Mbit/s
+
+
+def test_a_receiver_window_that_never_grew_is_named_with_the_kernels_figures(theory):
+    # The receiver's buffer held at its initial 128 KiB: a 56 588-byte window for the whole 6 s,
+    # 34.2 Mbit/s at a 12.6 ms RTT, 0.34 of the path; tcp_info: 4544 of 4560 ms rwnd-limited.
+    f = d.flags(captured("iperf3_tcp_rwnd_limited.json", "ss_tcp_info_rwnd_limited.txt"), theory_bps=theory)
+    assert f["flags"] == "rwnd_limited"
+    ev = named(f)["rwnd_limited"]
+    assert ev.startswith("the receiver's window held the sender: goodput 34.2 Mbit/s, 0.34 of the 99.3 Mbit/s"), ev
+    assert "56.59 kB on average" in ev and "35.8 Mbit/s at RTT 12.6 ms" in ev and "rwnd_limited 100%" in ev, ev
+
+
+def test_without_tcp_info_the_smallest_window_iperf3_saw_names_it(theory):
+    # ss read after the flow ended (nothing left): iperf3's snd_wnd alone. A window stuck at its
+    # initial 56 704 bytes for the first 2 of 6 s, then 3.1 MB: 0.75 of the path.
+    f = d.flags(captured("iperf3_tcp_mtu9000_stuck_2s.json", "ss_tcp_info_after_flow.txt"), theory_bps=theory)
+    assert f["flags"] == "rwnd_limited" and "as little as 56.7 kB = 21.2 Mbit/s" in f["flag_evidence"], f
+    assert d.flags(captured("iperf3_tcp_rwnd_limited.json"), theory_bps=theory)["flags"] == "rwnd_limited"
+
+
+def test_flows_the_link_bounded_carry_no_limit(theory):
+    # 98.1 and 98.8 Mbit/s (one stream, four): 0.99 of the path, rwnd-limited 0.7 % and 1.5 %.
+    assert d.flags(captured("iperf3_tcp_mtu9000_5ms.json", "ss_tcp_info_mtu9000.txt"), theory_bps=theory)["flags"] == ""
+    assert d.flags(captured("iperf3_tcp_mtu9000_p4.json", "ss_tcp_info_p4.txt"), theory_bps=theory)["flags"] == ""
+
+
+def test_a_small_send_buffer_is_named(theory):
+    # tcp_wmem 16 kB: 38.0 Mbit/s; the kernel counted 12 ms sndbuf-limited but the sender kept
+    # 7 of its 63 cwnd segments in flight with a 1.6 MB window open.
+    f = d.flags(captured("iperf3_tcp_wmem16k.json", "ss_tcp_info_wmem16k.txt"), theory_bps=theory)
+    assert f["flags"] == "sndbuf_limited" and "11% of cwnd in flight" in f["flag_evidence"], f
+
+
+def test_loss_is_named_when_no_window_held_the_sender(theory):
+    # 68.2 Mbit/s, 10 retransmits, a 3.1 MB window: the congestion window after loss.
+    f = d.flags(captured("iperf3_tcp_mtu9000_loss.json"), theory_bps=theory)
+    assert f["flags"] == "cwnd_limited" and "after 10 retransmits" in f["flag_evidence"], f
+    assert "mean cwnd 298.3 kB" in f["flag_evidence"], f
+
+
+def test_another_flag_names_the_cause_unless_a_window_held_the_sender(theory):
+    busy = {"cpu0_busy_pct": 97.0, "cpu1_busy_pct": 40.0}
+    f = d.flags(captured("iperf3_tcp_wmem16k.json", "ss_tcp_info_wmem16k.txt", **busy), theory_bps=theory)
+    assert f["flags"] == "core_saturated"  # the core, not a guess at the buffer
+    f = d.flags(captured("iperf3_tcp_mtu9000_loss.json", **busy), theory_bps=theory)
+    assert f["flags"] == "core_saturated"
+    f = d.flags(captured("iperf3_tcp_rwnd_limited.json", "ss_tcp_info_rwnd_limited.txt", **busy), theory_bps=theory)
+    assert f["flags"] == "core_saturated;rwnd_limited" and len(f["flag_evidence"].split("; ")) == 2
+
+
+def test_the_share_of_theory_is_two_sided_and_what_is_not_tcp_or_has_no_theory_is_not_judged(theory):
+    row = captured("iperf3_tcp_mtu9000_p4.json", "ss_tcp_info_p4.txt")  # 98.8 Mbit/s, no retransmits
+    at = row["throughput_bps"] / d.THEORY_SHARE
+    assert d.flags(row, theory_bps=at * 0.999)["flags"] == ""
+    f = d.flags(row, theory_bps=at * 1.001)  # just below the share: named, and nothing explains it
+    assert f["flags"] == "below_theory" and "0.90 of the" in f["flag_evidence"], f
+    assert d.flags(row, theory_bps=None)["flags"] == ""
+    assert d.flags(captured("iperf3_udp_loss.json"), theory_bps=1e9)["flags"] == ""
+
+
+def test_every_flag_is_listed():
+    assert set(d.LIMIT_FLAGS) <= set(d.FLAGS) and len(set(d.FLAGS)) == len(d.FLAGS)

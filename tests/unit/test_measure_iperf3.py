@@ -119,6 +119,29 @@ def test_omitted_intervals_do_not_enter_cwnd_mean():
     assert s.cwnd_max == 109296
 
 
+def test_the_receivers_advertised_window_as_the_sender_saw_it():
+    # 3.12 writes snd_wnd per interval and max_snd_wnd per stream; omitted intervals left out.
+    r = load("iperf3_tcp6_cubic_omit.json")
+    assert (r.snd_wnd_mean, r.snd_wnd_min, r.snd_wnd_max) == (pytest.approx(726784.0), 726016, 727040)
+    # A window-limited flow (captured in the lab VM: the receiver's buffer held at 128 KiB,
+    # MTU 9000): 56 588 bytes in every interval of 6 s.
+    w = load("iperf3_tcp_rwnd_limited.json")
+    assert (w.snd_wnd_mean, w.snd_wnd_min, w.snd_wnd_max) == (56588, 56588, 56588)
+    assert w.row()["snd_wnd_min"] == 56588
+    # A window stuck at its initial 56 704 bytes for the first two of six intervals, then open.
+    stuck = load("iperf3_tcp_mtu9000_stuck_2s.json")
+    assert stuck.snd_wnd_min == 56704 and stuck.snd_wnd_max == 3145728
+    # Streams combine: the mean of their means, the smallest and largest any saw.
+    p4 = load("iperf3_tcp_mtu9000_p4.json")
+    assert p4.snd_wnd_min == min(s.snd_wnd_min for s in p4.per_stream) and len(p4.per_stream) == 4
+    assert p4.snd_wnd_mean == pytest.approx(sum(s.snd_wnd_mean for s in p4.per_stream) / 4)
+    # Reverse: the sender's view comes from the server's output; UDP has none.
+    assert load("iperf3_tcp_reverse_json_server.json").snd_wnd_min == 279552
+    assert load("iperf3_udp_loss.json").snd_wnd_mean is None
+    both = aggregate([load("iperf3_multi_proc_port5201.json"), load("iperf3_multi_proc_port5202.json")])
+    assert both.snd_wnd_max == max(s.snd_wnd_max for s in both.per_stream)
+
+
 def test_reverse_without_json_server_has_no_sender_view():
     r = load("iperf3_tcp_reverse_p2_server_output.json")
     assert r.reverse and r.streams == 2

@@ -105,3 +105,62 @@ def test_unshaped_ports_bound_nothing(tmp_path):
                    .replace("{name: c, endpoints: [s2, h2], impair: {rate: 1gbit}}", "{name: c, endpoints: [s2, h2]}")
                    .replace("RATE_B", "100mbit"), Context(auto_scale=1.0))
     assert beyond_bottleneck(lab, "h1", "h2") == {"s2/eth2": "s1/eth2"}
+
+
+# --- what TCP could deliver if only the links bounded it ------------------------------------
+
+def test_goodput_fraction_counts_headers_per_family_and_mss():
+    from linklab.model.paths import goodput_fraction
+    assert goodput_fraction(1500) == pytest.approx(1448 / 1514)
+    assert goodput_fraction(9000) == pytest.approx(8948 / 9014)
+    assert goodput_fraction(1500, family=6) == pytest.approx(1428 / 1514)
+    # iperf3 -M 1000 (the timestamp option inside it): 988-byte payloads in 1054-byte frames
+    assert goodput_fraction(1500, mss=1000) == pytest.approx(988 / 1054)
+    assert goodput_fraction(40) == 0.0
+
+
+def test_one_delayed_jumbo_link(tmp_path):
+    from linklab.model.paths import goodput_fraction, path_mtu, tcp_goodput_bps
+    lab = lab_from(tmp_path, "name: w\nhosts: {h1: {}, h2: {}}\nlinks: [{name: wire, endpoints: [h1, h2], "
+                             "mtu: 9000, impair: {rate: 1gbit, delay: 5ms}}]\n", Context(auto_scale=0.1))
+    assert path_mtu(lab, "h1", "h2") == 9000
+    assert tcp_goodput_bps(lab, "h1", "h2") == pytest.approx(100e6 * goodput_fraction(9000))  # 99.27 Mbit/s
+    assert tcp_goodput_bps(lab, "h2", "h1", family=6) == pytest.approx(100e6 * goodput_fraction(9000, 6))
+
+
+BONDED = """
+name: b
+hosts: {h1: {}, h2: {}}
+links:
+  - {name: bond, endpoints: [h1, h2], mtu: 1500, bond: {members: 2, mode: MODE}, impair: {rate: 1gbit}}
+"""
+
+
+@pytest.mark.parametrize("mode, members, measured", [("balance-rr", 2, None), ("802.3ad", 1, None),
+                                                     ("802.3ad", 2, 2), ("802.3ad", 2, 5),
+                                                     ("balance-xor", 1, 1), ("active-backup", 1, None)])
+def test_a_bond_counts_the_members_one_flow_can_use(tmp_path, mode, members, measured):
+    # balance-rr sprays every flow over both members; a hashing mode puts a host pair's flows on
+    # one unless its counters showed more carrying them (never more than it has).
+    from linklab.model.paths import goodput_fraction, tcp_capacity_bps, tcp_goodput_bps
+    lab = lab_from(tmp_path, BONDED.replace("MODE", mode), Context(auto_scale=0.1))
+    got = tcp_goodput_bps(lab, "h1", "h2", src_members=measured)
+    assert got == pytest.approx(members * 100e6 * goodput_fraction(1500))
+    assert tcp_capacity_bps(lab, "h1", "h2", src_members=measured)[1].startswith("h1/")
+
+
+def test_the_slowest_hop_and_the_smallest_mtu_bound_the_path(tmp_path):
+    from linklab.model.paths import goodput_fraction, path_mtu, tcp_capacity_bps, tcp_goodput_bps
+    lab = lab_from(tmp_path, CHAIN.replace("RATE_B", "100mbit"), Context(auto_scale=1.0))
+    assert tcp_capacity_bps(lab, "h1", "h2") == (100e6, "s1/eth2")
+    assert tcp_goodput_bps(lab, "h1", "h2") == pytest.approx(100e6 * goodput_fraction(1500))
+    ports = lab_from(tmp_path, CHAIN.replace("RATE_B", "100mbit").replace("s2: {kind: bridge}",
+                                                                          "s2: {kind: bridge, port_mtu: 1400}"))
+    assert path_mtu(ports, "h1", "h2") == 1400
+
+
+def test_an_unshaped_path_has_no_theory(tmp_path):
+    from linklab.model.paths import tcp_goodput_bps
+    lab = lab_from(tmp_path, "name: u\nhosts: {a: {}, b: {}, c: {}}\nlinks: [{endpoints: [a, b], impair: {delay: 5ms}}]\n")
+    assert tcp_goodput_bps(lab, "a", "b") is None
+    assert tcp_goodput_bps(lab, "a", "c") is None  # no path at all

@@ -17,6 +17,7 @@ from linklab.measure.probes.nstat import StackCounters
 from linklab.measure.probes.ping import IdlePing, LoadPing
 from linklab.measure.probes.reorder import Reordering
 from linklab.measure.probes.switches import SwitchCounters
+from linklab.measure.probes.tcpinfo import SenderTcpInfo
 from linklab.model import Context, load_topology, resolve
 from linklab.sweep import measure_rep, phases
 from linklab.sweep.experiment import Event
@@ -35,19 +36,21 @@ class Plan:
 
     class tool:  # noqa: N801 -- the experiment's tool settings
         duration, port, ping_count, ping_interval = 5.0, 5201, 3, 0.2
+        protocol, streams, parallel, mss = "tcp", 1, "threads", None
 
 
 @pytest.mark.parametrize("wanted,kinds", [
-    (["throughput"], [QueueCounters, Disturbance]),
+    # a TCP flow's sender is always read (its tcp_info names what limited it)
+    (["throughput"], [QueueCounters, SenderTcpInfo, Disturbance]),
     # E1: bond spread, TCP counters, CPU
-    (["throughput", "cpu", "bond_counters", "nstat"], [QueueCounters, StackCounters, CpuLoad, Disturbance]),
+    (["throughput", "cpu", "bond_counters", "nstat"], [QueueCounters, StackCounters, SenderTcpInfo, CpuLoad, Disturbance]),
     # E2/E5: the load ping after the idle one it is compared with, the CPU sampler last
     (["throughput", "ping", "ping_load", "reorder", "cpu", "bond_counters", "nstat"],
-     [IdlePing, QueueCounters, StackCounters, Reordering, LoadPing, CpuLoad, Disturbance]),
+     [IdlePing, QueueCounters, StackCounters, Reordering, LoadPing, SenderTcpInfo, CpuLoad, Disturbance]),
     # E3: the switches reset before the idle ping, whose first packet then crosses the controller
-    (["throughput", "ping", "switch_counters"], [SwitchCounters, IdlePing, QueueCounters, Disturbance]),
+    (["throughput", "ping", "switch_counters"], [SwitchCounters, IdlePing, QueueCounters, SenderTcpInfo, Disturbance]),
     # a load ping alone still measures the idle RTT it is compared with
-    (["ping_load"], [IdlePing, QueueCounters, LoadPing, Disturbance]),
+    (["ping_load"], [IdlePing, QueueCounters, LoadPing, SenderTcpInfo, Disturbance]),
 ])
 def test_an_experiments_measure_list_chooses_the_probes_in_their_order(monkeypatch, wanted, kinds):
     monkeypatch.delenv("LINKLAB_IN_VM", raising=False)  # natively: no host-CPU probe
@@ -64,18 +67,27 @@ def test_in_the_lab_vm_placement_adds_the_host_cpu_probe_before_the_judgement(mo
     monkeypatch.setenv("LINKLAB_IN_VM", "1")
     monkeypatch.setenv("LINKLAB_STATE_DIR", str(tmp_path))
     probes = measure_rep.probes_for(Plan, ["throughput"], handle())
-    assert [type(p) for p in probes] == [QueueCounters, HostCpu, Disturbance]
-    assert probes[1].path == tmp_path / "vm" / "host-cpu.json"
+    assert [type(p) for p in probes] == [QueueCounters, SenderTcpInfo, HostCpu, Disturbance]
+    assert probes[2].path == tmp_path / "vm" / "host-cpu.json"
     # A command the VM's host forwarded reads the file the host writes, whatever its state directory.
     monkeypatch.setenv("LINKLAB_HOST_CPU_FILE", "/work/x/.linklab/vm/host-cpu.json")
-    assert measure_rep.probes_for(Plan, ["throughput"], handle())[1].path == Path("/work/x/.linklab/vm/host-cpu.json")
+    assert measure_rep.probes_for(Plan, ["throughput"], handle())[2].path == Path("/work/x/.linklab/vm/host-cpu.json")
 
 
 def test_events_add_the_fault_timeline_with_their_targets(monkeypatch):
     monkeypatch.delenv("LINKLAB_IN_VM", raising=False)
     events = [Event(at=2, set="links[bond].bond.member[0].state=down")]
     probes = measure_rep.probes_for(Plan, ["throughput"], handle(), events, {})
-    assert [type(p) for p in probes] == [QueueCounters, FaultTimeline, Disturbance]
+    assert [type(p) for p in probes] == [QueueCounters, FaultTimeline, SenderTcpInfo, Disturbance]
+
+
+def test_the_senders_tcp_info_is_read_on_every_servers_port_and_not_for_udp(monkeypatch):
+    monkeypatch.delenv("LINKLAB_IN_VM", raising=False)
+    procs = type("P", (Plan,), {"tool": type("tool", (Plan.tool,), {"streams": 3, "parallel": "processes"})})
+    (tcp,) = [p for p in measure_rep.probes_for(procs, ["throughput"], handle()) if isinstance(p, SenderTcpInfo)]
+    assert tcp.tool.ports == (5201, 5202, 5203) and tcp.duration == 5.0
+    udp = type("P", (Plan,), {"tool": type("tool", (Plan.tool,), {"protocol": "udp"})})
+    assert [type(p) for p in measure_rep.probes_for(udp, ["throughput"], handle())] == [QueueCounters, Disturbance]
 
 
 class TcpPlan(Plan):

@@ -114,6 +114,26 @@ def test_report_files_statistics_published_and_findings(tmp_path, experiments):
     assert "core_saturated 1/2, queue_dropped 1/2, reordering 1/2 |" in text and "| ⚑ 802.3ad" not in text
 
 
+def test_a_limiting_factor_flag_is_listed_like_the_others(tmp_path, experiments):
+    # A repetition flagged as the sweep flags it (measure/disturbance.py) from captured real output:
+    # a receiver window held at 56 588 bytes, 0.34 of the path.
+    from linklab.measure import disturbance
+    from linklab.measure.iperf3 import parse_result
+    from linklab.measure.ss import limits_row, parse_tcp_info
+    tools = Path(__file__).resolve().parent.parent / "data" / "tools"
+    row = {**parse_result((tools / "iperf3_tcp_rwnd_limited.json").read_text()).row(""),
+           **limits_row(parse_tcp_info((tools / "ss_tcp_info_rwnd_limited.txt").read_text()))}
+    row.update(disturbance.flags(row, theory_bps=99.27e6), preflight_ok=True)
+    manifest = {"fingerprint": "fp", "matrix": {"bond_mode": ["802.3ad", "balance-rr"], "streams": [1]}, "points": 2,
+                "repetitions": 1, "scale": 0.1, "experiment_file": str(experiments / "demo.yaml")}
+    store = ResultsStore.create(tmp_path, "demo", manifest, now=datetime(2024, 1, 1))
+    store.record(POINTS[0], 1, {"iperf3.json": "{}"}, row)
+    store.record(POINTS[1], 1, {"iperf3.json": "{}"}, {**row, "flags": "", "flag_evidence": ""})
+    text = write_report(store.path, figures=False)[1]
+    assert "| ⚑ 802.3ad |" in text and "rwnd_limited 1/1 |" in text and "rwnd_limited: the receiver's window" in text
+    assert "| 802.3ad | 1 | rwnd_limited | the receiver's window held the sender: goodput 34.2 Mbit/s, 0.34 of" in text
+
+
 def test_a_report_without_figures_has_the_same_text_and_never_imports_matplotlib(tmp_path, experiments):
     # The kernel tier checks a real sweep's report this way: matplotlib costs ~1 min to import in
     # the lab VM. In a fresh interpreter, since this one may have imported it for another test.

@@ -5,6 +5,7 @@ import json
 import threading
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -222,7 +223,9 @@ def test_server_pool_keeps_servers_up_across_points_that_want_the_same_ones(monk
     stopped = []
     monkeypatch.setattr(traffic, "start_servers", fake_start)
     monkeypatch.setattr(traffic.Servers, "stop", lambda self: stopped.append(self))
-    handle = type("H", (), {"name": "t"})()
+    sysctls = {"h2": {}, "h3": {}}
+    lab = SimpleNamespace(node=lambda name: SimpleNamespace(sysctls=dict(sysctls[name])))
+    handle = SimpleNamespace(name="t", lab=lab)
     pool = traffic.ServerPool()
     first = pool.get(handle, "h2", "h1", 5201, 1)
     assert pool.get(handle, "h2", "h1", 5201, 1) is first and len(started) == 1  # same servers wanted: reused
@@ -233,8 +236,14 @@ def test_server_pool_keeps_servers_up_across_points_that_want_the_same_ones(monk
     third = pool.servers
     # a point with events wants servers reporting every 0.1 s: started again with it
     assert pool.get(handle, "h3", "h1", 5201, 1, 0.1) is not third and stopped == [first, second, third]
+    fourth = pool.servers
+    assert pool.get(handle, "h3", "h1", 5201, 1, 0.1) is fourth
+    # the server node's tcp_rmem changed (a sysctl profile): its listener would hand the old
+    # default buffer to every connection it accepts, so the servers start again
+    sysctls["h3"]["net.ipv4.tcp_rmem"] = "4096 65536 65536"
+    assert pool.get(handle, "h3", "h1", 5201, 1, 0.1) is not fourth and stopped[-1] is fourth
     pool.stop()
-    assert len(stopped) == 4 and pool.servers is None
+    assert len(stopped) == 5 and pool.servers is None
 
 
 def test_a_point_that_changes_only_tool_settings_does_not_reconfigure_the_lab(tmp_path, monkeypatch):

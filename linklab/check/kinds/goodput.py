@@ -49,6 +49,8 @@ def theory_bps(lab: Lab, src: str, dst: str, protocol: str, mtu: int | None = No
     mtu = mtu or paths.path_mtu(lab, src, dst)
     if rate is None or mtu is None:
         return None
+    if protocol == "tcp":
+        return rate * paths.goodput_fraction(mtu)  # the sweeps' theory too (linklab/model/paths.py)
     return rate * max(0.0, (mtu - OVERHEAD[protocol]) / (mtu + 14))
 
 

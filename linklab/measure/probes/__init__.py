@@ -7,7 +7,9 @@
   nstat.py      StackCounters: the two sides' TCP/UDP counters
   switches.py   SwitchCounters: packet-ins, datapath misses, port drops
   faults.py     FaultTimeline: the experiment's events, and the outage each caused
-  judgement.py  Disturbance: the flags that say a repetition measured the emulator
+  tcpinfo.py    SenderTcpInfo: what held the TCP sender back (its tcp_info, near the flow's end)
+  judgement.py  Disturbance: the flags that say a repetition measured the emulator, or what
+                held its flow below what the path carries
 The host's CPU (linklab/vm/hostcpu.py: HostCpu) is a probe too, supplied by linklab/placement.py
 where the lab runs in the lab VM.
 """

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from linklab import lab, state
+from linklab.measure.disturbance import FLAGS
 from linklab.model import load_topology
 from linklab.model.resolve import resolve
 from linklab.report import metrics
@@ -23,7 +24,7 @@ from linklab.units import parse_rate
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 MEMBER_BPS = 100e6  # 1 Gbit/s members at scale 0.1
-KNOWN_FLAGS = {"core_saturated", "queue_dropped", "host_disturbed", "host_stolen", "emulator_rtt", "emulator_burst"}  # measure/disturbance.py
+KNOWN_FLAGS = set(FLAGS)
 GSO_MAX_BYTES = 65536  # veth's gso_max_size: the largest packet a qdisc sees
 
 
