@@ -1,0 +1,81 @@
+"""The verdict on real A/B runs (tests/data/ab/README.md): nothing found where nothing changed,
+each real change found where it must show, and a regression that gets worse found whatever its
+repetitions carry (the old gate's confirmation passed such a point as "not confirmed")."""
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+from linklab.report import aa, verdict
+from linklab.report.runs import Run
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "ab"
+SPREAD = aa.Spread.load(DATA / "e1-aa-spread.json")
+
+
+def arms(name: str) -> tuple[Run, Run]:
+    return Run.load(DATA / name / "a"), Run.load(DATA / name / "b")
+
+
+def judge(a: Run, b: Run) -> verdict.Result:
+    return verdict.judge(a, b, paired=True, aa=SPREAD)
+
+
+def points(res: verdict.Result, key: str) -> dict[str, verdict.Check]:
+    return {c.point: c for c in res.checks if c.metric is not None and c.metric.key == key}
+
+
+def test_nothing_changed_nothing_found():
+    res = judge(*arms("e1-aa"))
+    assert res.ok, verdict.render(res)
+    assert len([c for c in res.checks if c.metric is not None]) > 100  # every point and judged metric
+
+
+def test_every_link_at_nine_tenths_is_found_at_every_link_bound_point_with_its_ratio():
+    res = judge(*arms("e1-rate090"))
+    tp = points(res, "throughput_mbps")
+    bound = [p for p in tp if p.startswith("802.3ad")]  # one member each, held by its shaper (0.99 of theory)
+    assert len(bound) == 6
+    for p in bound + [verdict.EVERY_POINT]:
+        assert tp[p].verdict == verdict.FAIL, (p, tp[p].interval_text())
+        assert 0.88 <= tp[p].ratio <= 0.92 and tp[p].high < 0  # x0.90 measured, "no change" excluded
+
+
+def test_two_milliseconds_more_delay_is_found_in_the_tcp_rtt_at_nearly_every_point():
+    res = judge(*arms("e1-delay2ms"))
+    rtt = points(res, "tcp_rtt_ms")
+    up = [p for p, c in rtt.items() if c.verdict == verdict.FAIL and c.effect > 0]
+    assert len(up) >= 10 and verdict.EVERY_POINT in up, {p: c.interval_text() for p, c in rtt.items()}
+
+
+def _scaled(rows, at, factor, column="throughput_bps"):
+    for r in rows:
+        if all(str(r.get(k)) == str(v) for k, v in at.items()):
+            r[column] = float(r[column]) * factor
+
+
+AT = {"bond_mode": "802.3ad", "mtu": 1500, "streams": 1}
+
+
+@pytest.mark.parametrize("also", ["", "host_disturbed", "retransmits"])
+def test_a_regression_that_gets_worse_fails_whatever_else_its_repetitions_carry(also):
+    # The real A/A run with B's point 40 % slower in every repetition: alone, with every one of
+    # them measured on a busy host, or failing another metric too. Each fails, at that point.
+    a, b = arms("e1-aa")
+    rows = copy.deepcopy(b.rows)
+    _scaled(rows, AT, 0.6)
+    if also == "host_disturbed":
+        for r in rows:
+            if all(str(r.get(k)) == str(v) for k, v in AT.items()):
+                r["flags"], r["flag_evidence"] = "host_disturbed", "host 99 % busy, other work 60 %"
+    if also == "retransmits":
+        _scaled(rows, AT, 50.0, "retransmits")
+    res = judge(a, Run(b.path, b.manifest, rows))
+    failed = {(c.point, c.what) for c in res.failures}
+    assert ("802.3ad mtu=1500 streams=1", "throughput (Mbit/s)") in failed, verdict.render(res)
+    assert points(res, "throughput_mbps")["802.3ad mtu=1500 streams=1"].ratio == pytest.approx(0.6, abs=0.03)  # x0.6 on what A/A measured there (x0.98)
+    if also == "retransmits":
+        assert ("802.3ad mtu=1500 streams=1", "retransmits per GB sent (/GB)") in failed
+    assert json.dumps(verdict.as_json(res))  # and it says so, machine-readable too
