@@ -70,12 +70,14 @@ def test_a_regression_that_gets_worse_fails_whatever_else_its_repetitions_carry(
         for r in rows:
             if all(str(r.get(k)) == str(v) for k, v in AT.items()):
                 r["flags"], r["flag_evidence"] = "host_disturbed", "host 99 % busy, other work 60 %"
-    if also == "retransmits":
-        _scaled(rows, AT, 50.0, "retransmits")
+    if also == "retransmits":  # a queue that now overflows: thousands of segments sent again
+        for r in rows:
+            if all(str(r.get(k)) == str(v) for k, v in AT.items()):
+                r["retransmits"] = float(r.get("retransmits") or 0) + 3000
     res = judge(a, Run(b.path, b.manifest, rows))
     failed = {(c.point, c.what) for c in res.failures}
     assert ("802.3ad mtu=1500 streams=1", "throughput (Mbit/s)") in failed, verdict.render(res)
-    assert points(res, "throughput_mbps")["802.3ad mtu=1500 streams=1"].ratio == pytest.approx(0.6, abs=0.03)  # x0.6 on what A/A measured there (x0.98)
+    assert points(res, "throughput_mbps")["802.3ad mtu=1500 streams=1"].ratio == pytest.approx(0.6, abs=0.05)  # x0.6 on what A/A measured there (x0.95-1.0)
     if also == "retransmits":
         assert ("802.3ad mtu=1500 streams=1", "retransmits per GB sent (/GB)") in failed
     assert json.dumps(verdict.as_json(res))  # and it says so, machine-readable too
