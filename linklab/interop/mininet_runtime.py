@@ -194,6 +194,19 @@ def configure(net, mininet_shaping):
         intf.ip, intf.prefixLen = a["ipv4"].split("/")
 
 
+def run_exec(net):
+    """Each node's exec: commands, in the node, in order, each exit code checked (a failure stops
+    the script naming the node, the command, its exit code and output), nodes one after another."""
+    for name, cmds in LAB["exec"].items():
+        for i, argv in enumerate(cmds):
+            rc, out = run(net[name], argv, check=False)
+            if rc != 0:
+                raise RuntimeError("node %s: exec command %d of %d exited %d: %s\n%s"
+                                   % (name, i + 1, len(cmds), rc, " ".join(shlex.quote(a) for a in argv), out.strip()))
+    if LAB["exec"]:
+        info("*** exec: commands ran in %s\n" % ", ".join(LAB["exec"]))
+
+
 def start_controllers(manager, started):
     """Each OVS switch's os-ken app (CONTROLLER_APPS, written to a temporary directory), run by
     osken-manager on 127.0.0.1 as linklab runs it, without waiting: os-ken imports for ~20 s
@@ -339,6 +352,7 @@ def main():
         configure(net, args.mininet_shaping)
         wait_listening(starting)
         wait_connected(net)
+        run_exec(net)
         info("*** linklab lab %s ready\n" % LAB["name"])
         if args.test:
             ok = checks(net)

@@ -10,7 +10,9 @@ linklab/model/checks.py.
 from __future__ import annotations
 
 import ipaddress
+import os
 import re
+from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
@@ -218,23 +220,55 @@ CONTAINER_ONLY = ("image", "cmd", "env", "binds")
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-def _cmd(v):
-    # `cmd: sleep infinity` is split like a shell would (no shell runs it); a list is taken as is.
+def _words(v, what: str):
+    # A command written as one string is split into words as a shell would split it, and no shell
+    # runs it: containerlab does the same with its `exec:` strings (exec/exec.go: shlex.Split), so
+    # a command imported from it runs here as there. Pipes, redirections and `&&` need a shell
+    # named in the command (`sh -c '...'`), as in containerlab. A list is taken as is.
     if isinstance(v, str):
         import shlex
         try:
             return shlex.split(v)
         except ValueError as e:
-            raise ValueError(f"cmd {v!r} cannot be split into words: {e}") from None
+            raise ValueError(f"{what} {v!r} cannot be split into words: {e}") from None
     return v
+
+
+def _cmd(v):
+    return _words(v, "cmd")
+
+
+def _command(v):
+    words = _words(v, "command")
+    if isinstance(words, list) and not words:
+        raise ValueError("an empty command: write the program and its arguments")
+    return words
+
+
+# One command of a node's `exec:` list: "ip addr add 192.0.2.1/24 dev eth1" or an argv list.
+Command = Annotated[list[str], BeforeValidator(_command, json_schema_input_type=str | list[str]),
+                    Field(min_length=1)]
+EXEC_HELP = "commands run in the node, in order, once the lab is up"
+
+BIND_HELP = ("write HOST_PATH:/container/path, optionally :ro or :rw (a relative HOST_PATH is from the "
+             "topology file's directory, ~ is the home directory, as in containerlab)")
 
 
 def _bind(v: str) -> str:
-    """HOST_PATH:CONTAINER_PATH[:ro|rw], both absolute (resolution does not know where the file is)."""
+    """HOST_PATH:CONTAINER_PATH[:ro|rw]; the container path absolute, the host path absolute,
+    ~-relative or relative to the topology file (made absolute by `absolute_bind` on loading)."""
     parts = v.split(":")
-    if len(parts) not in (2, 3) or not all(p.startswith("/") for p in parts[:2]) or parts[2:] not in ([], ["ro"], ["rw"]):
-        raise ValueError(f"bad bind {v!r}: write /host/path:/container/path, optionally :ro or :rw, both paths absolute")
+    if len(parts) not in (2, 3) or not parts[0] or not parts[1].startswith("/") or parts[2:] not in ([], ["ro"], ["rw"]):
+        raise ValueError(f"bad bind {v!r}: {BIND_HELP}")
     return v
+
+
+def absolute_bind(bind: str, base: Path) -> str:
+    """A valid bind with its host path made absolute as containerlab makes it (utils.ResolvePath):
+    ~ expanded, a relative path joined to `base` (the topology file's directory), cleaned."""
+    host, rest = bind.split(":", 1)
+    path = Path(os.path.expanduser(host))
+    return f"{os.path.normpath(path if path.is_absolute() else Path(base) / path)}:{rest}"
 
 
 class Host(Model):
@@ -247,6 +281,7 @@ class Host(Model):
     cmd: Annotated[list[str], BeforeValidator(_cmd), Field(min_length=1)] | None = None  # default: the image's
     env: dict[str, str | int | float | bool] = Field(default_factory=dict)
     binds: list[Annotated[str, AfterValidator(_bind)]] = Field(default_factory=list)
+    exec: list[Command] = Field(default_factory=list, description=EXEC_HELP)
 
     @field_validator("env")
     @classmethod
@@ -288,6 +323,7 @@ class Switch(Model):
     # MTU of this switch's ports whatever their links say (Mininet leaves switch ports at 1500)
     port_mtu: Mtu | None = None
     description: str | None = None
+    exec: list[Command] = Field(default_factory=list, description=EXEC_HELP)  # in the switch's namespace
 
 
 class Addressing(Model):
