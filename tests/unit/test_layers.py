@@ -29,7 +29,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("report", ("linklab.report",)),              # reading runs back
     ("interop", ("linklab.interop",)),            # other tools' formats
     ("cluster", ("linklab.cluster",)),            # sweeps across machines on Ray: above sweep, below the CLI
-    ("commands", ("linklab.validate", "linklab.sweep.cli", "linklab.report.cli", "linklab.interop.cli")),
+    ("commands", ("linklab.validate", "linklab.schema", "linklab.sweep.cli", "linklab.report.cli", "linklab.interop.cli")),
     ("cli", ("linklab.cli", "linklab.__main__")),  # the parser the sub-commands add themselves to
 ]
 
