@@ -207,6 +207,67 @@ def run_exec(net):
         info("*** exec: commands ran in %s\n" % ", ".join(LAB["exec"]))
 
 
+OVS_SCHEMA = "/usr/share/openvswitch/vswitch.ovsschema"
+OVS_STOP_S = 10
+
+
+def ensure_ovs(started):
+    """Open vSwitch for the OVS switches: the machine's own when its database socket is there;
+    otherwise (installed but not started, as in linklab's lab VM) an ovsdb-server and ovs-vswitchd
+    of this script's own, in a temporary directory, said on stderr, recorded in `started` for
+    stop_ovs. OVS_RUNDIR names that directory to every ovs-* program the script, Mininet and the
+    switches' shells run (they inherit the environment): the machine's OVS files are not touched."""
+    if not LAB["ovs"]:
+        return
+    sock = os.path.join(os.environ.get("OVS_RUNDIR") or "/var/run/openvswitch", "db.sock")
+    if os.path.exists(sock):
+        return
+    for tool in ("ovsdb-tool", "ovsdb-server", "ovs-vswitchd", "ovs-vsctl"):
+        if not (shutil.which(tool) or os.path.exists(os.path.join("/usr/sbin", tool))):
+            raise SystemExit("linklab-export: %s not found, and no Open vSwitch runs (no %s): install Open vSwitch "
+                             "(apt install openvswitch-switch)" % (tool, sock))
+    d = tempfile.mkdtemp(prefix="linklab-ovs-")
+    started.append(d)
+    os.environ.update({"OVS_RUNDIR": d, "OVS_DBDIR": d, "OVS_LOGDIR": d, "OVS_SYSCONFDIR": d})
+    os.environ["PATH"] = os.environ.get("PATH", "") + os.pathsep + "/usr/sbin"
+    if not os.path.isdir("/sys/module/openvswitch"):
+        subprocess.call(["modprobe", "openvswitch"])
+    db, pidfile = os.path.join(d, "conf.db"), lambda daemon: os.path.join(d, daemon + ".pid")
+    subprocess.check_call(["ovsdb-tool", "create", db, OVS_SCHEMA])
+    subprocess.check_call(["ovsdb-server", db, "--remote=punix:" + os.path.join(d, "db.sock"),
+                           "--pidfile=" + pidfile("ovsdb-server"), "--detach",
+                           "--log-file=" + os.path.join(d, "ovsdb-server.log")])
+    started.append(int(open(pidfile("ovsdb-server")).read()))
+    subprocess.check_call(["ovs-vsctl", "--no-wait", "init"])
+    subprocess.check_call(["ovs-vswitchd", "unix:" + os.path.join(d, "db.sock"), "--pidfile=" + pidfile("ovs-vswitchd"),
+                           "--detach", "--log-file=" + os.path.join(d, "ovs-vswitchd.log")])
+    started.append(int(open(pidfile("ovs-vswitchd")).read()))
+    warn("no Open vSwitch running (no %s): started ovsdb-server (pid %d) and ovs-vswitchd (pid %d) of this "
+         "script's own in %s; they are stopped at the end" % (sock, started[1], started[2], d))
+
+
+def stop_ovs(started):
+    """Stop what ensure_ovs started, ovs-vswitchd first (it removes its datapath), and remove its directory."""
+    if not started:
+        return
+    d, pids = started[0], started[1:]
+    if len(pids) == 2:
+        subprocess.call(["ovs-appctl", "-t", os.path.join(d, "ovs-vswitchd.%d.ctl" % pids[1]), "exit", "--cleanup"],
+                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for pid in reversed(pids):
+        try:
+            os.kill(pid, 15)
+        except ProcessLookupError:
+            continue
+        end = time.monotonic() + OVS_STOP_S
+        while os.path.exists("/proc/%d" % pid) and time.monotonic() < end:
+            time.sleep(0.1)
+        if os.path.exists("/proc/%d" % pid):
+            os.kill(pid, 9)
+    shutil.rmtree(d, ignore_errors=True)
+    warn("stopped the Open vSwitch this script started (pids %s)" % ", ".join(map(str, pids)))
+
+
 def start_controllers(manager, started):
     """Each OVS switch's os-ken app (CONTROLLER_APPS, written to a temporary directory), run by
     osken-manager on 127.0.0.1 as linklab runs it, without waiting: os-ken imports for ~20 s
@@ -344,7 +405,9 @@ def main():
                   link=Link, autoSetMacs=False)
     ok = True
     controllers = []
+    own_ovs = []
     try:
+        ensure_ovs(own_ovs)
         starting = start_controllers(args.osken_manager, controllers)
         build(net, args.mininet_shaping)
         net.build()
@@ -364,6 +427,7 @@ def main():
         remove_root_bonds(net)
         net.stop()
         stop_controllers(controllers)
+        stop_ovs(own_ovs)
     return 0 if ok else 1
 
 

@@ -12,8 +12,10 @@
 # Open vSwitch switches: Mininet's OVSSwitch (OpenFlow 1.3, linklab's fail mode and dpid), then
 # linklab's own OVS settings (OpenFlow port numbers, OVS bonds, port MTUs by mtu_request); each
 # controller is the same os-ken app as in linklab (carried below), run with osken-manager on
-# 127.0.0.1 and given to Mininet as a RemoteController. Needs a running Open vSwitch
-# (`service openvswitch-switch start`) and os-ken 3.1.1 (--osken-manager PATH).
+# 127.0.0.1 and given to Mininet as a RemoteController. Needs Open vSwitch installed: where
+# none runs (no database socket) the script starts its own and stops it at the end; and
+# os-ken 3.1.1 (--osken-manager PATH). In linklab's lab VM:
+#   linklab vm run -- python3 THIS.py --test
 # Differences from `linklab up`:
 #   - names resolve through Mininet's CLI (`h1 ping h2`), not /etc/hosts as in linklab
 #   - OVS switches are bridges of the machine's own Open vSwitch (Mininet's OVSSwitch), their controllers run in the root namespace, not one namespace each
