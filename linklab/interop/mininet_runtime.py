@@ -24,6 +24,19 @@ if os.path.isdir(os.path.join(sysconfig.get_paths()["stdlib"], "distutils")):
     except (ImportError, AttributeError):
         pass
 
+# Debian's Mininet is a package of Debian's python3 (/usr/lib/python3/dist-packages): a python3
+# that comes first on PATH (a virtualenv's, pyenv's: also what `linklab vm run -- python3 ...`
+# finds, with the host's PATH) cannot import it. Then the script runs again under Debian's.
+DEBIAN_PYTHON = "/usr/bin/python3"
+try:
+    import mininet  # noqa: F401
+except ImportError:
+    if os.path.exists(DEBIAN_PYTHON) and os.path.realpath(sys.executable) != os.path.realpath(DEBIAN_PYTHON):
+        print("linklab-export: Mininet is not importable by %s: running under %s" % (sys.executable, DEBIAN_PYTHON),
+              file=sys.stderr, flush=True)
+        os.execv(DEBIAN_PYTHON, [DEBIAN_PYTHON, *sys.argv])
+    raise SystemExit("linklab-export: Mininet is not importable by %s: apt install mininet" % sys.executable)
+
 from mininet.cli import CLI
 from mininet.link import Intf, Link, TCIntf
 from mininet.log import info, setLogLevel
