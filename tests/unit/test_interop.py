@@ -638,3 +638,14 @@ def test_relative_binds_resolve_from_the_source_and_are_written_for_where_the_im
     imp = clab_import.import_clab(magic, str(tmp_path / "m.clab.yml"))
     assert imp.topology["hosts"]["a"]["binds"] == [f"{tmp_path}/b:/b"]
     assert "node a: bind __clabNodeDir__/cfg:/cfg (containerlab's own lab directory: linklab has none)" in imp.not_imported
+
+
+def test_an_ovs_switchs_exec_goes_to_the_docker_hosts_commands_after_deploy():
+    # containerlab runs no exec: on an ovs-bridge node: the header lists it with the after-deploy commands.
+    lab = resolve(load_topology(ROOT / "topologies/sdn_pair.yaml",
+                                [("switches.s1.exec", ["ovs-ofctl -O OpenFlow13 dump-flows s1"])]), VM)
+    before, after = clab_export.ovs_commands(lab)
+    assert after[-1] == "ovs-ofctl -O OpenFlow13 dump-flows s1" and not any("dump-flows" in b for b in before)
+    doc = yaml.safe_load(clab_export.export(lab, "sdn_pair.yaml"))
+    assert doc["topology"]["nodes"]["s1"] == {"kind": "ovs-bridge"}
+    assert "#   ovs-ofctl -O OpenFlow13 dump-flows s1" in clab_export.export(lab, "sdn_pair.yaml")
