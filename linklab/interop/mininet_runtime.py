@@ -247,13 +247,14 @@ def ensure_ovs(started):
         subprocess.call(["modprobe", "openvswitch"])
     db, pidfile = os.path.join(d, "conf.db"), lambda daemon: os.path.join(d, daemon + ".pid")
     subprocess.check_call(["ovsdb-tool", "create", db, OVS_SCHEMA])
+    # -vconsole:off: their log goes to the directory's files, not between the script's lines
     subprocess.check_call(["ovsdb-server", db, "--remote=punix:" + os.path.join(d, "db.sock"),
-                           "--pidfile=" + pidfile("ovsdb-server"), "--detach",
+                           "--pidfile=" + pidfile("ovsdb-server"), "--detach", "-vconsole:off",
                            "--log-file=" + os.path.join(d, "ovsdb-server.log")])
     started.append(int(open(pidfile("ovsdb-server")).read()))
     subprocess.check_call(["ovs-vsctl", "--no-wait", "init"])
     subprocess.check_call(["ovs-vswitchd", "unix:" + os.path.join(d, "db.sock"), "--pidfile=" + pidfile("ovs-vswitchd"),
-                           "--detach", "--log-file=" + os.path.join(d, "ovs-vswitchd.log")])
+                           "--detach", "-vconsole:off", "--log-file=" + os.path.join(d, "ovs-vswitchd.log")])
     started.append(int(open(pidfile("ovs-vswitchd")).read()))
     warn("no Open vSwitch running (no %s): started ovsdb-server (pid %d) and ovs-vswitchd (pid %d) of this "
          "script's own in %s; they are stopped at the end" % (sock, started[1], started[2], d))

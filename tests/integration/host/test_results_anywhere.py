@@ -57,6 +57,7 @@ def test_a_sweep_in_the_vm_keeps_every_repetition_in_a_directory_outside_the_che
         assert len(runs) == 1, runs
         kept = _reps(runs[0])
         assert kept, out  # what was recorded before the VM stopped is here, on the host
+        print(f"\nVM stopped under the sweep: {len(kept)} of 4 repetitions in {results}", file=sys.stderr)
         assert not json.loads((runs[0] / "manifest.json").read_text()).get("complete")
 
         # Again: the VM boots, the lab is built again, the run in DIR is resumed (not a new one) and completed.
