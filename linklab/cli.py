@@ -119,6 +119,14 @@ def _file_commands(cmd) -> None:
     v = cmd("validate", "check topology or experiment files; prints every problem with its path")
     v.add_argument("files", nargs="+")
 
+    sc = cmd("schema", "print the JSON Schema of topology or experiment files, for editors that check YAML as you type",
+             epilog="examples:\n  linklab schema topology > schemas/topology.schema.json\n"
+                    "  linklab schema experiment\n"
+                    "a file then names it on its first line (yaml-language-server, e.g. VS Code's YAML extension):\n"
+                    "  # yaml-language-server: $schema=../schemas/topology.schema.json",
+             formatter_class=argparse.RawDescriptionHelpFormatter)
+    sc.add_argument("kind", choices=["topology", "experiment"])
+
     sh = cmd("show", "print the resolved lab (names, addresses, qdiscs) without building it")
     sh.add_argument("topology", nargs="?", default=DEFAULT_TOPOLOGY)
     sh.add_argument("--set", dest="overrides", action="append", default=[], metavar="PATH=VALUE")
@@ -308,6 +316,12 @@ def cmd_validate(args, argv) -> int:
     return failed
 
 
+def cmd_schema(args, argv) -> int:
+    from linklab.schema import text
+    sys.stdout.write(text(args.kind))
+    return 0
+
+
 def cmd_show(args, argv) -> int:
     import yaml
     from linklab import lab
@@ -401,4 +415,4 @@ def cmd_vm(args, argv) -> int:
 
 
 COMMANDS = {"up": cmd_up, "down": cmd_down, "status": cmd_status, "exec": cmd_exec, "ovs": cmd_ovs, "set": cmd_set,
-            "validate": cmd_validate, "show": cmd_show, "clean": cmd_clean, "vm": cmd_vm}
+            "validate": cmd_validate, "show": cmd_show, "schema": cmd_schema, "clean": cmd_clean, "vm": cmd_vm}

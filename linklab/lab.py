@@ -18,7 +18,7 @@ from typing import Any
 
 from linklab import __version__, state
 from linklab.backends import get_backend
-from linklab.backends.base import Backend
+from linklab.backends.base import Backend, NodeCommandsFailed
 from linklab.errors import LinklabError, StateError
 from linklab.handle import LabHandle
 from linklab.model import Context, load_topology, resolve, topology_sha256
@@ -131,7 +131,16 @@ def _apply(lab: Lab, topo_path, overrides, scale, old, backend: Backend, say, se
         record["sweep_base_overrides"] = old["sweep_base_overrides"]  # a sweep is changing this lab
     state.save(record)
     t0 = time.monotonic()
-    record["owned"] = backend.apply(lab, owned, say=say)
+    try:
+        record["owned"] = backend.apply(lab, owned, say=say)
+    except NodeCommandsFailed as e:
+        # Built, but a node's command failed: the lab stays `building`, as after any failed `up`,
+        # knowing what it owns and which commands ran (`up` again runs the rest; `exec` reaches
+        # the nodes to look).
+        record["owned"] = e.owned
+        record["netns"] = {n.name: backend.node_netns(lab, n.name) for n in lab.nodes}
+        state.save(record)
+        raise
     # Asked again now that every node exists: a container node's commands enter its first process.
     record["netns"] = {n.name: backend.node_netns(lab, n.name) for n in lab.nodes}
     record["status"] = "up"

@@ -15,7 +15,7 @@ from pathlib import Path
 from linklab import kernel, state
 
 # Pure commands never need a lab kernel.
-LOCAL_COMMANDS = {"validate", "show", "report", "vm", "results", "export", "import"}
+LOCAL_COMMANDS = {"validate", "show", "schema", "report", "vm", "results", "export", "import"}
 
 
 def lab_vm():
@@ -54,14 +54,11 @@ def shared_with_vm() -> list[Path]:
     return [Path(d) for d in (info or {}).get("rwdirs", [])] or list(vm.rwdirs)
 
 
-def require_shared_with_vm(path: Path, what: str) -> None:
-    """Refuse, before anything runs, to let the lab VM write `what` where it would not survive the VM."""
+def is_shared_with_vm(path: Path) -> bool:
+    """Whether what the lab VM writes at `path` reaches the host (and outlives the VM): under a
+    directory the running VM shares, or the one a VM booted now would share."""
     p = Path(path).resolve()
-    shared = shared_with_vm()
-    if not any(p == d or d in p.parents for d in shared):
-        from linklab.errors import UsageError
-        raise UsageError(f"{what} {p} is not shared with the lab VM: what it writes there would be lost when the VM stops",
-                         hint=f"use a directory under {' or '.join(map(str, shared))} (the default ./results is)")
+    return any(p == d or d in p.parents for d in shared_with_vm())
 
 
 def want_vm_for_up(force_vm: bool, force_native: bool) -> tuple[bool, str]:

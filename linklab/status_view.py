@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from typing import Any
 
 from linklab.backends.base import bond_summary
@@ -76,7 +77,24 @@ def render(data: dict[str, Any]) -> str:
             lines.append(text)
     lines += _switch_lines(live)
     lines += _container_lines(live)
+    lines += _exec_lines(st)
     return "\n".join(lines)
+
+
+def _exec_lines(st: dict[str, Any]) -> list[str]:
+    """Each node's `exec:` commands, as the topology gives them, and how many ran (exit 0 each)."""
+    done = (st.get("owned") or {}).get("exec") or {}
+    out = []
+    for n in st["resolved"].get("nodes", []):
+        cmds = n.get("exec") or []
+        if not cmds:
+            continue
+        rec = done.get(n["name"]) or {}
+        ran = len(rec.get("ran", []))
+        out.append(f"  {n['name']}: {ran} of {len(cmds)} ran" + (", each exit 0" if ran == len(cmds) else "")
+                   + ("; " + rec["failed"].splitlines()[0].split(": ", 1)[1] if rec.get("failed") else ""))
+        out += [f"    {'+' if i < ran else '-'} {shlex.join(argv)}" for i, argv in enumerate(cmds)]
+    return ["exec (commands run in the node once the lab is up; + ran):", *out] if out else []
 
 
 def _container_lines(live: dict[str, Any]) -> list[str]:

@@ -21,6 +21,16 @@ SIZE_UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 1024**2, "
               "mib": 1024**2, "g": 1024**3, "gb": 1024**3, "gib": 1024**3}
 
 
+def pattern(unit_names) -> str:
+    """What `_split` and a parse_* function of these units accept as text, as a JSON Schema pattern
+    (ECMAScript: no inline flags, so each letter is a class of its two cases); "" among the units:
+    a bare number. For editors: a misspelt unit is marked where it is typed."""
+    names = sorted({u for u in unit_names if u}, key=lambda u: (-len(u), u))
+    alts = "|".join("".join(f"[{c.lower()}{c.upper()}]" if c.isalpha() else re.escape(c) for c in u) for u in names)
+    unit = f"({alts})" + ("?" if "" in unit_names else "")
+    return rf"^\s*([0-9]+(\.[0-9]*)?|\.[0-9]+)\s*{unit}\s*$"
+
+
 def _split(value: str | int | float, what: str) -> tuple[float, str]:
     if isinstance(value, bool):
         raise ValueError(f"expected a {what}, got {value!r}")

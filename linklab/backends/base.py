@@ -10,7 +10,18 @@ from abc import ABC, abstractmethod
 from collections.abc import Collection
 from typing import Any
 
+from linklab.errors import LinklabError
 from linklab.model.resolved import Lab
+
+
+class NodeCommandsFailed(LinklabError):
+    """A node's `exec:` command failed: the lab is built, but not every command took effect.
+    `owned` is what the lab owns now, with the commands that did run: the caller records it (the
+    lab stays `building`, as after any failed `up`), so `up` again runs only what is left."""
+
+    def __init__(self, message: str, owned: dict[str, Any], hint: str | None = None):
+        super().__init__(message, hint=hint)
+        self.owned = owned
 
 
 class Backend(ABC):
@@ -28,7 +39,8 @@ class Backend(ABC):
 
     @abstractmethod
     def apply(self, lab: Lab, owned: dict[str, Any], say=print) -> dict[str, Any]:
-        """Make the kernel match `lab`, idempotently, changing only what differs.
+        """Make the kernel match `lab`, idempotently, changing only what differs, then run the
+        nodes' `exec:` commands still to run (NodeCommandsFailed when one fails).
 
         `owned` is what the previous apply recorded (empty on first up); returns what the lab
         owns now, which the caller stores in the state file.

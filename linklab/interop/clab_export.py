@@ -104,7 +104,7 @@ def topology_dict(lab: Lab, image: str = DEFAULT_IMAGE) -> dict[str, Any]:
     nodes: dict[str, Any] = {}
     for n in lab.nodes:
         if n.switch_kind == "ovs":
-            nodes[n.name] = {"kind": "ovs-bridge"}
+            nodes[n.name] = {"kind": "ovs-bridge"}  # containerlab runs no exec: on one (ovs_commands lists them)
             continue
         spec: dict[str, Any] = {"kind": "linux"}
         if n.kind == "host":
@@ -120,7 +120,8 @@ def topology_dict(lab: Lab, image: str = DEFAULT_IMAGE) -> dict[str, Any]:
                 spec["env"] = dict(n.container.env)
             if n.container.binds:
                 spec["binds"] = list(n.container.binds)
-        cmds = node_exec(lab, n.name)
+        # linklab's own configuration first, then the node's own commands, as `linklab up` runs them
+        cmds = node_exec(lab, n.name) + [shlex.join(argv) for argv in n.exec]
         if cmds:
             spec["exec"] = cmds
         nodes[n.name] = spec
@@ -146,6 +147,9 @@ def ovs_commands(lab: Lab) -> tuple[list[str], list[str]]:
             app = f"controllers/{c['argv'][-1]}"  # in a linklab checkout
             before.append(shlex.join(["env", *c["env"], *c["argv"][:-1], app]) + " &")
         after += [shlex.join(["ovs-vsctl", *argv]) for argv in rest]
+        # The switch's own exec: commands (containerlab runs none on an ovs-bridge node): on the
+        # Docker host, where its bridge is, after the rest.
+        after += [shlex.join(argv) for argv in lab.node(sw).exec]
     return before, after
 
 
@@ -160,6 +164,8 @@ def export(lab: Lab, source: str, image: str = DEFAULT_IMAGE) -> str:
         "# Differences from `linklab up`: each container also has Docker's management eth0; names do not",
         "# resolve through /etc/hosts; sysctls Docker refuses (not per-namespace) are not set.",
     ]
+    if any(n.exec for n in lab.nodes if n.switch_kind != "ovs"):
+        header.append("# A node's own exec: commands (the topology's) come after linklab's, as `linklab up` runs them.")
     before, after = ovs_commands(lab)
     if before:
         header += [

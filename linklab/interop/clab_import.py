@@ -1,12 +1,14 @@
 """containerlab topology -> linklab topology: nodes, links, link MTU and link addresses.
 
 Maps: `kind: linux` nodes -> hosts (with an `image` of their own: container nodes, with their
-cmd, env and binds); `bridge` and `ovs-bridge` -> switches (bridge / ovs), each
+cmd, env and binds, a relative bind kept working from where the result is saved), with their
+`exec:` commands (merged from defaults, kind, group and node as containerlab merges them);
+`bridge` and `ovs-bridge` -> switches (bridge / ovs), each
 node's kind resolved as containerlab does (the node's own, else its group's, else the defaults';
 the group is the node's or the defaults'); links given as endpoint pairs (short form, or
 `type: veth` with endpoint objects) -> links, with their interface names, MTU (containerlab's
 default 9500 when a link names none) and `ipv4`/`ipv6` addresses. Everything else (other kinds
-and their links, images from kinds or defaults, exec scripts, other link types, settings linklab has no field
+and their links, images from kinds or defaults, exec on bridges, other link types, settings linklab has no field
 for) is listed as not imported: on stderr by the CLI (also when the result does not validate)
 and as comments at the top of the YAML written — never silently dropped.
 
@@ -17,6 +19,7 @@ source map kept beside the result points linklab's problems back into the contai
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,8 +34,9 @@ from linklab.model.topology import IFNAME_RE, NAME_RE
 CLAB_DEFAULT_MTU = 9500  # containerlab/constants DefaultLinkMTU
 HOST_KINDS = {"linux"}
 SWITCH_KINDS = {"bridge": "bridge", "ovs-bridge": "ovs"}
-NODE_KEYS_MAPPED = {"kind", "group", "sysctls"}
-CONTAINER_KEYS = ("image", "cmd", "env", "binds")  # a linux node's that linklab's container nodes take as they are
+NODE_KEYS_MAPPED = {"kind", "group", "sysctls", "exec"}
+CONTAINER_KEYS = ("image", "cmd", "env")  # a linux node's that linklab's container nodes take as they are
+MAGIC = re.compile(r"__clab[A-Za-z]*__")  # containerlab's own variables (its lab directory, the node's name)
 MAX_IFNAME = 15  # Linux
 HOST_NAME_MAX = 12  # linklab's NAME_RE
 SWITCH_NAME_MAX = MAX_IFNAME - len("-eth99")  # Mininet's switch ports: <switch>-eth<N>
@@ -161,12 +165,51 @@ def _section_notes(data: dict, topo: dict) -> list[str]:
     skipped += [f"topology.{key}" for key in sorted(set(topo) - {"nodes", "links", "kinds", "defaults", "groups"})]
     for section in ("kinds", "defaults", "groups"):
         if topo.get(section):
-            skipped.append(f"topology.{section} (images and settings: linklab runs no containers; "
-                           "kinds were resolved through them)")
+            skipped.append(f"topology.{section} (images and other settings; kinds, exec and binds were "
+                           "resolved through them)")
     return skipped
 
 
-def _nodes(topo: dict, smap: SourceMap, skipped: list[str], renamed: dict[str, str]):
+def merged(spec: dict, topo: dict, kind: str | None, key: str) -> list:
+    """A list setting of a node as containerlab merges it (types/topology.go mergeStringSliceFields):
+    the defaults', its kind's, its group's, then its own, each item once, in that order."""
+    defaults = topo.get("defaults") or {}
+    group = ((topo.get("groups") or {}).get(spec.get("group") or defaults.get("group")) or {})
+    kind_spec = (topo.get("kinds") or {}).get(kind) or {}
+    out: list = []
+    for level in (defaults, kind_spec, group, spec):
+        for item in level.get(key) or []:
+            if item not in out:
+                out.append(item)
+    return out
+
+
+def _binds(spec: dict, topo: dict, kind: str, node: str, places: tuple[Path, Path | None],
+           skipped: list[str]) -> list[str]:
+    """A container node's binds as containerlab merges them (one per container path, the more
+    specific level winning: GetNodeBinds) with each host path as it resolves it (against the
+    topology file's directory), written so that they resolve the same from where the import is
+    saved: relative to that directory, or absolute when it is not known (stdout)."""
+    source_dir, dest_dir = places
+    by_target: dict[str, str] = {}
+    for bind in merged(spec, topo, kind, "binds"):
+        parts = str(bind).split(":")
+        by_target[parts[1] if len(parts) > 1 else str(bind)] = str(bind)
+    out = []
+    for bind in by_target.values():
+        host, sep, rest = bind.partition(":")
+        if MAGIC.search(host):
+            skipped.append(f"node {node}: bind {bind} (containerlab's own lab directory: linklab has none)")
+            continue
+        if sep and host and not host.startswith(("/", "~")):
+            path = os.path.normpath(source_dir / host)
+            host = os.path.relpath(path, dest_dir) if dest_dir is not None else path
+        out.append(f"{host}{sep}{rest}")
+    return out
+
+
+def _nodes(topo: dict, smap: SourceMap, skipped: list[str], renamed: dict[str, str],
+           places: tuple[Path, Path | None]):
     names: dict[str, str] = {}
     hosts: dict[str, Any] = {}
     switches: dict[str, Any] = {}
@@ -186,6 +229,7 @@ def _nodes(topo: dict, smap: SourceMap, skipped: list[str], renamed: dict[str, s
         names[name] = new
         smap.nodes[new] = name
         mapped = set(NODE_KEYS_MAPPED)
+        commands = merged(spec, topo, kind, "exec")
         if kind in HOST_KINDS:
             hosts[new] = {}
             if spec.get("sysctls"):
@@ -193,12 +237,18 @@ def _nodes(topo: dict, smap: SourceMap, skipped: list[str], renamed: dict[str, s
             if spec.get("image"):  # a node of its own image: a container node (kinds/defaults images are not)
                 hosts[new] = {"kind": "container", **hosts[new],
                               **{k: spec[k] for k in CONTAINER_KEYS if spec.get(k)}}
-                mapped |= set(CONTAINER_KEYS)
+                binds = _binds(spec, topo, kind, name, places, skipped)
+                if binds:
+                    hosts[new]["binds"] = binds
+                mapped |= {*CONTAINER_KEYS, "binds"}
+            if commands:  # run after the lab is up, as containerlab runs them after deploy
+                hosts[new]["exec"] = commands
         else:
             switches[new] = {"kind": SWITCH_KINDS[kind]}
+            if commands:
+                skipped.append(f"node {name}: exec ({len(commands)} commands: containerlab runs none on a {kind} node)")
         for key in sorted(set(spec) - mapped):
-            what = f"{len(spec[key])} commands" if key == "exec" and isinstance(spec[key], list) else "not mapped"
-            skipped.append(f"node {name}: {key} ({what})")
+            skipped.append(f"node {name}: {key} (not mapped)")
     return names, hosts, switches
 
 
@@ -239,13 +289,16 @@ def _link(link: dict, i: int, eps, names, hosts, switches, skipped) -> dict[str,
     return out
 
 
-def import_clab(text: str, source: str = "<clab>") -> Imported:
+def import_clab(text: str, source: str = "<clab>", dest_dir: Path | str | None = None) -> Imported:
+    """`dest_dir`: where the result will be saved (its relative binds are written from there);
+    None: not known (stdout), binds are written absolute."""
     data = _parse(text, source)
     topo = data["topology"]
     skipped = _section_notes(data, topo)
     smap = SourceMap(source, LineMap(text))
     renamed: dict[str, str] = {}
-    names, hosts, switches = _nodes(topo, smap, skipped, renamed)
+    places = (Path(source).parent.absolute(), Path(dest_dir).absolute() if dest_dir is not None else None)
+    names, hosts, switches = _nodes(topo, smap, skipped, renamed, places)
     links: list[dict[str, Any]] = []
     for i, link in enumerate(topo.get("links") or []):
         link = link or {}

@@ -101,7 +101,9 @@ def cmd_import(args, argv) -> int:
         text = Path(args.file).read_text()
     except OSError as e:
         raise UsageError(f"{args.file}: {e.strerror}") from None
-    imported = import_clab(text, args.file)
+    # Relative binds are written from where the result is saved (-o), else absolute.
+    dest_dir = Path(args.output).absolute().parent if args.output else None
+    imported = import_clab(text, args.file, dest_dir=dest_dir)
     # What was renamed or dropped is said first: it often explains why the result does not validate.
     for old, new in imported.renamed.items():
         print(f"linklab import: renamed {old} -> {new}", file=sys.stderr)
@@ -114,7 +116,7 @@ def cmd_import(args, argv) -> int:
         f.write(out)
         f.flush()
         try:
-            resolve(load_topology(f.name))
+            resolve(load_topology(f.name, base_dir=dest_dir or Path.cwd()))
         except ValidationFailed as e:
             raise imported.relocate(e) from None
     _write(out, args.output)

@@ -92,6 +92,10 @@ def lab_table(lab: Lab) -> dict[str, Any]:
     boxed = [n.name for n in lab.nodes if n.container]
     if boxed:
         notes.append(f"container nodes ({', '.join(boxed)}) are plain Mininet hosts: Mininet runs no images")
+    switch_exec = [n.name for n in lab.nodes if n.kind == "switch" and n.exec]
+    if switch_exec:
+        notes.append(f"the exec: commands of switches ({', '.join(switch_exec)}) run in the root namespace, "
+                     "where Mininet's switches are")
     if any(k for n in lab.nodes for k in n.sysctls if not k.startswith(("net.ipv4", "net.ipv6"))):
         notes.append("sysctls outside net.ipv4/net.ipv6 may be global: Mininet hosts share one kernel")
     mn_notes: list[str] = []
@@ -151,6 +155,8 @@ def lab_table(lab: Lab) -> dict[str, Any]:
         "switches": {n.name: _switch(lab, n) for n in lab.nodes if n.kind == "switch"},
         "veths": veths, "bonds": bonds, "mtu": mtu, "up": up, "addresses": addresses, "qdiscs": qdiscs,
         "iface_settings": settings, "ovs": ovs,
+        # each node's `exec:` commands, run in the node (node.cmd) once the lab is built, in order
+        "exec": {n.name: n.exec for n in lab.nodes if n.exec},
         "checks": [{"from": c.src, "to": c.dst, "to_addr": c.dst_addr, "mtu": c.mtu, "via": c.via}
                    for c in ping_checks(lab)],
         "notes": notes, "mininet_shaping_notes": mn_notes,
@@ -213,13 +219,17 @@ def export(lab: Lab, source: str, osken_manager: str = "osken-manager") -> str:
         "# parameters (delay/loss/limit) per interface and direction; bonds, switch LAGs, MTU of every",
         "# interface, addresses, qdiscs TCIntf cannot build, offloads and sysctls are set after start.",
     ]
+    if table["exec"]:
+        header.append("# Then each node's exec: commands run in it, in order; a failing one stops the script.")
     if table["ovs"]:
         header += [
             "# Open vSwitch switches: Mininet's OVSSwitch (OpenFlow 1.3, linklab's fail mode and dpid), then",
             "# linklab's own OVS settings (OpenFlow port numbers, OVS bonds, port MTUs by mtu_request); each",
             "# controller is the same os-ken app as in linklab (carried below), run with osken-manager on",
-            "# 127.0.0.1 and given to Mininet as a RemoteController. Needs a running Open vSwitch",
-            "# (`service openvswitch-switch start`) and os-ken 3.1.1 (--osken-manager PATH).",
+            "# 127.0.0.1 and given to Mininet as a RemoteController. Needs Open vSwitch installed: where",
+            "# none runs (no database socket) the script starts its own and stops it at the end; and",
+            "# os-ken 3.1.1 (--osken-manager PATH). In linklab's lab VM:",
+            "#   linklab vm run -- python3 THIS.py --test",
         ]
     header += ["# Differences from `linklab up`:", *[f"#   - {n}" for n in table["notes"]]]
     if tc_where:

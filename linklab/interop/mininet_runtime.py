@@ -24,6 +24,19 @@ if os.path.isdir(os.path.join(sysconfig.get_paths()["stdlib"], "distutils")):
     except (ImportError, AttributeError):
         pass
 
+# Debian's Mininet is a package of Debian's python3 (/usr/lib/python3/dist-packages): a python3
+# that comes first on PATH (a virtualenv's, pyenv's: also what `linklab vm run -- python3 ...`
+# finds, with the host's PATH) cannot import it. Then the script runs again under Debian's.
+DEBIAN_PYTHON = "/usr/bin/python3"
+try:
+    import mininet  # noqa: F401
+except ImportError:
+    if os.path.exists(DEBIAN_PYTHON) and os.path.realpath(sys.executable) != os.path.realpath(DEBIAN_PYTHON):
+        print("linklab-export: Mininet is not importable by %s: running under %s" % (sys.executable, DEBIAN_PYTHON),
+              file=sys.stderr, flush=True)
+        os.execv(DEBIAN_PYTHON, [DEBIAN_PYTHON, *sys.argv])
+    raise SystemExit("linklab-export: Mininet is not importable by %s: apt install mininet" % sys.executable)
+
 from mininet.cli import CLI
 from mininet.link import Intf, Link, TCIntf
 from mininet.log import info, setLogLevel
@@ -194,6 +207,81 @@ def configure(net, mininet_shaping):
         intf.ip, intf.prefixLen = a["ipv4"].split("/")
 
 
+def run_exec(net):
+    """Each node's exec: commands, in the node, in order, each exit code checked (a failure stops
+    the script naming the node, the command, its exit code and output), nodes one after another."""
+    for name, cmds in LAB["exec"].items():
+        for i, argv in enumerate(cmds):
+            rc, out = run(net[name], argv, check=False)
+            if rc != 0:
+                raise RuntimeError("node %s: exec command %d of %d exited %d: %s\n%s"
+                                   % (name, i + 1, len(cmds), rc, " ".join(shlex.quote(a) for a in argv), out.strip()))
+    if LAB["exec"]:
+        info("*** exec: commands ran in %s\n" % ", ".join(LAB["exec"]))
+
+
+OVS_SCHEMA = "/usr/share/openvswitch/vswitch.ovsschema"
+OVS_STOP_S = 10
+
+
+def ensure_ovs(started):
+    """Open vSwitch for the OVS switches: the machine's own when its database socket is there;
+    otherwise (installed but not started, as in linklab's lab VM) an ovsdb-server and ovs-vswitchd
+    of this script's own, in a temporary directory, said on stderr, recorded in `started` for
+    stop_ovs. OVS_RUNDIR names that directory to every ovs-* program the script, Mininet and the
+    switches' shells run (they inherit the environment): the machine's OVS files are not touched."""
+    if not LAB["ovs"]:
+        return
+    sock = os.path.join(os.environ.get("OVS_RUNDIR") or "/var/run/openvswitch", "db.sock")
+    if os.path.exists(sock):
+        return
+    for tool in ("ovsdb-tool", "ovsdb-server", "ovs-vswitchd", "ovs-vsctl"):
+        if not (shutil.which(tool) or os.path.exists(os.path.join("/usr/sbin", tool))):
+            raise SystemExit("linklab-export: %s not found, and no Open vSwitch runs (no %s): install Open vSwitch "
+                             "(apt install openvswitch-switch)" % (tool, sock))
+    d = tempfile.mkdtemp(prefix="linklab-ovs-")
+    started.append(d)
+    os.environ.update({"OVS_RUNDIR": d, "OVS_DBDIR": d, "OVS_LOGDIR": d, "OVS_SYSCONFDIR": d})
+    os.environ["PATH"] = os.environ.get("PATH", "") + os.pathsep + "/usr/sbin"
+    if not os.path.isdir("/sys/module/openvswitch"):
+        subprocess.call(["modprobe", "openvswitch"])
+    db, pidfile = os.path.join(d, "conf.db"), lambda daemon: os.path.join(d, daemon + ".pid")
+    subprocess.check_call(["ovsdb-tool", "create", db, OVS_SCHEMA])
+    # -vconsole:off: their log goes to the directory's files, not between the script's lines
+    subprocess.check_call(["ovsdb-server", db, "--remote=punix:" + os.path.join(d, "db.sock"),
+                           "--pidfile=" + pidfile("ovsdb-server"), "--detach", "-vconsole:off",
+                           "--log-file=" + os.path.join(d, "ovsdb-server.log")])
+    started.append(int(open(pidfile("ovsdb-server")).read()))
+    subprocess.check_call(["ovs-vsctl", "--no-wait", "init"])
+    subprocess.check_call(["ovs-vswitchd", "unix:" + os.path.join(d, "db.sock"), "--pidfile=" + pidfile("ovs-vswitchd"),
+                           "--detach", "-vconsole:off", "--log-file=" + os.path.join(d, "ovs-vswitchd.log")])
+    started.append(int(open(pidfile("ovs-vswitchd")).read()))
+    warn("no Open vSwitch running (no %s): started ovsdb-server (pid %d) and ovs-vswitchd (pid %d) of this "
+         "script's own in %s; they are stopped at the end" % (sock, started[1], started[2], d))
+
+
+def stop_ovs(started):
+    """Stop what ensure_ovs started, ovs-vswitchd first (it removes its datapath), and remove its directory."""
+    if not started:
+        return
+    d, pids = started[0], started[1:]
+    if len(pids) == 2:
+        subprocess.call(["ovs-appctl", "-t", os.path.join(d, "ovs-vswitchd.%d.ctl" % pids[1]), "exit", "--cleanup"],
+                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for pid in reversed(pids):
+        try:
+            os.kill(pid, 15)
+        except ProcessLookupError:
+            continue
+        end = time.monotonic() + OVS_STOP_S
+        while os.path.exists("/proc/%d" % pid) and time.monotonic() < end:
+            time.sleep(0.1)
+        if os.path.exists("/proc/%d" % pid):
+            os.kill(pid, 9)
+    shutil.rmtree(d, ignore_errors=True)
+    warn("stopped the Open vSwitch this script started (pids %s)" % ", ".join(map(str, pids)))
+
+
 def start_controllers(manager, started):
     """Each OVS switch's os-ken app (CONTROLLER_APPS, written to a temporary directory), run by
     osken-manager on 127.0.0.1 as linklab runs it, without waiting: os-ken imports for ~20 s
@@ -331,7 +419,9 @@ def main():
                   link=Link, autoSetMacs=False)
     ok = True
     controllers = []
+    own_ovs = []
     try:
+        ensure_ovs(own_ovs)
         starting = start_controllers(args.osken_manager, controllers)
         build(net, args.mininet_shaping)
         net.build()
@@ -339,6 +429,7 @@ def main():
         configure(net, args.mininet_shaping)
         wait_listening(starting)
         wait_connected(net)
+        run_exec(net)
         info("*** linklab lab %s ready\n" % LAB["name"])
         if args.test:
             ok = checks(net)
@@ -350,6 +441,7 @@ def main():
         remove_root_bonds(net)
         net.stop()
         stop_controllers(controllers)
+        stop_ovs(own_ovs)
     return 0 if ok else 1
 
 

@@ -11,15 +11,18 @@ from linklab.model.checks import check_topology
 from linklab.model.loader import load_model, read_yaml
 from linklab.model.overrides import apply_overrides
 from linklab.model.resolve import Context, resolve
-from linklab.model.topology import Defaults, Topology
+from linklab.model.topology import Defaults, Topology, absolute_bind
 
 __all__ = ["Context", "Topology", "load_topology", "resolve", "topology_sha256"]
 
 
 def load_topology(path: Path | str, overrides: list[tuple[str, Any]] | None = None,
-                  name: str | None = None, seed: str | None = None) -> Topology:
+                  name: str | None = None, seed: str | None = None,
+                  base_dir: Path | str | None = None) -> Topology:
     """Validate a topology file (with optional overrides and lab-name change); all problems at once.
-    Its `vars:` take their values for `seed` (None: their defaults) before the overrides apply."""
+    Its `vars:` take their values for `seed` (None: their defaults) before the overrides apply.
+    Relative paths in it (container binds) are taken from `base_dir`, by default the file's own
+    directory, as containerlab takes them: the loaded topology has absolute ones."""
     data, _ = read_yaml(Path(path))
     declared, problems = variables.declared(data)
     data, unknown = variables.substitute(data, variables.values(declared, seed), skip=("vars", "checks"))
@@ -28,8 +31,15 @@ def load_topology(path: Path | str, overrides: list[tuple[str, Any]] | None = No
         data = apply_overrides(data, overrides)
     if name:
         data = {**data, "name": name}
-    return load_model(path, Topology, data=data, checks=lambda t, idx: problems + check_topology(t, idx),
+    topo = load_model(path, Topology, data=data, checks=lambda t, idx: problems + check_topology(t, idx),
                       itemwise="links", lenient=_lenient_topology)
+    return _absolute_binds(topo, Path(base_dir) if base_dir is not None else Path(path).parent.absolute())
+
+
+def _absolute_binds(t: Topology, base: Path) -> Topology:
+    hosts = {name: h.model_copy(update={"binds": [absolute_bind(b, base) for b in h.binds]}) if h and h.binds else h
+             for name, h in t.hosts.items()}
+    return t.model_copy(update={"hosts": hosts}) if hosts != t.hosts else t
 
 
 def _lenient_topology(data: dict, links: list) -> Topology | None:

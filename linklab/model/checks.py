@@ -9,7 +9,7 @@ from typing import Iterator
 
 from linklab.model.resolve import ovs_bond_kind, ovs_switch  # the one rule for what OVS makes of a host bond
 from linklab.model.topology import (
-    CONTAINER_ONLY, IFNAME_RE, MIN_IPV6_MTU, NAME_RE, OPTION_MODES, Impairment, Link, Topology,
+    CONTAINER_ONLY, IFNAME_RE, MIN_IPV6_MTU, NAME_RE, OPTION_MODES, OVS_ONLY, Impairment, Link, Topology,
 )
 
 Problem = tuple[tuple, str]
@@ -36,9 +36,6 @@ def _hosts(t: Topology) -> Iterator[Problem]:
             for field in CONTAINER_ONLY:
                 if getattr(host, field):
                     yield here + (field,), f"{field} applies to container nodes only (write kind: container)"
-
-
-OVS_ONLY = ("controller", "fail_mode")
 
 
 def _switches(t: Topology) -> Iterator[Problem]:

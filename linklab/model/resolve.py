@@ -411,7 +411,7 @@ def _nodes(t: Topology, links: list[resolved.Link], scale: float, notes: list[st
         scaled, changed = scaling.scale_sysctls({k: str(v) for k, v in sysctls.items()}, scale)
         notes += [f"host {name}: {n}" for n in changed]
         nodes.append(resolved.Node(name=name, kind="host", sysctls=scaled, container=_container(host),
-                            hosts=_hosts_entries(name, t, links, ends_of)))
+                            hosts=_hosts_entries(name, t, links, ends_of), exec=host.exec if host else []))
     for name, sw in t.switches.items():
         mtus = [link.mtu for link in links if any(e.node == name for e in link.ends)]
         ovs = sw is not None and sw.kind == "ovs"
@@ -421,7 +421,7 @@ def _nodes(t: Topology, links: list[resolved.Link], scale: float, notes: list[st
                             controller_port=ctl.port if ctl else None,
                             fail_mode=(sw.fail_mode or ("secure" if ctl else "standalone")) if ovs else None,
                             datapath=sw.datapath if ovs else None, port_mtu=sw.port_mtu if sw else None,
-                            mtu=min(mtus) if mtus else None))
+                            mtu=min(mtus) if mtus else None, exec=sw.exec if sw else []))
     return nodes
 
 

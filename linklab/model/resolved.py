@@ -144,14 +144,18 @@ class Node(Resolved):
     sysctls: dict[str, str] = {}
     mtu: int | None = None  # switches: the bridge's MTU (the smallest of its links)
     hosts: list[tuple[str, str]] = []  # /etc/hosts entries seen from this node: (address, name)
+    exec: list[list[str]] = []  # commands run in the node once the lab is up, in order (argv lists)
 
     @model_serializer(mode="wrap")
     def _without_no_container(self, handler):
-        # A node that is no container is written as before it could be one: state files, stored
-        # runs and golden files of namespace-only labs do not change.
+        # A node that is no container, or runs no commands, is written as before it could:
+        # state files, stored runs and golden files of labs without them do not change.
         out = handler(self)
-        if isinstance(out, dict) and out.get("container") is None:
-            out.pop("container", None)
+        if isinstance(out, dict):
+            if out.get("container") is None:
+                out.pop("container", None)
+            if not out.get("exec"):
+                out.pop("exec", None)
         return out
 
 

@@ -10,10 +10,13 @@ linklab/model/checks.py.
 from __future__ import annotations
 
 import ipaddress
+import os
 import re
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, WithJsonSchema,
+                      field_validator, model_validator)
 
 from linklab import units
 
@@ -49,7 +52,14 @@ def _unit(parse, what):
     return BeforeValidator(conv)
 
 
-Rate = Annotated[float, _unit(units.parse_rate, "rate"), Field(gt=0)]
+def written(number: dict, *unit_sets) -> WithJsonSchema:
+    """The JSON Schema of a quantity as a file may write it (`linklab schema`): a number, or text
+    in one of these units (units.pattern); what the model keeps after parsing is not what is typed."""
+    return WithJsonSchema({"anyOf": [number, {"type": "string", "pattern": units.pattern([u for us in unit_sets for u in us])}]})
+
+
+Rate = Annotated[float, _unit(units.parse_rate, "rate"), Field(gt=0),
+                 written({"type": "number", "exclusiveMinimum": 0}, ["", *units.RATE_UNITS])]
 # A link's delay or jitter: a minute is far beyond any real path (a geostationary hop is
 # 0.25 s), and a bound keeps queue sizes derived from rate x delay within the kernel's u32 limits.
 MAX_LINK_TIME_S = 60.0
@@ -61,9 +71,12 @@ def _link_time(v: float) -> float:
     return v
 
 
-Time = Annotated[float, _unit(units.parse_time, "time"), Field(ge=0), AfterValidator(_link_time)]
-Percent = Annotated[float, _unit(units.parse_percent, "percent")]
-Size = Annotated[int, _unit(units.parse_size, "size"), Field(gt=0)]
+Time = Annotated[float, _unit(units.parse_time, "time"), Field(ge=0), AfterValidator(_link_time),
+                 written({"type": "number", "minimum": 0, "maximum": MAX_LINK_TIME_S}, ["", *units.TIME_UNITS])]
+Percent = Annotated[float, _unit(units.parse_percent, "percent"),
+                    written({"type": "number", "minimum": 0, "maximum": 100}, ["", "%"])]
+Size = Annotated[int, _unit(units.parse_size, "size"), Field(gt=0),
+                 written({"type": "number", "exclusiveMinimum": 0}, units.SIZE_UNITS)]
 Mtu = Annotated[int, Field(ge=68, le=65535)]
 
 
@@ -77,7 +90,9 @@ def _queue(v):
 
 
 # ('time', seconds) | ('bytes', n) | ('packets', n): see units.parse_queue.
-Queue = Annotated[tuple[Literal["time", "bytes", "packets"], float], BeforeValidator(_queue)]
+Queue = Annotated[tuple[Literal["time", "bytes", "packets"], float], BeforeValidator(_queue),
+                  written({"type": "integer", "exclusiveMinimum": 0}, units.PACKET_UNITS, units.TIME_UNITS,
+                          units.SIZE_UNITS)]
 
 
 class ImpairmentFields(Model):
@@ -193,6 +208,10 @@ class Endpoint(Model):
         return f"{self.node}:{self.ifname}" if self.ifname else self.node
 
 
+# "h1" or "h1:eth5", as the schema tells editors (the node's name is checked against the file's nodes).
+EndpointText = Annotated[str, StringConstraints(pattern=rf"^[^:\s]+(:{IFNAME_RE.pattern[1:-1]})?$")]
+
+
 def _endpoint(v):
     if isinstance(v, str):
         node, _, ifname = v.partition(":")
@@ -203,7 +222,8 @@ def _endpoint(v):
 
 
 class Link(Model):
-    endpoints: Annotated[list[Annotated[Endpoint, BeforeValidator(_endpoint)]], Field(min_length=2, max_length=2)]
+    endpoints: Annotated[list[Annotated[Endpoint, BeforeValidator(_endpoint, json_schema_input_type=EndpointText | Endpoint)]],
+                         Field(min_length=2, max_length=2)]
     name: str | None = None
     mtu: Mtu | None = None
     bond: Bond | None = None
@@ -215,38 +235,86 @@ class Link(Model):
 
 HOST_KINDS = ("host", "container")
 CONTAINER_ONLY = ("image", "cmd", "env", "binds")
+OVS_ONLY = ("controller", "fail_mode")
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-def _cmd(v):
-    # `cmd: sleep infinity` is split like a shell would (no shell runs it); a list is taken as is.
+def _words(v, what: str):
+    # A command written as one string is split into words as a shell would split it, and no shell
+    # runs it: containerlab does the same with its `exec:` strings (exec/exec.go: shlex.Split), so
+    # a command imported from it runs here as there. Pipes, redirections and `&&` need a shell
+    # named in the command (`sh -c '...'`), as in containerlab. A list is taken as is.
     if isinstance(v, str):
         import shlex
         try:
             return shlex.split(v)
         except ValueError as e:
-            raise ValueError(f"cmd {v!r} cannot be split into words: {e}") from None
+            raise ValueError(f"{what} {v!r} cannot be split into words: {e}") from None
     return v
+
+
+def _cmd(v):
+    return _words(v, "cmd")
+
+
+def _command(v):
+    words = _words(v, "command")
+    if isinstance(words, list) and not words:
+        raise ValueError("an empty command: write the program and its arguments")
+    return words
+
+
+# One command of a node's `exec:` list: "ip addr add 192.0.2.1/24 dev eth1" or an argv list.
+Command = Annotated[list[str], BeforeValidator(_command, json_schema_input_type=Annotated[str, StringConstraints(min_length=1)]
+                                                | Annotated[list[str], Field(min_length=1)]), Field(min_length=1)]
+EXEC_HELP = "commands run in the node, in order, once the lab is up"
+
+BIND_PATTERN = r"^[^:]+:/[^:]*(:(ro|rw))?$"  # what _bind accepts, for editors
+SYSCTL_NAME = r"[a-z0-9_]+(\.[a-z0-9_]+)+"  # dotted, as sysctl(8) writes it
+SYSCTL_NAMES = {"propertyNames": {"pattern": f"^{SYSCTL_NAME}$"}}
+BIND_HELP = ("write HOST_PATH:/container/path, optionally :ro or :rw (a relative HOST_PATH is from the "
+             "topology file's directory, ~ is the home directory, as in containerlab)")
 
 
 def _bind(v: str) -> str:
-    """HOST_PATH:CONTAINER_PATH[:ro|rw], both absolute (resolution does not know where the file is)."""
+    """HOST_PATH:CONTAINER_PATH[:ro|rw]; the container path absolute, the host path absolute,
+    ~-relative or relative to the topology file (made absolute by `absolute_bind` on loading)."""
     parts = v.split(":")
-    if len(parts) not in (2, 3) or not all(p.startswith("/") for p in parts[:2]) or parts[2:] not in ([], ["ro"], ["rw"]):
-        raise ValueError(f"bad bind {v!r}: write /host/path:/container/path, optionally :ro or :rw, both paths absolute")
+    if len(parts) not in (2, 3) or not parts[0] or not parts[1].startswith("/") or parts[2:] not in ([], ["ro"], ["rw"]):
+        raise ValueError(f"bad bind {v!r}: {BIND_HELP}")
     return v
 
 
+def absolute_bind(bind: str, base: Path) -> str:
+    """A valid bind with its host path made absolute as containerlab makes it (utils.ResolvePath):
+    ~ expanded, a relative path joined to `base` (the topology file's directory), cleaned."""
+    host, rest = bind.split(":", 1)
+    path = Path(os.path.expanduser(host))
+    return f"{os.path.normpath(path if path.is_absolute() else Path(base) / path)}:{rest}"
+
+
+def _only_if(field: str, value: str, fields: tuple[str, ...], then: dict | None = None) -> dict:
+    """JSON Schema (for editors) of settings that apply only when `field` is `value`; the loader's
+    checks say the same with more words (linklab/model/checks.py)."""
+    when = {"properties": {field: {"const": value}}, "required": [field]}
+    return {"if": when, "then": then or {}, "else": {"properties": {f: False for f in fields}}}
+
+
 class Host(Model):
+    model_config = ConfigDict(json_schema_extra=_only_if("kind", "container", CONTAINER_ONLY, {"required": ["image"]}))
     # host: a network namespace sharing this machine's files; container: a Docker container (its
     # own root filesystem from `image`) whose network namespace joins the lab the same way.
     kind: Literal[HOST_KINDS] = "host"  # type: ignore[valid-type]
-    sysctls: dict[str, str | int] = Field(default_factory=dict)
+    sysctls: dict[str, str | int] = Field(default_factory=dict, json_schema_extra=SYSCTL_NAMES)
     description: str | None = None
     image: Annotated[str, Field(min_length=1)] | None = None  # containers: a local or pullable Docker image
-    cmd: Annotated[list[str], BeforeValidator(_cmd), Field(min_length=1)] | None = None  # default: the image's
-    env: dict[str, str | int | float | bool] = Field(default_factory=dict)
-    binds: list[Annotated[str, AfterValidator(_bind)]] = Field(default_factory=list)
+    cmd: Annotated[list[str], BeforeValidator(_cmd, json_schema_input_type=str | list[str]),
+                   Field(min_length=1)] | None = None  # default: the image's
+    env: dict[str, str | int | float | bool] = Field(default_factory=dict,
+                                                     json_schema_extra={"propertyNames": {"pattern": ENV_NAME_RE.pattern}})
+    binds: list[Annotated[str, AfterValidator(_bind), Field(json_schema_extra={"pattern": BIND_PATTERN})]] = \
+        Field(default_factory=list)
+    exec: list[Command] = Field(default_factory=list, description=EXEC_HELP)
 
     @field_validator("env")
     @classmethod
@@ -260,7 +328,7 @@ class Host(Model):
     @classmethod
     def _sysctl_keys(cls, v):
         for k in v:
-            if not re.fullmatch(r"[a-z0-9_]+(\.[a-z0-9_]+)+", k):
+            if not re.fullmatch(SYSCTL_NAME, k):
                 raise ValueError(f"bad sysctl name {k!r} (write it dotted, e.g. net.ipv4.tcp_reordering)")
         return v
 
@@ -277,10 +345,14 @@ def _controller(v):
 
 
 class Switch(Model):
+    model_config = ConfigDict(json_schema_extra={**_only_if("kind", "ovs", OVS_ONLY),
+                                                 "allOf": [{"if": {"properties": {"kind": {"const": "ovs"}}, "required": ["kind"]},
+                                                            "then": {"properties": {"stp": {"const": False}}},
+                                                            "else": {"properties": {"datapath": {"const": "kernel"}}}}]})
     kind: Literal[SWITCH_KINDS] = "bridge"  # type: ignore[valid-type]
     stp: bool = False
     # OVS only: an OpenFlow controller app (`controller: l2_learning` or `{app: hub, port: 6653}`)
-    controller: Annotated[Controller, BeforeValidator(_controller)] | None = None
+    controller: Annotated[Controller, BeforeValidator(_controller, json_schema_input_type=str | Controller)] | None = None
     # OVS only: what the switch does without its controller: secure = nothing, standalone = learn
     # like a plain switch (default: secure with a controller, standalone without)
     fail_mode: Literal[FAIL_MODES] | None = None  # type: ignore[valid-type]
@@ -288,6 +360,7 @@ class Switch(Model):
     # MTU of this switch's ports whatever their links say (Mininet leaves switch ports at 1500)
     port_mtu: Mtu | None = None
     description: str | None = None
+    exec: list[Command] = Field(default_factory=list, description=EXEC_HELP)  # in the switch's namespace
 
 
 class Addressing(Model):
@@ -307,17 +380,21 @@ class Defaults(Model):
     mtu: Mtu = 1500
     ipv6: bool = True
     impair: Impairment | None = None
-    sysctls: dict[str, str | int] = Field(default_factory=dict)
+    sysctls: dict[str, str | int] = Field(default_factory=dict, json_schema_extra=SYSCTL_NAMES)
+
+
+NODE_NAMES = {"propertyNames": {"pattern": NAME_RE.pattern}}
 
 
 class Topology(Model):
-    name: str
+    name: str = Field(json_schema_extra={"pattern": NAME_RE.pattern})
     description: str | None = None
-    scale: float | Literal["auto"] = "auto"
+    scale: Annotated[float | Literal["auto"], WithJsonSchema(
+        {"anyOf": [{"const": "auto"}, {"type": "number", "exclusiveMinimum": 0, "maximum": 10}]})] = "auto"
     defaults: Defaults = Defaults()
     addressing: Addressing = Addressing()
-    hosts: dict[str, Host | None] = Field(default_factory=dict)
-    switches: dict[str, Switch | None] = Field(default_factory=dict)
+    hosts: dict[str, Host | None] = Field(default_factory=dict, json_schema_extra=NODE_NAMES)
+    switches: dict[str, Switch | None] = Field(default_factory=dict, json_schema_extra=NODE_NAMES)
     links: list[Link] = Field(default_factory=list)
     # Per-student variants (linklab/model/variables.py: declared, validated and substituted
     # before this model sees the data) and coursework checks (linklab/check/: validated against

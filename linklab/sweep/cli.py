@@ -35,7 +35,9 @@ def add_commands(sub) -> None:
     p.add_argument("--no-rerun-disturbed", action="store_true",
                    help="keep a repetition flagged host_disturbed as it is (default: measure it once more, the "
                         "disturbed attempt kept aside as rep<k>.disturbed-<n>)")
-    p.add_argument("--results", default="results", help="results root directory (default ./results)")
+    p.add_argument("--results", default="results",
+                   help="results root directory, anywhere on the machine (default ./results); one the lab VM "
+                        "does not share is written through a spool in the state directory and copied when the sweep ends")
     p.add_argument("--lab", help="run against this lab (default: the lab named by the experiment's topology)")
     p.add_argument("--shard", metavar="K/N",
                    help="only the K-th of N parts of the points (groups sharing the outermost axes kept together), "
@@ -65,6 +67,7 @@ def add_commands(sub) -> None:
 
 def cmd_sweep(args, argv) -> int:
     from linklab import kernel, placement, state
+    from linklab.results.spool import through_vm
     from linklab.results.store import ResultsStore
     from linklab.sweep.experiment import load_experiment, raw_data, topology_path
     from linklab.sweep.engine import run
@@ -103,10 +106,12 @@ def cmd_sweep(args, argv) -> int:
         if args.points is None:
             write_report(store.path)
         return 0
-    placement.require_shared_with_vm(Path(args.results), "results directory")
     if use_vm:
         say(f"linklab: the sweep runs in the lab VM ({why})")
-    rc = placement.forward(argv, say=say, boot=False) if in_vm else placement.forward_booting(argv, say=say)
+    # A results directory the VM does not share is written through a spool it does (results/spool.py).
+    with through_vm(Path(args.results), exp.name, say=say) as results:
+        there = argv if results == Path(args.results).resolve() else [*argv, "--results", str(results)]
+        rc = placement.forward(there, say=say, boot=False) if in_vm else placement.forward_booting(there, say=say)
     newest = ResultsStore.latest(Path(args.results), exp.name) if rc == 0 else None
     # A cluster's unit (--points) is reported by its driver, with every unit's repetitions.
     if newest is not None and newest.manifest.get("complete") and args.points is None:

@@ -22,7 +22,7 @@ from pydantic import BeforeValidator, Field, ValidationError, field_validator, m
 
 from linklab import units
 from linklab.model.loader import load_model, read_yaml
-from linklab.model.topology import BOND_MODES, Model
+from linklab.model.topology import BOND_MODES, Model, written
 
 TOPOLOGY_AXES = ("mtu", "bond_mode", "bond", "sysctl_profile", "cc")
 TOOL_AXES = ("streams", "parallel", "protocol", "udp_rate", "mss", "length", "ip", "duration", "client", "server")
@@ -34,7 +34,8 @@ def _secs(v):
     return None if v is None else units.parse_time(v)
 
 
-Seconds = Annotated[float, BeforeValidator(_secs), Field(ge=0)]
+Seconds = Annotated[float, BeforeValidator(_secs), Field(ge=0),
+                    written({"type": "number", "minimum": 0}, ["", *units.TIME_UNITS])]
 
 
 class Tool(Model):
@@ -44,7 +45,7 @@ class Tool(Model):
     protocol: Literal["tcp", "udp"] = "tcp"
     streams: Annotated[int, Field(ge=1, le=128)] = 1
     parallel: Literal["threads", "processes"] = "threads"  # -P N in one iperf3, or N iperf3 processes
-    udp_rate: str = "1gbit"
+    udp_rate: str = Field("1gbit", json_schema_extra={"pattern": units.pattern(["", *units.RATE_UNITS])})
     mss: Annotated[int, Field(ge=88, le=9216)] | None = None
     length: Annotated[int, Field(ge=1)] | None = None
     ip: Literal[4, 6] = 4
@@ -128,6 +129,11 @@ class Quick(Model):
     settle: Seconds | None = None
 
 
+# An axis is one of these, or an override path (it has a dot or a bracket): for editors.
+AXIS_NAMES = {"propertyNames": {"pattern": f"^({'|'.join(TOPOLOGY_AXES + TOOL_AXES)})$|[.\\[]"},
+              "additionalProperties": {"type": "array", "minItems": 1}}
+
+
 class Experiment(Model):
     name: str
     description: str | None = None
@@ -135,7 +141,7 @@ class Experiment(Model):
     topology: str
     client: str
     server: str
-    matrix: dict[str, list[Any]]
+    matrix: dict[str, list[Any]] = Field(json_schema_extra=AXIS_NAMES)
     exclude: list[dict[str, Any]] = Field(default_factory=list)
     repetitions: Annotated[int, Field(ge=1, le=1000)] = 3
     warmup: Seconds = 1.0  # iperf3 --omit: the first seconds are measured but not counted

@@ -18,7 +18,7 @@ def test_every_kind_offers_the_same_verbs_and_names_a_build_phase():
     for name, kind in kinds.REGISTRY.items():
         assert isinstance(kind, Kind) and kind.name == name
         for verb in ("check", "create", "configure", "inspect", "remove", "claim", "create_all", "remove_all",
-                     "where", "marked", "remove_marked", "release_idle"):
+                     "where", "exec_env", "marked", "remove_marked", "release_idle"):
             assert callable(getattr(kind, verb, None)), f"kind {name} lacks {verb}"
         assert kind.phase in build.PHASES, f"kind {name} configures in an unknown phase {kind.phase!r}"
     # A kind writes only what differs: host and bridge inherit the empty verbs.

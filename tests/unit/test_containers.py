@@ -277,3 +277,40 @@ def test_engine_daemons_are_recorded_and_stopped_only_while_still_themselves(tmp
     finally:
         other.kill()
         other.wait()
+
+
+# ---- binds: relative to the topology file, as containerlab resolves them -----------------------
+
+def _binds_topology(where: Path, binds: list[str]) -> Path:
+    where.mkdir(parents=True, exist_ok=True)
+    p = where / "lab.yaml"
+    p.write_text("name: binds\nhosts:\n  c1:\n    kind: container\n    image: linklab/base\n"
+                 f"    binds: {json.dumps(binds)}\n  h1: {{}}\nlinks:\n  - {{endpoints: [c1, h1]}}\n")
+    return p
+
+
+def test_relative_binds_are_taken_from_the_topology_files_directory(tmp_path, monkeypatch):
+    topo = _binds_topology(tmp_path / "lab", ["r1/frr.conf:/etc/frr/frr.conf", "./data/../shared:/shared:ro",
+                                              "/srv/x:/x:rw", "~/notes:/notes"])
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)  # not where the file is: what counts is the file's directory
+    want = [f"{tmp_path}/lab/r1/frr.conf:/etc/frr/frr.conf", f"{tmp_path}/lab/shared:/shared:ro", "/srv/x:/x:rw",
+            f"{tmp_path}/home/notes:/notes"]
+    assert load_topology("lab/lab.yaml").hosts["c1"].binds == want
+    lab = resolve(load_topology(topo), Context())
+    assert lab.node("c1").container.binds == want
+    # The same file read as though it lay elsewhere (an import validated before it is saved there)
+    assert load_topology(topo, base_dir="/elsewhere").hosts["c1"].binds[0] == "/elsewhere/r1/frr.conf:/etc/frr/frr.conf"
+
+
+def test_a_bind_whose_host_path_is_missing_is_refused_before_anything_is_made(tmp_path, monkeypatch):
+    (tmp_path / "lab" / "r1").mkdir(parents=True)
+    (tmp_path / "lab" / "r1" / "frr.conf").write_text("")
+    topo = _binds_topology(tmp_path / "lab", ["r1/frr.conf:/etc/frr/frr.conf", "r1/daemons:/etc/frr/daemons:ro"])
+    lab = resolve(load_topology(topo), Context())
+    asked = []
+    monkeypatch.setattr(ctr.engine, "connect", lambda *a: asked.append("engine"))  # never reached
+    problems = kinds.REGISTRY["container"].check(lab, lab.node("c1"))
+    assert problems == [f"hosts.c1.binds: {tmp_path}/lab/r1/daemons does not exist (bind {tmp_path}/lab/r1/daemons:"
+                        "/etc/frr/daemons:ro; a relative path is from the topology file's directory)"]
+    assert asked == []

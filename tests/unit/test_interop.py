@@ -308,10 +308,12 @@ def test_import_maps_nodes_links_mtu_and_lists_the_rest():
         ["client_1:eth1", "br_core:eth1"], ["server:eth1", "br_core:eth2"], ["client_1:eth2", "server:eth2"]]
     assert [link["mtu"] for link in t["links"]] == [9000, 9000, clab_import.CLAB_DEFAULT_MTU]
     assert t["links"][2]["addresses"] == {"client_1": {"ipv4": "192.0.2.1/30"}, "server": {"ipv4": "192.0.2.2/30"}}
+    # its exec: commands too, run after `up` as containerlab runs them after deploy
+    assert t["hosts"]["client_1"]["exec"] == ["ip link add bond0 type bond mode 802.3ad"]
     listed = "\n".join(imp.not_imported)
-    for expected in ("node spine1 (kind nokia_srlinux", "node client-1: exec (1 commands)", "links[3]",
-                     "top-level `mgmt`", "topology.kinds"):
+    for expected in ("node spine1 (kind nokia_srlinux", "links[3]", "top-level `mgmt`", "topology.kinds"):
         assert expected in listed, listed
+    assert "exec" not in listed.replace("kinds, exec and binds were resolved", ""), listed
     assert imp.renamed == {"client-1": "client_1", "br-core": "br_core", "campus-lab": "campus_lab"}
     assert "# Not imported:" in imp.yaml_text("x")
 
@@ -532,3 +534,118 @@ def test_container_nodes_round_trip_through_containerlab():
     assert hosts["r1"]["kind"] == "container" and hosts["r1"]["image"] == "registry.example:5000/frr:9.1"
     assert hosts["r1"]["env"] == {"DAEMONS": "zebra ospfd", "DEBUG": "true", "WORKERS": "4"}
     assert hosts["r2"]["cmd"] == "sleep infinity" and "kind" not in hosts["h1"]
+
+
+# ---- every containerlab file of the kinds linklab maps (tests/data/interop/clab, BSD-3) --------
+
+MAPPED_KINDS = {"linux", "bridge", "host", "ovs-bridge"}  # host: containerlab's own namespace, listed as not imported
+# Files of those kinds that are not a topology to import, each refused as containerlab itself would.
+REFUSED = {
+    "30-bridge-reconcile.clab.yml": "a Go template (`{{ if .remap }}`): containerlab renders it before reading it",
+    "topo6.yml": "containerlab's test of a bad file (core/config_test.go): an interface used twice, a link "
+                 "with both ends on one node; containerlab refuses it too",
+}
+
+
+def _mapped_files() -> list[Path]:
+    out = []
+    for p in sorted(CLAB.glob("*.y*ml")):
+        text = p.read_text()
+        if clab_import.TEMPLATE.search(text):
+            kinds = set(re.findall(r"kind: *(\S+)", text))  # a template is YAML only once rendered
+        else:
+            topo = yaml.safe_load(text)["topology"]
+            kinds = {clab_import.resolve_kind(spec or {}, topo) for spec in (topo.get("nodes") or {}).values()}
+        if kinds <= MAPPED_KINDS:
+            out.append(p)
+    return out
+
+
+MAPPED_FILES = _mapped_files()
+
+
+def _node_exec(path: Path) -> dict[str, list[str]]:
+    topo = yaml.safe_load(path.read_text())["topology"]
+    return {name: cmds for name, spec in (topo.get("nodes") or {}).items()
+            if (cmds := clab_import.merged(spec or {}, topo, clab_import.resolve_kind(spec or {}, topo), "exec"))}
+
+
+def test_the_vendored_files_are_every_one_of_the_mapped_kinds():
+    # containerlab at 39ff2b7 (tests/data/interop/clab/README.md): 28 topology files of these kinds
+    # in its tests and examples, one a Go template; 10 give nodes exec: commands (on the node, its
+    # group, kind or defaults; two more run commands at `stages:`, which linklab lists as not imported).
+    assert len(MAPPED_FILES) == 28
+    with_exec = [p.name for p in MAPPED_FILES if not clab_import.TEMPLATE.search(p.read_text()) and _node_exec(p)]
+    assert len(with_exec) == 10, with_exec
+    assert {p.name for p in MAPPED_FILES} >= set(REFUSED)
+
+
+@pytest.mark.parametrize("path", MAPPED_FILES, ids=lambda p: p.name)
+def test_every_containerlab_file_of_the_mapped_kinds_imports_and_exports_again_validly(path, tmp_path):
+    text = path.read_text()
+    if clab_import.TEMPLATE.search(text):
+        with pytest.raises(UsageError, match="a Go template"):
+            clab_import.import_clab(text, str(path))
+        return
+    if path.name in REFUSED:
+        res = _run_import(path)
+        assert res.returncode == 2 and "as a linklab topology" in res.stderr, res.stderr
+        return
+    imp = clab_import.import_clab(text, str(path), dest_dir=tmp_path)
+    saved = tmp_path / "imported.yaml"
+    saved.write_text(imp.yaml_text(str(path)))
+    lab = resolve(load_topology(saved), VM)
+    doc = clab_export.topology_dict(lab)
+    _check_clab(doc)
+    mininet_export.lab_table(lab)  # every derived name valid
+    # Every exec: command of a linux node is imported, in containerlab's merged order, and exported
+    # again after linklab's own configuration.
+    topo = yaml.safe_load(text)["topology"]
+    for name, spec in (topo.get("nodes") or {}).items():
+        kind = clab_import.resolve_kind(spec or {}, topo)
+        want = clab_import.merged(spec or {}, topo, kind, "exec")
+        new = imp.renamed.get(name, name)
+        if kind == "linux":
+            assert lab.node(new).exec == [shlex.split(c) for c in want]
+            exported = [shlex.split(c) for c in doc["topology"]["nodes"][new].get("exec", [])]
+            assert exported[len(exported) - len(want):] == lab.node(new).exec
+        elif want and kind in ("bridge", "ovs-bridge"):
+            assert any(f"node {name}: exec" in x and "runs none" in x for x in imp.not_imported), imp.not_imported
+
+
+def test_exec_merges_defaults_kind_group_and_node_as_containerlab_does():
+    topo = {"defaults": {"exec": ["a", "b"], "group": "g"}, "kinds": {"linux": {"exec": ["k"]}},
+            "groups": {"g": {"exec": ["g1", "a"]}}}
+    assert clab_import.merged({"exec": ["n", "b"]}, topo, "linux", "exec") == ["a", "b", "k", "g1", "n"]
+    groups = _import("24-basic-groups.clab.yaml")  # exec given by group g1 only
+    assert groups.topology["hosts"]["l1"]["exec"] == ["echo this_is_an_exec_test", "cat /etc/os-release"]
+    assert "exec" not in groups.topology["hosts"]["l2"]
+
+
+def test_relative_binds_resolve_from_the_source_and_are_written_for_where_the_import_is_saved(tmp_path):
+    src = CLAB / "01-linux-nodes.clab.yml"  # binds: 01-test.txt:/01-test.txt, 01-test.json:/test.json
+    want = [f"{CLAB}/01-test.txt:/01-test.txt", f"{CLAB}/01-test.json:/test.json"]
+    on_stdout = clab_import.import_clab(src.read_text(), str(src))
+    assert on_stdout.topology["hosts"]["l1"]["binds"] == want  # where it is saved is not known: absolute
+    beside = clab_import.import_clab(src.read_text(), str(src), dest_dir=CLAB)
+    assert beside.topology["hosts"]["l1"]["binds"] == ["01-test.txt:/01-test.txt", "01-test.json:/test.json"]
+    res = _linklab("import", "containerlab", str(src), "-o", str(tmp_path / "sub" / "lab.yaml"))
+    assert res.returncode == 0, res.stderr
+    saved = yaml.safe_load((tmp_path / "sub" / "lab.yaml").read_text())
+    assert all(not b.startswith("/") for b in saved["hosts"]["l1"]["binds"])  # relative to tmp/sub
+    assert load_topology(tmp_path / "sub" / "lab.yaml").hosts["l1"].binds == want
+    magic = "name: m\ntopology:\n  nodes:\n    a: {kind: linux, image: x, binds: ['__clabNodeDir__/cfg:/cfg', 'b:/b']}\n"
+    imp = clab_import.import_clab(magic, str(tmp_path / "m.clab.yml"))
+    assert imp.topology["hosts"]["a"]["binds"] == [f"{tmp_path}/b:/b"]
+    assert "node a: bind __clabNodeDir__/cfg:/cfg (containerlab's own lab directory: linklab has none)" in imp.not_imported
+
+
+def test_an_ovs_switchs_exec_goes_to_the_docker_hosts_commands_after_deploy():
+    # containerlab runs no exec: on an ovs-bridge node: the header lists it with the after-deploy commands.
+    lab = resolve(load_topology(ROOT / "topologies/sdn_pair.yaml",
+                                [("switches.s1.exec", ["ovs-ofctl -O OpenFlow13 dump-flows s1"])]), VM)
+    before, after = clab_export.ovs_commands(lab)
+    assert after[-1] == "ovs-ofctl -O OpenFlow13 dump-flows s1" and not any("dump-flows" in b for b in before)
+    doc = yaml.safe_load(clab_export.export(lab, "sdn_pair.yaml"))
+    assert doc["topology"]["nodes"]["s1"] == {"kind": "ovs-bridge"}
+    assert "#   ovs-ofctl -O OpenFlow13 dump-flows s1" in clab_export.export(lab, "sdn_pair.yaml")

@@ -31,8 +31,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("interop", ("linklab.interop",)),            # other tools' formats
     ("cluster", ("linklab.cluster",)),            # sweeps across machines on Ray: above sweep, below the CLI
     ("ab", ("linklab.ab",)),                      # two arms' stepwise sweeps side by side, then the verdict
-    ("commands", ("linklab.validate", "linklab.sweep.cli", "linklab.report.cli", "linklab.interop.cli",
-                  "linklab.ab.cli", "linklab.check.cli")),
+    ("commands", ("linklab.validate", "linklab.schema", "linklab.sweep.cli", "linklab.report.cli",
+                  "linklab.interop.cli", "linklab.ab.cli", "linklab.check.cli")),
     ("cli", ("linklab.cli", "linklab.__main__")),  # the parser the sub-commands add themselves to
 ]
 

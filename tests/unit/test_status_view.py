@@ -38,3 +38,23 @@ def test_node_name_shown_once_per_node_in_table():
     text = render(data({"h1": node("balance-rr")}))
     table = [ln for ln in text.splitlines() if "bond0" in ln and not ln.startswith("  h1:")]
     assert [ln.split()[0] for ln in table] == ["h1", "bond0-m1", "bond0"]
+
+
+def test_exec_lines_show_each_command_and_how_many_ran():
+    d = data({"h1": node("balance-rr")})
+    d["state"]["resolved"]["nodes"] = [
+        {"name": "h1", "exec": [["ip", "addr", "add", "192.0.2.1/24", "dev", "eth1"], ["sh", "-c", "echo a > /tmp/x"]]},
+        {"name": "h2", "exec": [["ip", "link", "set", "eth1", "up"], ["false"]]}, {"name": "s1"}]
+    d["state"]["owned"] = {"exec": {"h1": {"ran": d["state"]["resolved"]["nodes"][0]["exec"]},
+                                    "h2": {"ran": [["ip", "link", "set", "eth1", "up"]],
+                                           "failed": "node h2: exec command 2 of 2 exited 1: false\n    (x)"}}}
+    lines = render(d).splitlines()
+    at = lines.index("exec (commands run in the node once the lab is up; + ran):")
+    assert lines[at + 1:] == [
+        "  h1: 2 of 2 ran, each exit 0",
+        "    + ip addr add 192.0.2.1/24 dev eth1",
+        "    + sh -c 'echo a > /tmp/x'",
+        "  h2: 1 of 2 ran; exec command 2 of 2 exited 1: false",
+        "    + ip link set eth1 up",
+        "    - false"]
+    assert "exec (" not in render(data({"h1": node("balance-rr")}))  # no commands: no section

@@ -20,8 +20,8 @@ from typing import Any
 from pyroute2 import netns
 
 from linklab import runner
-from linklab.backends.base import Backend
-from linklab.backends.linux import build, daemons, hostsfile, kinds, sysctl
+from linklab.backends.base import Backend, NodeCommandsFailed
+from linklab.backends.linux import build, daemons, hostsfile, kinds, node_exec, sysctl
 from linklab.backends.linux.kinds import controller, ovs
 from linklab.backends.linux.names import Mark, current_home, hosts_dir, mark, netns_name, node_of, parse_mark
 from linklab.backends.linux.ownership import is_ours, read_mark, remove_netns
@@ -74,17 +74,33 @@ class LinuxBackend(Backend):
         for ns in set(owned.get("namespaces", [])) - set(want_ns.values()):
             self._remove_if_ours(ns, Mark(lab.name, owned["id"], current_home()))
         new = {"id": owned["id"], "home": current_home(), "namespaces": list(want_ns.values()), "interfaces": [],
-               "qdiscs": {}, "hosts_files": [], "sysctl_originals": {}, "processes": []}
+               "qdiscs": {}, "hosts_files": [], "sysctl_originals": {}, "processes": [], "addresses": []}
         with ExitStack() as stack:
             # A node's pyroute2 handle is opened when a step first needs it (~6 ms each under
             # emulation; a fresh lab without bonds or impairments needs none).
             ipr = {node: functools.partial(lambda ns: stack.enter_context(netlink.iproute(ns)), ns)
                    for node, ns in want_ns.items()}
-            build.run(build.Build(lab, ipr, want_ns, mark(lab.name, owned["id"]),
-                                  kinds={n.name: kinds.of(n) for n in lab.nodes}, previous=owned, owned=new,
-                                  present=netns.listnetns(), say=say, registry=kinds.REGISTRY.values()))
+            b = build.Build(lab, ipr, want_ns, mark(lab.name, owned["id"]),
+                            kinds={n.name: kinds.of(n) for n in lab.nodes}, previous=owned, owned=new,
+                            present=netns.listnetns(), say=say, registry=kinds.REGISTRY.values())
+            build.run(b)
         new["sysctl_originals"] = sysctl.apply(lab, want_ns, owned.get("sysctl_originals", {}))
+        self._run_exec(lab, new, b.fresh, owned.get("exec", {}), say)
         return new
+
+    def _run_exec(self, lab: Lab, new: dict[str, Any], fresh: set[str], previous: dict[str, Any], say) -> None:
+        """The nodes' `exec:` commands still to run, last: the lab is built around them."""
+        def env_of(node: str) -> dict[str, str]:
+            n = lab.node(node)
+            return {k: v for kind in kinds.of(n) for k, v in kind.exec_env(lab, n, netns_name(lab.name, node)).items()}
+
+        new["exec"], failures = node_exec.run(lab, lambda node: self.node_netns(lab, node), env_of, fresh,
+                                              previous, say)
+        if failures:
+            raise NodeCommandsFailed(
+                "\n".join(f.text() for f in failures), new,
+                hint="the lab is built and the commands before it ran; fix the command and run `linklab up` "
+                     "again (what ran is not run again), or `linklab down`")
 
     # ---- teardown ------------------------------------------------------------------------
     def destroy(self, lab_name: str, owned: dict[str, Any], say=print) -> list[str]:

@@ -46,6 +46,8 @@ class Build:
     say       what tells the user of slow steps (a kind starting a daemon or pulling an image)
     created   (node, ifname) of the interfaces this build creates: they have no address and the
               kernel's default qdisc, so nothing needs to be read back to reconcile them
+    fresh     the nodes whose namespace this build made (a new node, a container made anew): they
+              run their whole `exec:` list (linklab/backends/linux/node_exec.py)
     begun     (kind name, node) -> what the kind's `begin` started, for its `configure`
     ipr       node -> its pyroute2 handle, opened on first use
     """
@@ -68,6 +70,7 @@ class Build:
         self._dumped: set[str] = set()
         self.ipr = {node: _IndexKeeping(h, self._indexes, self._dumped) for node, h in ipr.items()}
         self.created: set[tuple[str, str]] = set()
+        self.fresh: set[str] = set()
         self.begun: dict[tuple[str, str], Any] = {}
         self._background: list[Future] = []
         self._mtus: dict[tuple[str, int], int] = {}

@@ -55,6 +55,7 @@ LAB = {
     'qdiscs': [],
     'iface_settings': [],
     'ovs': [],
+    'exec': {},
     'checks': [
         {'from': 'h1', 'to': 'h2', 'to_addr': '10.77.0.2', 'mtu': 1500, 'via': 'h1-s1+h2-s1'},
         {'from': 'h2', 'to': 'h1', 'to_addr': '10.77.0.1', 'mtu': 1500, 'via': 'h2-s1+h1-s1'},

@@ -43,6 +43,7 @@ LAB = {
     'qdiscs': [],
     'iface_settings': [],
     'ovs': [],
+    'exec': {},
     'checks': [
         {'from': 'r1', 'to': 'r2', 'to_addr': '10.77.0.2', 'mtu': 1500, 'via': 'r1-r2'},
         {'from': 'r2', 'to': 'r1', 'to_addr': '10.77.0.1', 'mtu': 1500, 'via': 'r1-r2'},

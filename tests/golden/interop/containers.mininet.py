@@ -55,6 +55,7 @@ LAB = {
     'qdiscs': [],
     'iface_settings': [],
     'ovs': [],
+    'exec': {},
     'checks': [
         {'from': 'c1', 'to': 'c2', 'to_addr': '10.77.0.2', 'mtu': 1500, 'via': 'c1up+c2up'},
         {'from': 'c1', 'to': 'h1', 'to_addr': '10.77.0.3', 'mtu': 1500, 'via': 'c1up+h1up'},

@@ -73,6 +73,7 @@ LAB = {
     ],
     'iface_settings': [],
     'ovs': [],
+    'exec': {},
     'checks': [
         {'from': 'snd', 'to': 'rxa', 'to_addr': '10.77.0.2', 'mtu': 1500, 'via': 'sndbond+toa'},
         {'from': 'snd', 'to': 'rxb', 'to_addr': '10.77.0.3', 'mtu': 1500, 'via': 'sndbond+tob'},

@@ -61,6 +61,7 @@ LAB = {
     ],
     'iface_settings': [],
     'ovs': [],
+    'exec': {},
     'checks': [
         {'from': 'a', 'to': 'b', 'to_addr': '10.77.0.2', 'mtu': 9000, 'via': 'a-b-0'},
         {'from': 'b', 'to': 'a', 'to_addr': '10.77.0.1', 'mtu': 9000, 'via': 'a-b-0'},

@@ -41,6 +41,7 @@ LAB = {
     ],
     'iface_settings': [],
     'ovs': [],
+    'exec': {},
     'checks': [
         {'from': 'h1', 'to': 'h2', 'to_addr': '10.77.0.2', 'mtu': 9000, 'via': 'wire'},
         {'from': 'h2', 'to': 'h1', 'to_addr': '10.77.0.1', 'mtu': 9000, 'via': 'wire'},

@@ -58,6 +58,7 @@ LAB = {
     'qdiscs': [],
     'iface_settings': [],
     'ovs': [],
+    'exec': {},
     'checks': [
         {'from': 'h1', 'to': 'h2', 'to_addr': '10.77.0.2', 'mtu': 1500, 'via': 'h1-s1+h2-s1-1'},
         {'from': 'h1', 'to': 'h2', 'to_addr': '10.77.0.3', 'mtu': 1500, 'via': 'h1-s1+h2-s1-2'},

@@ -12,8 +12,10 @@
 # Open vSwitch switches: Mininet's OVSSwitch (OpenFlow 1.3, linklab's fail mode and dpid), then
 # linklab's own OVS settings (OpenFlow port numbers, OVS bonds, port MTUs by mtu_request); each
 # controller is the same os-ken app as in linklab (carried below), run with osken-manager on
-# 127.0.0.1 and given to Mininet as a RemoteController. Needs a running Open vSwitch
-# (`service openvswitch-switch start`) and os-ken 3.1.1 (--osken-manager PATH).
+# 127.0.0.1 and given to Mininet as a RemoteController. Needs Open vSwitch installed: where
+# none runs (no database socket) the script starts its own and stops it at the end; and
+# os-ken 3.1.1 (--osken-manager PATH). In linklab's lab VM:
+#   linklab vm run -- python3 THIS.py --test
 # Differences from `linklab up`:
 #   - names resolve through Mininet's CLI (`h1 ping h2`), not /etc/hosts as in linklab
 #   - OVS switches are bridges of the machine's own Open vSwitch (Mininet's OVSSwitch), their controllers run in the root namespace, not one namespace each
@@ -64,6 +66,7 @@ LAB = {
         {'switch': 's1', 'vsctl': [['set', 'bridge', 's1', 'protocols=OpenFlow13', 'fail_mode=standalone', 'other_config:disable-in-band=true', 'other_config:datapath-id=0000000000000003'], ['set', 'interface', 's1-eth5', 'ofport_request=5'], ['--if-exists', 'del-port', 's1', 's1-eth1', '--', '--if-exists', 'del-port', 's1', 's1-eth2'], ['--may-exist', 'add-bond', 's1', 'lag0', 's1-eth1', 's1-eth2', '--', 'set', 'port', 'lag0', 'bond_mode=balance-tcp', 'lacp=active', 'other_config:lacp-time=fast', 'other_config:bond-detect-mode=carrier', '--', 'remove', 'port', 'lag0', 'other_config', 'bond-primary', '--', 'set', 'port', 'lag0', 'other_config:all-members-active=false'], ['--if-exists', 'del-port', 's1', 's1-eth3', '--', '--if-exists', 'del-port', 's1', 's1-eth4'], ['--may-exist', 'add-bond', 's1', 'lag1', 's1-eth3', 's1-eth4', '--', 'set', 'port', 'lag1', 'bond_mode=active-backup', 'lacp=active', 'other_config:lacp-time=fast', 'other_config:bond-detect-mode=carrier', '--', 'remove', 'port', 'lag1', 'other_config', 'bond-primary', '--', 'set', 'port', 'lag1', 'other_config:all-members-active=false'], ['set', 'interface', 's1-eth1', 'mtu_request=1500', '--', 'set', 'interface', 's1-eth2', 'mtu_request=1500', '--', 'set', 'interface', 's1-eth3', 'mtu_request=1500', '--', 'set', 'interface', 's1-eth4', 'mtu_request=1500', '--', 'set', 'interface', 's1-eth5', 'mtu_request=1500']], 'controller': None},
         {'switch': 's2', 'vsctl': [['set', 'bridge', 's2', 'protocols=OpenFlow13', 'fail_mode=secure', 'other_config:disable-in-band=true', 'other_config:datapath-id=0000000000000004'], ['set', 'interface', 's2-eth1', 'ofport_request=1', '--', 'set', 'interface', 's2-eth2', 'ofport_request=2', '--', 'set', 'interface', 's2-eth3', 'ofport_request=3'], ['set', 'interface', 's2-eth1', 'mtu_request=1500', '--', 'set', 'interface', 's2-eth2', 'mtu_request=1500', '--', 'set', 'interface', 's2-eth3', 'mtu_request=1500'], ['set-controller', 's2', 'tcp:127.0.0.1:6654', '--', 'set', 'controller', 's2', 'connection_mode=out-of-band', 'max_backoff=1000']], 'controller': {'app': 'lacp', 'port': 6654, 'env': ['LINKLAB_SWITCH={"ports":[1,2,3],"groups":[[1,2]]}', 'LINKLAB_DPID=4', 'EVENTLET_NO_GREENDNS=yes'], 'argv': ['osken-manager', '--ofp-listen-host', '127.0.0.1', '--ofp-tcp-listen-port', '6654', 'lacp.py']}},
     ],
+    'exec': {},
     'checks': [
         {'from': 'h1', 'to': 'h2', 'to_addr': '10.77.0.2', 'mtu': 1500, 'via': 'b1+b2'},
         {'from': 'h2', 'to': 'h1', 'to_addr': '10.77.0.1', 'mtu': 1500, 'via': 'b2+b1'},

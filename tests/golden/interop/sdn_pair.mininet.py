@@ -12,8 +12,10 @@
 # Open vSwitch switches: Mininet's OVSSwitch (OpenFlow 1.3, linklab's fail mode and dpid), then
 # linklab's own OVS settings (OpenFlow port numbers, OVS bonds, port MTUs by mtu_request); each
 # controller is the same os-ken app as in linklab (carried below), run with osken-manager on
-# 127.0.0.1 and given to Mininet as a RemoteController. Needs a running Open vSwitch
-# (`service openvswitch-switch start`) and os-ken 3.1.1 (--osken-manager PATH).
+# 127.0.0.1 and given to Mininet as a RemoteController. Needs Open vSwitch installed: where
+# none runs (no database socket) the script starts its own and stops it at the end; and
+# os-ken 3.1.1 (--osken-manager PATH). In linklab's lab VM:
+#   linklab vm run -- python3 THIS.py --test
 # Differences from `linklab up`:
 #   - names resolve through Mininet's CLI (`h1 ping h2`), not /etc/hosts as in linklab
 #   - OVS switches are bridges of the machine's own Open vSwitch (Mininet's OVSSwitch), their controllers run in the root namespace, not one namespace each
@@ -47,6 +49,7 @@ LAB = {
     'ovs': [
         {'switch': 's1', 'vsctl': [['set', 'bridge', 's1', 'protocols=OpenFlow13', 'fail_mode=secure', 'other_config:disable-in-band=true', 'other_config:datapath-id=0000000000000003'], ['set', 'interface', 's1-eth1', 'ofport_request=1', '--', 'set', 'interface', 's1-eth2', 'ofport_request=2'], ['set', 'interface', 's1-eth1', 'mtu_request=1500', '--', 'set', 'interface', 's1-eth2', 'mtu_request=1500'], ['set-controller', 's1', 'tcp:127.0.0.1:6653', '--', 'set', 'controller', 's1', 'connection_mode=out-of-band', 'max_backoff=1000']], 'controller': {'app': 'l2_learning', 'port': 6653, 'env': ['LINKLAB_SWITCH={"ports":[1,2],"groups":[]}', 'LINKLAB_DPID=3', 'EVENTLET_NO_GREENDNS=yes'], 'argv': ['osken-manager', '--ofp-listen-host', '127.0.0.1', '--ofp-tcp-listen-port', '6653', 'l2_learning.py']}},
     ],
+    'exec': {},
     'checks': [
         {'from': 'h1', 'to': 'h2', 'to_addr': '10.77.0.2', 'mtu': 1500, 'via': 'l1+l2'},
         {'from': 'h2', 'to': 'h1', 'to_addr': '10.77.0.1', 'mtu': 1500, 'via': 'l2+l1'},

@@ -49,6 +49,7 @@ LAB = {
     'qdiscs': [],
     'iface_settings': [],
     'ovs': [],
+    'exec': {},
     'checks': [
         {'from': 'h1', 'to': 'h2', 'to_addr': '192.0.2.2', 'mtu': 1500, 'via': 'h1-h2'},
         {'from': 'h2', 'to': 'h1', 'to_addr': '192.0.2.1', 'mtu': 1500, 'via': 'h1-h2'},

@@ -24,6 +24,8 @@ Verbs over all of a kind's nodes at once (defaults: nothing, or the one-node ver
   create_all(build, nodes)      `create` for each node (a kind may start them side by side)
   remove_all(lab_name, nodes, owned)  `remove` for each node
   where(lab, node, ns)    where the node's commands run (runner's netns=): its namespace by default
+  exec_env(lab, node, ns) what the node's `exec:` commands find in their environment beside the
+                          caller's ({}: nothing; an OVS switch's name its own OVS)
   marked()                what of this kind carries a linklab mark, anywhere: name -> Mark (what
                           `clean` judges after a crash)
   remove_marked(names)    remove those (names from `marked`); returns what was removed
@@ -65,6 +67,7 @@ class Kind:
             b.present.discard(ns)
         if ns not in b.present:
             netlink.create(ns)
+            b.fresh.add(node.name)
         # Marked at once: an unmarked namespace is only ever one `claim` just vouched for.
         mark_loopback(ns, b.mark)
 
@@ -93,6 +96,9 @@ class Kind:
 
     def where(self, lab: Lab, node: Node, ns: str) -> str:
         return ns
+
+    def exec_env(self, lab: Lab, node: Node, ns: str) -> dict[str, str]:
+        return {}
 
     def marked(self) -> dict[str, Mark]:
         return {}

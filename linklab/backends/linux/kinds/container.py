@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Iterable
@@ -68,6 +69,19 @@ def config(lab_name: str, lab_id: str, home: str, node: Node) -> dict[str, Any]:
     return out
 
 
+def bind_problems(node: Node) -> list[str]:
+    """Binds whose host path does not exist where the lab runs: Docker would make an empty
+    directory there (a missing config file would become a directory), so they are refused, as
+    containerlab refuses them."""
+    out = []
+    for bind in node.container.binds if node.container else []:
+        host = bind.split(":", 1)[0]
+        if not os.path.lexists(host):
+            out.append(f"hosts.{node.name}.binds: {host} does not exist (bind {bind}; a relative path is from the "
+                       "topology file's directory)")
+    return out
+
+
 def mark_of(labels_: dict[str, str] | None) -> Mark | None:
     labels_ = labels_ or {}
     if labels_.get(LAB) and labels_.get(ID):
@@ -92,6 +106,9 @@ class Container(Host):
     name = "container"
 
     def check(self, lab: Lab, node: Node) -> list[str]:
+        missing = bind_problems(node)
+        if missing:
+            return missing
         # No Docker, or an image that is nowhere: EnvironmentProblem (exit 4) before anything is made.
         images.ensure(engine.connect(), node.container.image)
         return []
@@ -125,6 +142,7 @@ class Container(Host):
         if not nodes:
             return
         todo = [n for n in nodes if not _keep(api, b.ns[n.name], n, me)]
+        b.fresh.update(n.name for n in todo)  # a container made anew: its namespace is new
         for n in todo:
             api.create(b.ns[n.name], config(b.lab.name, b.owned["id"], current_home(), n))
         with ThreadPoolExecutor(max_workers=PARALLEL) as pool:

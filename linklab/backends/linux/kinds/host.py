@@ -26,12 +26,17 @@ class Host(Kind):
                 if a["scope"] == 0:  # global; link-local fe80:: is the kernel's business
                     have_by_index.setdefault(a["index"], set()).add(
                         ipaddress.ip_interface(f"{a.get_attr('IFA_ADDRESS')}/{a['prefixlen']}"))
+        # Only addresses linklab gave are taken away: one a node's `exec:` (or a daemon in it) added
+        # stays. None: the lab was built before linklab recorded its own, and every other goes.
+        given_before = b.previous.get("addresses")
         for link, end in ends:
             i = b.idx(end.node, end.ifname)
             want = {ipaddress.ip_interface(a) for a in (end.ipv4, end.ipv6 if link.ipv6 else None) if a}
             have = have_by_index.get(i, set())
             for a in have - want:
-                ipr.addr("del", index=i, address=str(a.ip), prefixlen=a.network.prefixlen)
+                if given_before is None or address_key(node.name, end.ifname, a) in given_before:
+                    ipr.addr("del", index=i, address=str(a.ip), prefixlen=a.network.prefixlen)
+            b.owned.setdefault("addresses", []).extend(sorted(address_key(node.name, end.ifname, a) for a in want))
             for a in sorted(want - have, key=str):
                 # Below MTU 1280 the kernel drops IPv6 from an interface and does not bring the
                 # addresses back when the MTU rises: reconciling re-adds them here. No duplicate
@@ -39,3 +44,8 @@ class Host(Kind):
                 b.batch(node.name).addr(i, str(a.ip), a.network.prefixlen, nodad=a.version == 6)
         b.send_batches()
         b.owned["hosts_files"].append(hostsfile.write(b.lab, node.name, b.ns[node.name], b.mark))
+
+
+def address_key(node: str, ifname: str, address) -> str:
+    """How the build records an address it gave: node/ifname/address/prefix."""
+    return f"{node}/{ifname}/{address}"

@@ -113,6 +113,10 @@ class Ovs(Kind):
         if node.datapath == "netdev":
             _checksum_offload_off(b, node, ports)
 
+    def exec_env(self, lab: Lab, node: Node, ns: str) -> dict[str, str]:
+        # ovs-vsctl, ovs-ofctl... in the switch's `exec:` reach its own OVS (no other is there).
+        return dirs(lab.name, node.name, ns).env()
+
     def inspect(self, lab: Lab, node: Node, ns: str) -> dict[str, Any]:
         d = dirs(lab.name, node.name, ns)
         out: dict[str, Any] = {"bridge": node.name}

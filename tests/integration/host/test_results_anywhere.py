@@ -1,0 +1,76 @@
+"""`linklab sweep --results DIR` with DIR outside the checkout, the lab in the lab VM (which shares
+only the checkout and the state directory): the VM is stopped under the sweep once a repetition
+is recorded, and what was recorded is in DIR; the sweep run again resumes that run from DIR and
+completes it; after the VM stops, DIR has every repetition (linklab/results/spool.py)."""
+
+import csv
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from linklab import kernel, state
+
+ROOT = Path(__file__).resolve().parents[3]
+EXPERIMENT = "tests/integration/data/kill.yaml"  # 2 points x 2 repetitions of 1 s, lab onelink
+LAB = "onelink"
+pytestmark = [pytest.mark.timeout(900),
+              pytest.mark.skipif(not kernel.missing_features(), reason="the lab runs natively: no lab VM to stop")]
+
+
+def linklab(*args, timeout=600):
+    return subprocess.run([sys.executable, "-m", "linklab", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, "COLUMNS": "200"})
+
+
+def _reps(run_dir: Path) -> list[Path]:
+    return sorted(p for p in run_dir.glob("points/*/rep*") if p.name[3:].isdigit() and (p / "row.json").is_file())
+
+
+def test_a_sweep_in_the_vm_keeps_every_repetition_in_a_directory_outside_the_checkout(tmp_path):
+    results = tmp_path / "elsewhere" / "results"
+    assert not str(results).startswith(str(ROOT))
+    spool_root = state.state_dir() / "results-spool"
+    stopped = {}
+
+    def stop_vm_after_first_rep():
+        end = time.monotonic() + 600
+        while time.monotonic() < end and not any(spool_root.glob("*/itkill/*/points/*/rep1/row.json")):
+            time.sleep(0.5)
+        stopped["vm"] = linklab("vm", "stop", timeout=120)
+
+    try:
+        watcher = threading.Thread(target=stop_vm_after_first_rep)
+        watcher.start()
+        first = linklab("sweep", EXPERIMENT, "--results", str(results), timeout=700)
+        watcher.join()
+        out = first.stdout + first.stderr
+        assert stopped["vm"].returncode == 0, stopped["vm"].stderr
+        assert first.returncode != 0, out  # the VM went away under it
+        assert f"the lab VM does not share {results}" in out and f"copied into {results}" in out, out
+        runs = sorted((results / "itkill").iterdir())
+        assert len(runs) == 1, runs
+        kept = _reps(runs[0])
+        assert kept, out  # what was recorded before the VM stopped is here, on the host
+        print(f"\nVM stopped under the sweep: {len(kept)} of 4 repetitions in {results}", file=sys.stderr)
+        assert not json.loads((runs[0] / "manifest.json").read_text()).get("complete")
+
+        # Again: the VM boots, the lab is built again, the run in DIR is resumed (not a new one) and completed.
+        second = linklab("sweep", EXPERIMENT, "--results", str(results), timeout=700)
+        assert second.returncode == 0, second.stdout + second.stderr
+    finally:
+        linklab("down", LAB)  # stops the VM: no lab left in it
+    assert linklab("vm", "status").stdout.strip() == "lab VM: not running"
+    assert sorted((results / "itkill").iterdir()) == runs  # resumed in place
+    reps = _reps(runs[0])
+    assert len(reps) == 4 and set(kept) <= set(reps), reps
+    assert json.loads((runs[0] / "manifest.json").read_text())["complete"] is True
+    with open(runs[0] / "results.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 4 and all(float(r["throughput_bps"]) > 0 for r in rows), rows
+    assert not any(spool_root.glob("*/itkill"))  # the spool is gone once copied
