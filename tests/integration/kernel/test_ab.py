@@ -12,13 +12,16 @@ DATA = Path(__file__).resolve().parents[1] / "data"
 
 def test_a_halved_rate_in_b_is_caught_and_both_labs_are_gone_after(tmp_path, capsys):
     # B's link at 10 Mbit/s on top of every point's 20: goodput x0.5, far beyond any noise.
-    rc = main(["ab", str(DATA / "ab_link.yaml"), "--b", "links[wire].impair.rate=10mbit",
+    # Three pairs: with no A/A spread recorded for this experiment, each point's interval rests
+    # on its own repetitions (4 degrees of freedom at three a side; at two, Student's t at
+    # Bonferroni's level is ~16 and one repetition slowed by a busy host hides even x0.5).
+    rc = main(["ab", str(DATA / "ab_link.yaml"), "--b", "links[wire].impair.rate=10mbit", "--pairs", "3",
                "--results", str(tmp_path), "--no-report"])
     out = capsys.readouterr().out
     assert rc == 1, out
     (run_dir,) = (tmp_path / "ab" / "itab").iterdir()
     manifest = json.loads((run_dir / "ab.json").read_text())
-    assert manifest["complete"] and manifest["points"] == 2 and manifest["pairs"] == 2
+    assert manifest["complete"] and manifest["points"] == 2 and manifest["pairs"] == 3
     assert manifest["arms"]["b"]["overrides"] == ["links[wire].impair.rate=10mbit"]
     verdict = json.loads((run_dir / "verdict.json").read_text())
     tp = {c["point"]: c for c in verdict["checks"] if c.get("metric") == "throughput_mbps"}
@@ -26,10 +29,10 @@ def test_a_halved_rate_in_b_is_caught_and_both_labs_are_gone_after(tmp_path, cap
     for c in tp.values():
         assert c["verdict"] == "FAIL" and 0.45 <= c["ratio"] <= 0.55, c  # 10 of 20 Mbit/s, 10 % either way
         assert c["high"] < 0  # the interval excludes no change
-    # each arm measured each point twice, and its rows say which lab setting it ran with
+    # each arm measured each point three times, and its rows say which lab setting it ran with
     for arm, rate in (("a", None), ("b", "links[wire].impair.rate=10mbit")):
         rows = [r for r in (Path(manifest["runs"][arm]) / "points").glob("*/rep*/row.json")]
-        assert len(rows) == 4, (arm, rows)
+        assert len(rows) == 6, (arm, rows)
         m = json.loads((Path(manifest["runs"][arm]) / "manifest.json").read_text())
         assert m["sweep_overrides"] == ([rate.split("=", 1)] if rate else [])
     assert state.load("onelink_a") is None and state.load("onelink_b") is None  # both labs taken down
