@@ -20,7 +20,7 @@ AA_RUNS ?= 20
 BASELINE_EXPS ?= $(GATE_EXP)
 BASELINE_REPS ?=
 
-.PHONY: help setup images lab-up lab-down status sweep report gate aa ab-power baseline test test-unit test-fuzz test-integration bench clean
+.PHONY: help setup images lab-up lab-down status sweep report gate aa ab-power baseline test test-unit test-fuzz test-integration bench docs clean
 
 help:
 	@echo "make setup             install Debian packages and the project virtualenv (idempotent)"
@@ -36,6 +36,7 @@ help:
 	@echo "make lab-down          remove everything the lab created"
 	@echo "make test              unit + golden + integration tests (integration builds real labs)"
 	@echo "make bench             benchmarks (bench/): lab up/down times, sweep overhead, Ray scheduler overhead"
+	@echo "make docs              the documentation site: docs/ (README's \"where to read on\") built into site/"
 
 setup:
 	@bash scripts/setup.sh
@@ -102,6 +103,11 @@ bench:
 	$(PY) bench/lab_up.py
 	$(PY) bench/sweep_overhead.py
 	$(PY) bench/ray_overhead.py
+
+# MkDocs with mkdocs.yml's strict: a broken link, anchor or page missing from nav fails the build.
+docs: setup
+	$(PY) -m mkdocs build --clean --site-dir site
+	@echo "make docs: open site/index.html"
 
 clean: setup
 	$(LINKLAB) clean
