@@ -29,7 +29,7 @@ that whatever the machine does for a while hits both. The verdict, per point and
 B/A ratio of means with its interval; a check fails when that interval excludes 1 (no change)
 and the ratio is beyond the metric's minimum effect, on a side that is not harmless. Structure is
 judged too (missing or failed points, pre-flight, bond members one vs spread, path MTU, new
-flags). README "Verdicts" applies it by hand.
+flags). docs/verdicts.md applies it by hand.
 
 Writes RESULTS/ab/<experiment>/<time>/: ab.json (the arms, their order), a/ and b/ (each a run
 as `linklab sweep` writes it), a.log and b.log (the arms' sweeps), verdict.json, report.html.
@@ -49,7 +49,7 @@ examples:
 
 An A/A run is `linklab ab` with both arms alike. Per point and metric the spread is how far the
 arms' ratio moved from 1 over those runs; `linklab ab` then never judges a point with an interval
-narrower than that (README "Verdicts"). Run it alone on the machine kind the A/B runs on.
+narrower than that (docs/verdicts.md). Run it alone on the machine kind the A/B runs on.
 """
 
 

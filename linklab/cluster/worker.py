@@ -73,8 +73,8 @@ def node_state_dir(spec: dict[str, Any], node_id: str) -> Path | None:
 
 
 def _node_env(spec: dict[str, Any], info: dict[str, Any]) -> dict[str, str]:
-    """Where this node's linklab runs: in the checkout (the same path on every machine: README,
-    the cluster recipe), with this node's state directory."""
+    """Where this node's linklab runs: in the checkout (the same path on every machine:
+    docs/scale-out.md, the cluster recipe), with this node's state directory."""
     os.chdir(spec["cwd"])
     sd = node_state_dir(spec, info["node_id"]) or Path(os.environ.get("LINKLAB_STATE_DIR") or Path(spec["cwd"]) / ".linklab")
     return {"LINKLAB_STATE_DIR": str(sd)}

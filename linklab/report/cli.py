@@ -30,8 +30,8 @@ examples:
 
 Advisory: the two runs were not measured side by side, so whatever differed between their times
 or machines (speed, load, the lab VM's boot) differs here too. `linklab ab` measures both
-interleaved in one lab VM boot: that is the gate. The verdict is the same model (README
-"Verdicts"): per point and metric, NEW/BASELINE with its interval from both runs' repetitions
+interleaved in one lab VM boot: that is the gate. The verdict is the same model
+(docs/verdicts.md): per point and metric, NEW/BASELINE with its interval from both runs' repetitions
 (and the experiment's A/A spread, where `linklab aa` recorded one) against a minimum effect;
 structure: missing or failed points, pre-flight, path MTU, bond members, new flags.
 

@@ -1,7 +1,7 @@
 """The verdict: does run B differ from run A? One model, for `linklab ab` (A and B measured side
 by side, interleaved: the gate) and `linklab compare` (a stored run against a run from another
 time or machine: advisory, since whatever differed between the two times differs here too).
-README "Verdicts" applies it by hand.
+docs/verdicts.md applies it by hand.
 
 Points are matched by their parameters; every point of A is judged. Any check failing is a
 difference (exit 1). There is nothing else: no allowance for a machine, no second run.

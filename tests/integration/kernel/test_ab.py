@@ -1,5 +1,5 @@
 """`linklab ab` end to end in real labs: both arms up side by side, measured interleaved, judged,
-and taken down; a real change in B caught (what linklab ab's README promises on one link)."""
+and taken down; a real change in B caught (what docs/verdicts.md promises on one link)."""
 
 import json
 from pathlib import Path

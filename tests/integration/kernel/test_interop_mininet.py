@@ -164,7 +164,7 @@ def _linklab_bps(lb, seconds: int) -> float:
 
 def test_e3_in_linklab_and_in_its_mininet_script_at_1500_and_with_mismatched_port_mtu(mininet_runs, make_lab, record_property):
     """E3's own setup (Mininet, OVS, the os-ken controller) exported and run, beside linklab's E3,
-    at MTU 1500 and at the mismatch that collapses TCP in linklab's E3 (README: 0 Mbit/s)."""
+    at MTU 1500 and at the mismatch that collapses TCP in linklab's E3 (bench/README.md, E3 quick: 0 Mbit/s)."""
     _, output = mininet_runs
     figures = _figures(output)
     mn = {"mtu1500": figures["sdn_pair_mn.py"], "mismatch": figures["sdn_pair_mismatch_mn.py"]}

@@ -1,7 +1,7 @@
 """An exported Mininet script of an OVS topology where Open vSwitch is installed but not started
 (the lab VM: nothing runs OVS in its root namespace): the script starts an ovsdb-server and
 ovs-vswitchd of its own, says so, passes its --test (E3's topology: OVS, the os-ken controller),
-and stops them at the end. Run as the README says: python3 THIS.py --test, no OVS_RUNDIR."""
+and stops them at the end. Run as docs/interop.md says: python3 THIS.py --test, no OVS_RUNDIR."""
 
 from __future__ import annotations
 

@@ -197,7 +197,7 @@ def test_reordering_measured_directly_and_latency_under_load(results, cleanup_la
         # one's (2 x 400 us) plus the emulator's own (up to 2 ms) and descheduling (3 ms). Under
         # load a queue cannot make a ping faster than idle (-1 ms for jitter). Above: the host
         # port's byte FIFO allows 10 ms, but on these members netem is the leaf queue and its
-        # limit counts packets, which GSO makes up to 64 KiB each (README, "Queues"): what that
+        # limit counts packets, which GSO makes up to 64 KiB each (docs/topologies.md, "Queues"): what that
         # queue can hold at the member's rate is the bound (measured 31, 108 and 159 ms added, p50).
         why = {k: r.get(k) for k in ("bond_mode", "flags", "flag_evidence", "host_other_pct", "cpu0_busy_pct",
                                      "cpu1_busy_pct", "ping_rtt_p50_ms", "load_ping_added_p50_ms",
