@@ -35,7 +35,8 @@ Writes RESULTS/ab/<experiment>/<time>/: ab.json (the arms, their order), a/ and 
 as `linklab sweep` writes it), a.log and b.log (the arms' sweeps), verdict.json, report.html.
 
 exit codes: 0 no difference found, 1 B differs from A (a check failed), 2 bad input,
-            3 the lab is not in the needed state, 4 the machine lacks something
+            3 the lab is not in the needed state, 4 the machine lacks something, or inconclusive:
+            nothing failed, but a difference showed where an arm was measured on a busy host only
 """
 
 
@@ -184,9 +185,9 @@ def judge_run(run_dir: Path, as_json: bool = False, report: bool = True, figures
             say(f"  report: {write_ab_report(run_dir, res, figures=figures)}")
         except Exception as e:  # the verdict stands without a report; `linklab report` can retry
             say(f"  (no report: {e})")
-    say(f"linklab ab: {manifest.get('wall_s', '?')} s measuring; verdict: {'no difference found' if res.ok else 'B differs from A'}")
+    say(f"linklab ab: {manifest.get('wall_s', '?')} s measuring; verdict: {res.words()}")
     sys.stdout.flush()
-    return 0 if res.ok else 1
+    return res.exit_code()
 
 
 def aa_runs(root: Path, experiment: str, quick: bool) -> list[Path]:
@@ -210,7 +211,8 @@ def cmd_aa(args, argv) -> int:
         say(f"linklab aa: A/A run {len(have) + 1} of {args.runs}")
         rc = subprocess.run([sys.executable, "-m", "linklab", "ab", args.experiment, "--pairs", str(args.pairs),
                              "--results", str(root), "--no-report", *(["--quick"] if args.quick else [])]).returncode
-        failures = failures + 1 if rc not in (0, 1) else 0  # 1: the verdict said "differs" (a false alarm)
+        # Whatever its verdict said (1 a false alarm, 4 inconclusive), a run that completed counts.
+        failures = 0 if len(aa_runs(root, exp.name, args.quick)) > len(have) else failures + 1
         if failures >= 2:
             raise UsageError(f"two A/A runs in a row failed (exit {rc}); {len(have)} of {args.runs} complete",
                              hint="see the output above; the same command goes on from there")

@@ -168,7 +168,7 @@ def cmd_compare(args, argv) -> int:
     allow = {a.strip() for a in args.allow_different.split(",") if a.strip()}
     res = compare(base, new, allow)
     print(json.dumps(verdict.as_json(res), indent=1) if args.json else verdict.render(res, show_all=args.all))
-    return 0 if res.ok else 1
+    return res.exit_code()
 
 
 MIN_REPETITIONS = 5

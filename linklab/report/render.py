@@ -66,8 +66,7 @@ def verdict_blocks(res: Any) -> list[Block]:
     checks, then every check (point x metric: A, B, B/A with its interval)."""
     from linklab.report import verdict
     b = [Block("h2", "Verdict: B against A"),
-         Block("p", ("✔ no difference found" if res.ok else f"✘ B differs from A: {len(res.failures)} checks failed")
-               + f" (A: {res.a.name}, B: {res.b.name})")]
+         Block("p", {0: "✔ ", 1: "✘ ", 4: "? "}[res.exit_code()] + res.words() + f" (A: {res.a.name}, B: {res.b.name})")]
     if res.notes:
         b.append(Block("ul", res.notes))
     header = ["verdict", "point", "what", "A", "B", "B/A [interval]"]
@@ -76,8 +75,8 @@ def verdict_blocks(res: Any) -> list[Block]:
         return [[("✘ " if c.verdict == verdict.FAIL else "✔ " if c.verdict == verdict.WITHIN else "– ") + c.verdict,
                  *verdict.row_text(c)] for c in checks]
 
-    if res.failures:
-        b.append(Block("table", rows(res.failures), header, "points"))
+    if res.failures or res.inconclusive:
+        b.append(Block("table", rows(res.failures + res.inconclusive), header, "points"))
     b.append(Block("details", (f"every check ({len(res.checks)})", Block("table", rows(res.checks), header, "points"))))
     return b
 

@@ -12,16 +12,20 @@ metric, per point and judged metric (metrics.py: its scale, harmless side, minim
   2. effect d = mean(y of B) - mean(y of A); B/A = exp(d) (B - A for "abs").
   3. spread s = the point's own (each arm's repetitions around their own mean, pooled), never
      below what the run's noise gives the point: its A/A spread (aa.py: how far d moved there over
-     A/A runs) times the run's level (this run's own spreads against the A/A runs', over every
-     point, at least 1); without an A/A spread, the run's own spread pooled over every point.
+     A/A runs, and never less than its repetitions moved there: d cannot be steadier than what it
+     is the mean of) times the run's level (this run's own spreads against the A/A runs', over
+     every point, at least 1); without an A/A spread, the run's own spread pooled over every point.
   4. interval d +- t * s * sqrt(1/nA + 1/nB), t Student's at 1 - alpha/2 for the degrees of
      freedom behind s, alpha = ALPHA / K for the run's K tests (Bonferroni: a run where nothing
      changed fails any with probability at most ALPHA).
   5. FAIL when the interval excludes 0 (a change was measured), |d| reaches the minimum effect
      (smaller changes, however sure, are not worth a red build), and the side is not harmless
      (CPU may fall). A bond member's share is named "members": one member against spread.
+     INCONCLUSIVE instead of FAIL where an arm's every repetition at the point was measured on a
+     busy host (below): the difference may be the host's.
   6. the same, per metric, over every point at once: the mean of the points' d, its standard error
-     sqrt(sum of theirs squared) / points (a change at every point, too small to show at one).
+     sqrt(sum of theirs squared) / points (a change at every point, too small to show at one),
+     over the points judged on quiet repetitions.
 structure:
   missing     A's point is not in B               failed     a repetition failed in B, not in A
   preflight   pre-flight failed in B where it passed in A, or the other way round
@@ -31,8 +35,9 @@ structure:
 Flags about the host are the host's, not the lab's. A repetition measured while other work or
 the hypervisor took the host's CPU (host_disturbed, host_stolen) says how busy the machine was,
 not how the link behaved: a point's metrics are judged on its other repetitions, or on all of them
-when every one was so (what held the host then held it throughout, both arms alike; nothing is
-left unjudged).
+when every one of an arm's was so; a difference found there is INCONCLUSIVE, not FAIL (the busy
+host may have slowed one arm and not the other), and the run's result says so (exit 4: measure
+again on a quieter machine). Anything else that fails still fails.
 """
 
 from __future__ import annotations
@@ -49,7 +54,7 @@ from linklab.report.runs import Run, row_ok
 
 ALPHA = 0.05  # the chance that a run where nothing changed fails any check that is a test
 
-WITHIN, FAIL, HARMLESS = "within", "FAIL", "harmless"
+WITHIN, FAIL, HARMLESS, INCONCLUSIVE = "within", "FAIL", "harmless", "inconclusive"
 EVERY_POINT = "(every point)"  # the point of a check over the whole run
 
 
@@ -97,8 +102,25 @@ class Result:
         return [c for c in self.checks if c.verdict == FAIL]
 
     @property
+    def inconclusive(self) -> list[Check]:
+        return [c for c in self.checks if c.verdict == INCONCLUSIVE]
+
+    @property
     def ok(self) -> bool:
         return not self.failures
+
+    def words(self) -> str:
+        """The result in words: what `linklab ab` prints last and exits by (exit_code)."""
+        if self.failures:
+            return f"DIFFERS ({len(self.failures)} checks)"
+        if self.inconclusive:
+            return (f"inconclusive ({len(self.inconclusive)} checks differ where an arm was measured on a busy host "
+                    "only; measure again on a quieter machine)")
+        return "no difference found"
+
+    def exit_code(self) -> int:
+        """0 no difference found, 1 B differs, 4 inconclusive (nothing failed; a difference where the host was busy)."""
+        return 1 if self.failures else 4 if self.inconclusive else 0
 
 
 # -- the model ---------------------------------------------------------------------------------
@@ -132,17 +154,24 @@ def quiet(p: Point) -> list[dict[str, Any]]:
 
 def judged_rows(p: Point) -> list[dict[str, Any]]:
     """The repetitions a point's metrics are judged on: its quiet ones, or every one if none was
-    (what held the host then held it throughout, both arms alike)."""
+    (a difference found there is then inconclusive: busy_host)."""
     return quiet(p) or p.ok
 
 
-def cells(pairs: list[tuple[Point, Point]]) -> list[tuple[Point, metrics.Metric, list[float], list[float]]]:
-    """(A's point, metric, A's values, B's values) for every judged metric both arms measured at a point."""
+def busy_host(p: Point, q: Point) -> bool:
+    """Every repetition of one arm at this point was measured on a busy host."""
+    return not quiet(p) or not quiet(q)
+
+
+def cells(pairs: list[tuple[Point, Point]]) -> list[tuple[Point, metrics.Metric, list[float], list[float], bool]]:
+    """(A's point, metric, A's values, B's values, busy host) for every judged metric both arms
+    measured at a point."""
     out = []
     for p, q in pairs:
+        busy = busy_host(p, q)
         for m in metrics.METRICS:
             if m.judged and (va := values(m, judged_rows(p))) and (vb := values(m, judged_rows(q))):
-                out.append((p, m, va, vb))
+                out.append((p, m, va, vb, busy))
     return out
 
 
@@ -159,7 +188,7 @@ def noise_levels(cs, aa: Spread | None) -> dict[str, tuple[float, int]]:
     ratio of pooled variances: a point the A/A runs found perfectly steady cannot blow it up);
     where not ("<metric>"): the run's own spread pooled over every point, on the metric's scale."""
     acc: dict[str, list[float]] = {}
-    for p, m, va, vb in cs:
+    for p, m, va, vb, _busy in cs:
         own, df = own_spread(m, va, vb)
         if df <= 0:
             continue
@@ -182,7 +211,7 @@ def estimate(p: Point, m: metrics.Metric, va: list[float], vb: list[float],
     # The point's spread: its own, never below what this run's noise gives it (its A/A spread
     # times the run's level, at least the A/A runs' own; or the run's pooled spread). Degrees of
     # freedom: the run's, and the A/A runs' where they set the shape.
-    s = max(own, shape[0] * max(1.0, level) if shape else level)
+    s = max(own, max(shape[0], shape[1]) * max(1.0, level) if shape else level)
     return d, s * math.sqrt(1 / len(ya) + 1 / len(yb)), df + (shape[2] if shape else 0)
 
 
@@ -203,11 +232,13 @@ def metric_checks(cs, levels: dict[str, tuple[float, int]], alpha: float, aa: Sp
     the mean of the points' effects, its standard error from theirs (a change at every point,
     each too small to show alone, shows together)."""
     out, by_metric = [], {}
-    for p, m, va, vb in cs:
+    for p, m, va, vb, busy in cs:
         d, se, df = estimate(p, m, va, vb, levels, aa)
         verdict, low, high = decide(m, d, se, df, alpha)
-        out.append(Check(p.label, m.check, m.title, verdict, m, tuple(va), tuple(vb), d, low, high))
-        by_metric.setdefault(m.key, []).append((d, se, df, sum(va) / len(va), sum(vb) / len(vb)))
+        out.append(Check(p.label, m.check, m.title, INCONCLUSIVE if busy and verdict == FAIL else verdict,
+                         m, tuple(va), tuple(vb), d, low, high))
+        if not busy:
+            by_metric.setdefault(m.key, []).append((d, se, df, sum(va) / len(va), sum(vb) / len(vb)))
     for key, got in by_metric.items():
         if len(got) < 2:
             continue
@@ -318,7 +349,7 @@ def judge(a: Run, b: Run, paired: bool, aa: Spread | None = None) -> Result:
     cs = cells(matched)
     flags = flag_counts(matched)
     # Bonferroni over every check that is a test: a run where nothing changed fails any with chance <= ALPHA.
-    tests = len(cs) + len({m.key for _, m, _, _ in cs}) + len(flags)
+    tests = len(cs) + len({c[1].key for c in cs}) + len(flags)
     alpha = ALPHA / max(1, tests)
     levels = noise_levels(cs, aa)
     res.levels = {k: v[0] for k, v in levels.items()}
@@ -365,7 +396,8 @@ def render(res: Result, show_all: bool = False) -> str:
     lines += [f"note: {n}" for n in res.notes]
     others = [c for c in res.checks if c.verdict != FAIL and (show_all or c.verdict != WITHIN)]
     if others:
-        lines += ["", "every other check:" if show_all else "beyond the minimum effect on a harmless side:"]
+        lines += ["", "every other check:" if show_all else
+                  "beyond the minimum effect on a harmless side, or where the host was busy (inconclusive):"]
         lines += ["  " + x for x in table(others)]
     if res.failures:
         lines += ["", f"DIFFERS ({len(res.failures)}):"] + ["  " + x for x in table(res.failures, verdicts=False)]
@@ -374,7 +406,7 @@ def render(res: Result, show_all: bool = False) -> str:
     lines += ["", f"{len(mc)} point x metric checks (each at {res.alpha:.2g}), {sum(c.verdict == FAIL for c in mc)} failed; "
                   f"{len(sc)} structural checks, {sum(c.verdict == FAIL for c in sc)} failed"
                   + ("" if show_all else "; --all lists every check"),
-              "result: " + ("no difference found" if res.ok else f"DIFFERS ({len(res.failures)} checks)")]
+              "result: " + res.words()]
     return "\n".join(lines)
 
 
@@ -388,6 +420,6 @@ def as_json(res: Result) -> dict[str, Any]:
             d.update(a=c.a_text, b=c.b_text)
         return d
 
-    return {"format": 1, "ok": res.ok, "paired": res.paired, "a": str(res.a.path), "b": str(res.b.path),
+    return {"format": 1, "ok": res.ok, "result": res.words(), "exit_code": res.exit_code(), "paired": res.paired, "a": str(res.a.path), "b": str(res.b.path),
             "alpha": ALPHA, "alpha_each": res.alpha, "levels": res.levels, "notes": res.notes,
-            "failures": [one(c) for c in res.failures], "checks": [one(c) for c in res.checks]}
+            "failures": [one(c) for c in res.failures], "inconclusive": [one(c) for c in res.inconclusive], "checks": [one(c) for c in res.checks]}

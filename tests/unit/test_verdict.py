@@ -111,12 +111,25 @@ def test_a_regression_that_gets_worse_fails_whatever_else_its_repetitions_carry(
     a = _run("a", _noisy(lambda m, u: 1e8, seed=1))
     worse = _noisy(lambda m, u: 0.6e8 if (m, u) == ("rr", 9000) else 1e8, seed=2)
     disturbed = {("rr", 9000, r): {"flags": "host_disturbed", "flag_evidence": "other work 60 %"} for r in (1, 2)}
-    for extra in (None, disturbed):
-        res = verdict.judge(a, _run("b", worse, extra=extra), paired=True)
-        # the point, and the mean over every point (-40 % at one of four moves it by -12 %)
-        assert [(c.point, c.what) for c in res.failures] == [("mode=rr mtu=9000", "throughput (Mbit/s)"),
-                                                            (verdict.EVERY_POINT, "throughput (Mbit/s)")]
-        assert res.failures[0].ratio == pytest.approx(0.6, abs=0.02)
+    res = verdict.judge(a, _run("b", worse), paired=True)
+    # the point, and the mean over every point (-40 % at one of four moves it by -12 %)
+    assert [(c.point, c.what) for c in res.failures] == [("mode=rr mtu=9000", "throughput (Mbit/s)"),
+                                                        (verdict.EVERY_POINT, "throughput (Mbit/s)")]
+    assert res.failures[0].ratio == pytest.approx(0.6, abs=0.02) and res.exit_code() == 1
+    # Every repetition of B there measured on a busy host: the busy host may be what slowed it,
+    # so the point is inconclusive, and so is the run: exit 4, never a pass.
+    res = verdict.judge(a, _run("b", worse, extra=disturbed), paired=True)
+    assert [(c.point, c.what) for c in res.inconclusive] == [("mode=rr mtu=9000", "throughput (Mbit/s)")]
+    assert res.inconclusive[0].ratio == pytest.approx(0.6, abs=0.02)
+    assert res.exit_code() == 4 and res.words().startswith("inconclusive")
+    # the mean over every point is over the quiet points: the busy one moves nothing there
+    every = [c for c in res.checks if c.point == verdict.EVERY_POINT and c.metric.key == "throughput_mbps"]
+    assert len(every) == 1 and every[0].verdict == verdict.WITHIN and len(every[0].a) == 3
+    # a regression at a quiet point beside it still fails: the run differs (exit 1)
+    also = _noisy(lambda m, u: 0.6e8 if (m, u) in (("rr", 9000), ("ad", 1500)) else 1e8, seed=2)
+    res = verdict.judge(a, _run("b", also, extra=disturbed), paired=True)
+    assert ("mode=ad mtu=1500", "throughput (Mbit/s)") in {(c.point, c.what) for c in res.failures}
+    assert res.exit_code() == 1
 
 
 def test_bond_members_one_versus_spread_is_its_own_check():
@@ -186,3 +199,20 @@ def test_a_small_change_at_every_point_shows_over_the_run_though_at_no_point_alo
     res = verdict.judge(a, b, paired=True)
     assert [(c.point, c.what) for c in res.failures] == [(verdict.EVERY_POINT, "throughput (Mbit/s)")]
     assert res.failures[0].ratio == pytest.approx(0.92, abs=0.03)
+
+
+def test_a_points_aa_spread_is_never_below_what_its_repetitions_moved_there():
+    # Three A/A runs can leave a point's d small by chance (sigma_d 0.001) where its repetitions
+    # moved a lot (sigma_within 0.1): the floor is the larger, so a -10 % move there is within.
+    from linklab.report.points import group
+    a = _run("a", _noisy(lambda m, u: 1e8, seed=1))
+    b = _run("b", _noisy(lambda m, u: 0.9e8 if (m, u) == ("ad", 1500) else 1e8, seed=2))
+    at = next(aa.point_key(p) for p in group(a) if p.label == "mode=ad mtu=1500")
+
+    def judged(sigma_d, sigma_within):
+        spread = aa.Spread("t", True, "vm (tcg)", {at: {"throughput_mbps": [sigma_d, sigma_within, 3]}})
+        return _by(verdict.judge(a, b, paired=True, aa=spread), "throughput")["mode=ad mtu=1500"].verdict
+
+    assert judged(0.001, 0.001) == verdict.FAIL  # steady there: -10 % is a change
+    assert judged(0.1, 0.001) == verdict.WITHIN  # d moved 10 % there with nothing changed
+    assert judged(0.001, 0.1) == verdict.WITHIN  # its repetitions did: d cannot be steadier
