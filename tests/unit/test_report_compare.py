@@ -100,12 +100,19 @@ def test_refuses_different_experiment_scale_placement_unless_told(e1, capsys):
         compare(e1, other)
 
 
-def test_a_lab_set_differently_is_noted_and_its_halved_rate_found(capsys):
-    # The same E1 quick sweep on a lab with the bond's rate halved (one repetition each).
-    # One repetition each and no A/A spread for that run's kind: no metric can be judged, and it says so.
-    assert main(["compare", str(DATA / "e1-quick"), str(DATA / "e1-quick-halfrate")]) == 0
-    out = capsys.readouterr().out
-    assert "lab overrides differ" in out and "no metric can fail" in out
+def test_a_lab_set_differently_is_noted_and_its_halved_rate_found(capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)  # baselines/ as a checkout holds them
+    # The same E1 quick sweep on a lab with the bond's rate halved (one repetition each). With one
+    # repetition a side, what says how far a metric moves by chance is the A/A spread stored for
+    # E1 quick in the lab VM (baselines/e1_bonding_mtu-quick-vm-tcg/aa.json): the rate is found.
+    assert (ROOT / "baselines" / "e1_bonding_mtu-quick-vm-tcg" / "aa.json").is_file()
+    assert main(["compare", str(DATA / "e1-quick"), str(DATA / "e1-quick-halfrate"), "--json"]) == 1
+    js = json.loads(capsys.readouterr().out)
+    assert any("A/A spread from" in n for n in js["notes"]) and not js["paired"]
+    every = [c for c in js["failures"] if c["point"] == verdict.EVERY_POINT and c["metric"] == "throughput_mbps"]
+    assert len(every) == 1 and 0.3 <= every[0]["ratio"] <= 0.5, every  # half the rate, less where CPU held it
+    assert main(["compare", str(DATA / "e1-quick"), str(DATA / "e1-quick-halfrate")]) == 1
+    assert "lab overrides differ" in capsys.readouterr().out
 
 
 def test_json_and_bad_input(tmp_path, e1, capsys):
