@@ -142,6 +142,8 @@ def main() -> int:
                                "must": must, "wall_s": r["wall_s"]})
         if must.get("missed"):
             print(f"    missed at: {'; '.join(must['missed'])}")
+        if args.one_pair:
+            print(f"    one pair per point (first pair; second pair): {'; '.join(must['one_pair'])}")
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=1, default=str))
     return 0
