@@ -61,6 +61,17 @@ def is_shared_with_vm(path: Path) -> bool:
     return any(p == d or d in p.parents for d in shared_with_vm())
 
 
+def require_shared_with_vm(path: Path, what: str) -> None:
+    """Refuse, before anything runs, to let the lab VM read or write `what` where it does not reach
+    the host (`linklab ab`'s run directory, `linklab check`'s files; a sweep goes through a spool
+    instead: results/spool.py)."""
+    if not is_shared_with_vm(path):
+        from linklab.errors import UsageError
+        shared = shared_with_vm()
+        raise UsageError(f"{what} {Path(path).resolve()} is not shared with the lab VM: what it writes there would be "
+                         "lost when the VM stops", hint=f"use a path under {' or '.join(map(str, shared))}")
+
+
 def want_vm_for_up(force_vm: bool, force_native: bool) -> tuple[bool, str]:
     if kernel.in_lab_vm():
         return False, "inside the lab VM"

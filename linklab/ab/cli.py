@@ -119,6 +119,10 @@ def cmd_ab(args, argv) -> int:
         arms = arms_mod.prepare(specs, exp_path, base_lab, run_dir)
         drive(arms, run_dir, args.pairs, args.quick, say=say, keep_labs=args.keep_labs)
         return 0
+    use_vm, why = placement.want_vm_for_up(False, False)
+    use_vm = use_vm and not kernel.in_lab_vm()
+    if use_vm:  # both arms write their runs from inside the VM: refused now where that is lost
+        placement.require_shared_with_vm(Path(args.results), "results directory")
     run_dir = new_run_dir(Path(args.results), exp.name)
     arms = arms_mod.prepare(specs, exp_path, base_lab, run_dir)
     manifest = {"format": 1, "kind": "ab", "experiment": exp.name, "experiment_file": str(exp_path),
@@ -130,9 +134,7 @@ def cmd_ab(args, argv) -> int:
     say(f"linklab ab: A = {specs[0].words()}; B = {specs[1].words()}" + ("  (A/A: the arms are alike)"
                                                                           if specs[0] == _as_a(specs[1]) else ""))
     say(f"linklab ab: results go to {run_dir}")
-    use_vm, why = placement.want_vm_for_up(False, False)
-    if use_vm and not kernel.in_lab_vm():
-        placement.require_shared_with_vm(run_dir, "results directory")
+    if use_vm:
         say(f"linklab ab: both arms run in one lab VM ({why})")
         rc = placement.forward_booting([*argv, "--run-dir", str(run_dir)], say=say)
         if rc != 0:

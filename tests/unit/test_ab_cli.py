@@ -32,7 +32,9 @@ def _nowhere_to_boot(monkeypatch):
     (["ab", "experiments/none.yaml"], "none.yaml"),
 ])
 def test_bad_input_is_exit_2_before_any_vm_or_arm(argv, says, tmp_path, capsys, monkeypatch):
+    from linklab import placement
     monkeypatch.setenv("LINKLAB_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setattr(placement, "shared_with_vm", lambda: [tmp_path])  # where a lab VM would write its runs
     assert main([*argv, "--results", str(tmp_path / "results")]) == 2
     assert says in capsys.readouterr().err
 
@@ -83,3 +85,17 @@ def test_the_verdict_reads_the_experiments_aa_spread_and_report_makes_an_ab_repo
     assert main(["report", str(d), "--no-figures", "--quiet"]) == 0  # the report command: its verdict, then A and B
     assert "A/A spread from 1 A/A runs" in " ".join(json.loads((d / "verdict.json").read_text())["notes"])
     assert "Verdict: B against A" in (d / "report.html").read_text()
+
+
+def test_a_results_directory_the_lab_vm_cannot_write_is_refused_before_anything(tmp_path, capsys, monkeypatch):
+    # Where the arms run in the lab VM, their runs must land where the VM writes through to the
+    # host: elsewhere they would vanish with the VM. Exit 2, no run directory, no VM.
+    from linklab import kernel, placement
+    monkeypatch.setenv("LINKLAB_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setattr(placement, "want_vm_for_up", lambda *a: (True, "this kernel lacks bonding"))
+    monkeypatch.setattr(kernel, "in_lab_vm", lambda: False)
+    monkeypatch.setattr(placement, "shared_with_vm", lambda: [ROOT])
+    assert main(["ab", str(E1), "--quick", "--results", str(tmp_path / "results")]) == 2
+    err = capsys.readouterr().err
+    assert "not shared with the lab VM" in err and str(ROOT) in err
+    assert not (tmp_path / "results").exists()

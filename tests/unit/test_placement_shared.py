@@ -163,3 +163,12 @@ def test_a_sweep_whose_lab_went_with_its_stopped_vm_builds_it_again(tmp_path, mo
     assert forwarded and forwarded[0][0] == "sweep"
     assert state.load("bond2") is None
     assert "lab bond2 lived in the lab VM, which has stopped: the sweep builds it again" in capsys.readouterr().out
+
+
+def test_what_the_vm_must_write_outside_what_it_shares_is_refused_with_where_it_may_go(tmp_path, monkeypatch):
+    from linklab.errors import UsageError
+    monkeypatch.setattr(placement, "lab_vm", lambda: FakeVM([tmp_path / "proj"]))
+    placement.require_shared_with_vm(tmp_path / "proj" / "out.json", "JSON file")  # shared: no error
+    with pytest.raises(UsageError) as e:
+        placement.require_shared_with_vm(tmp_path / "elsewhere" / "out.json", "JSON file")
+    assert "JSON file" in str(e.value) and str(tmp_path / "proj") in e.value.hint

@@ -25,7 +25,7 @@ def test_a_halved_rate_in_b_is_caught_and_both_labs_are_gone_after(tmp_path, cap
     assert manifest["arms"]["b"]["overrides"] == ["links[wire].impair.rate=10mbit"]
     verdict = json.loads((run_dir / "verdict.json").read_text())
     tp = {c["point"]: c for c in verdict["checks"] if c.get("metric") == "throughput_mbps"}
-    assert set(tp) == {"mtu=1500", "mtu=9000", "(every point)"}
+    assert set(tp) == {"mtu=1500", "mtu=2000", "(every point)"}
     for c in tp.values():
         assert c["verdict"] == "FAIL" and 0.45 <= c["ratio"] <= 0.55, c  # 10 of 20 Mbit/s, 10 % either way
         assert c["high"] < 0  # the interval excludes no change
