@@ -83,3 +83,15 @@ def test_a_regression_that_gets_worse_fails_whatever_else_its_repetitions_carry(
     if also == "retransmits":
         assert ("802.3ad mtu=9200 streams=1", "retransmits per GB sent (/GB)") in failed
     assert json.dumps(verdict.as_json(res))  # and it says so, machine-readable too
+
+
+def test_a_bond_made_balance_xor_on_the_mac_hash_is_found_on_one_member_where_rr_spread():
+    # B's bond balance-xor with the layer2 hash at every point: one member carries everything,
+    # where A's balance-rr points spread 0.50/0.50; at 802.3ad points (one member each already)
+    # the members check has nothing to find.
+    res = judge(*arms("e1-xor-l2"))
+    members = {(c.point, c.what) for c in res.failures if c.rule == "members"}
+    rr = {c.point for c in res.checks if c.point.startswith("balance-rr")}
+    assert len(rr) == 6 and {p for p, _ in members} == rr | {verdict.EVERY_POINT}, sorted(members)
+    assert len(members) == 4 * 7  # each direction of each end's bond: client/server, tx/rx
+    assert not [c for c in res.failures if c.rule in ("missing", "failed", "preflight", "path_mtu")]
