@@ -81,6 +81,14 @@ def _outputs(args) -> list[tuple[str, str]]:
     return [(what, f) for what, f in (("--json", args.json), ("--junit", args.junit), ("--csv", args.csv)) if f]
 
 
+def _outputs_reach_host(args) -> None:
+    """Before a command is forwarded into the lab VM: refuse output files it would write where
+    they do not reach the host."""
+    from linklab import placement
+    for what, f in _outputs(args):
+        placement.require_shared_with_vm(Path(f), f"{what} file")
+
+
 def _check(args, argv) -> int:
     from linklab import kernel, placement, state
     from linklab.check.spec import load_checks
@@ -101,8 +109,7 @@ def _check(args, argv) -> int:
     if unknown:
         raise UsageError(f"--only {','.join(unknown)}: no such check (valid: {', '.join(c.id for c in spec.checks)})")
     if not kernel.in_lab_vm() and placement.lab_is_in_vm(name):
-        for what, f in _outputs(args):
-            placement.require_shared_with_vm(Path(f), f"{what} file")
+        _outputs_reach_host(args)
         return placement.forward(argv, say=say, boot=False)
     from linklab import lab
 
@@ -132,8 +139,7 @@ def _selftest(args, argv) -> int:
     exercise.load(args.selftest, args.seed)  # bad exercise files stop here, before a VM boots
     use_vm, why = placement.want_vm_for_up(False, False)
     if use_vm:
-        for what, f in _outputs(args):
-            placement.require_shared_with_vm(Path(f), f"{what} file")
+        _outputs_reach_host(args)
         say(f"linklab: the selftest runs in the lab VM ({why})")
         return placement.forward_booting(argv, say=say)
     stages = exercise.selftest(args.selftest, args.seed, args.name, say=say, keep=args.keep, keep_raw=args.raw)
@@ -159,8 +165,7 @@ def _roster(args, argv) -> int:
     if roster.needs_labs(directory) and not kernel.in_lab_vm():
         use_vm, why = placement.want_vm_for_up(False, False)
         if use_vm:
-            for what, f in _outputs(args):
-                placement.require_shared_with_vm(Path(f), f"{what} file")
+            _outputs_reach_host(args)
             say(f"linklab: grading runs in the lab VM ({why})")
             return placement.forward_booting(argv, say=say)
     rows = roster.grade(directory, args.checks, say, args.name)

@@ -48,6 +48,13 @@ STEP_HINT = ("write `linklab set PATH=VALUE ...`, `linklab exec NODE -- COMMAND 
              "`linklab ovs SWITCH -- COMMAND ...`")
 
 
+def _parsed(steps: list[str]) -> list[str]:
+    """A field of steps, each parsed (a bad one raises with its text) and kept as written."""
+    for s in steps:
+        parse_step(s)
+    return steps
+
+
 def parse_step(text: str) -> tuple[str, Any]:
     """'linklab set a=1 b=2' -> ('set', [(a, 1), (b, 2)]); 'linklab exec h1 -- ip ...' ->
     ('exec', (h1, [ip, ...])); same for ovs. Raises ValueError with what is wrong."""
@@ -81,9 +88,7 @@ class Variant(Model):
     @field_validator("steps")
     @classmethod
     def _steps(cls, v):
-        for s in v:
-            parse_step(s)
-        return v
+        return _parsed(v)
 
 
 class Start(Model):
@@ -103,9 +108,7 @@ class Exercise(Model):
     @field_validator("solution")
     @classmethod
     def _steps(cls, v):
-        for s in v:
-            parse_step(s)
-        return v
+        return _parsed(v)
 
 
 @dataclass(frozen=True)

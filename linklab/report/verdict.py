@@ -168,9 +168,9 @@ def cells(pairs: list[tuple[Point, Point]]) -> list[tuple[Point, metrics.Metric,
     measured at a point."""
     out = []
     for p, q in pairs:
-        busy = busy_host(p, q)
+        busy, ra, rb = busy_host(p, q), judged_rows(p), judged_rows(q)  # once per point, not per metric
         for m in metrics.METRICS:
-            if m.judged and (va := values(m, judged_rows(p))) and (vb := values(m, judged_rows(q))):
+            if m.judged and (va := values(m, ra)) and (vb := values(m, rb)):
                 out.append((p, m, va, vb, busy))
     return out
 
