@@ -42,6 +42,30 @@ class _UnixConnection(http.client.HTTPConnection):
         self.sock.connect(self._path)
 
 
+class UploadCut(OSError):
+    """The engine closed the connection while a file was being sent to it."""
+
+    def __init__(self, upload: Path, sent: int, size: int, answer: tuple[int, bytes] | None):
+        said = (f": it answered HTTP {answer[0]}: {stream_error(answer[1]) or error_message(answer[1])}" if answer
+                else " without an answer")
+        super().__init__(f"the Docker engine closed the connection after {sent / 1e6:.0f} of {size / 1e6:.0f} MB "
+                         f"of {upload}{said}")
+        self.answer = answer
+
+
+def _early_answer(conn: http.client.HTTPConnection, method: str) -> tuple[int, bytes] | None:
+    """What a server that closed mid-request wrote before closing, if anything: http.client will
+    not read a response to a request it did not finish sending, so it is parsed off the socket."""
+    if conn.sock is None:
+        return None
+    try:
+        res = http.client.HTTPResponse(conn.sock, method=method)
+        res.begin()
+        return res.status, res.read()
+    except (OSError, http.client.HTTPException):
+        return None
+
+
 def label_filter(labels: dict[str, str | None]) -> str:
     """The `filters` query value selecting objects carrying every one of `labels` (a None value:
     the label with any value)."""
@@ -96,8 +120,13 @@ class Api:
         try:
             if upload is not None:
                 with open(upload, "rb") as f:
-                    conn.request(method, url, body=f, headers={"Content-Type": "application/x-tar",
-                                                               "Content-Length": str(os.fstat(f.fileno()).st_size)})
+                    try:
+                        conn.request(method, url, body=f, headers={"Content-Type": "application/x-tar",
+                                                                   "Content-Length": str(os.fstat(f.fileno()).st_size)})
+                    except (BrokenPipeError, ConnectionResetError) as e:
+                        # The engine stopped reading: it answers an error first (a full disk, a bad
+                        # tar) and closes; that answer, not the broken pipe, says why.
+                        raise UploadCut(upload, f.tell(), os.fstat(f.fileno()).st_size, _early_answer(conn, method)) from e
             else:
                 data = json.dumps(body).encode() if body is not None else None
                 conn.request(method, url, body=data, headers={"Content-Type": "application/json"} if data else {})

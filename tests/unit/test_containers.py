@@ -90,6 +90,35 @@ def test_api_speaks_http_over_a_unix_socket(tmp_path):
     assert seen[0].startswith("GET /containers/json?all=1&filters=") and seen[1] == "GET /containers/nosuch/json HTTP/1.1"
 
 
+
+def test_an_upload_the_engine_cuts_short_reports_the_engines_answer(tmp_path):
+    """dockerd refusing an import mid-upload answers, then closes: the error carries its answer
+    and how much was sent, not a bare broken pipe."""
+    path = tmp_path / "d.sock"
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(str(path))
+    srv.listen(1)
+
+    def serve():
+        conn, _ = srv.accept()
+        conn.recv(65536)
+        body = b'{"message":"write /run/linklab/docker/storage/tmp: no space left on device"}'
+        conn.sendall(f"HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/json\r\n"
+                     f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+        conn.shutdown(socket.SHUT_WR)
+        conn.close()
+
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    tar = tmp_path / "rootfs.tar"
+    tar.write_bytes(b"\0" * (32 << 20))
+    with pytest.raises(dapi.UploadCut) as e:
+        dapi.Api(path, timeout=10).import_rootfs(tar, "linklab/base", "latest", ["CMD x"], timeout=10)
+    t.join(5)
+    assert e.value.answer is not None and e.value.answer[0] == 500
+    msg = str(e.value)
+    assert "no space left on device" in msg and "HTTP 500" in msg and "of 34 MB" in msg, msg
+
 # ---- what a node becomes -------------------------------------------------------------------------
 
 def test_container_config_has_no_docker_network_and_carries_the_labs_labels():
