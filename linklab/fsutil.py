@@ -4,16 +4,19 @@ cut). A crash, even `kill -9`, leaves the old file or the new one, plus at worst
 `.<name>.tmp-<pid>` leftover that readers ignore and `clean_partial`/`linklab clean` remove.
 
 And the one way it reads a file given to it as input (read_text_input): bounded, text only, with
-an error naming the file. Here, not beside the YAML loader: reading a state file must not import
+an error naming the file; and the one way it holds a lock file without waiting (try_flock). Here, not beside the YAML loader: reading a state file must not import
 pydantic (a forwarded command's host side would pay 0.1 s for it).
 """
 
 from __future__ import annotations
 
+import fcntl
 import glob
 import json
 from json.encoder import encode_basestring_ascii
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -159,3 +162,26 @@ def read_text_input(path: Path, limit: int = MAX_INPUT_BYTES) -> str:
     except UnicodeDecodeError as e:
         line = data[:e.start].count(b"\n") + 1
         raise ValidationFailed(str(path), [f"(file): not UTF-8 text (byte 0x{data[e.start]:02x} on line {line})"]) from None
+
+
+def try_flock(path: Path) -> int | None:
+    """An exclusive flock on `path` (created if missing), without waiting: the descriptor that
+    holds it until closed (or the process ends, even by kill -9); None: another process holds it."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    return fd
+
+
+@contextmanager
+def flocked(path: Path) -> Iterator[bool]:
+    """try_flock for a block: yields whether this process holds the lock."""
+    fd = try_flock(path)
+    try:
+        yield fd is not None
+    finally:
+        if fd is not None:
+            os.close(fd)

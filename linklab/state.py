@@ -8,7 +8,6 @@ that `down` after a crash still knows what to remove.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import os
@@ -123,14 +122,10 @@ def remove_lock(lab: str) -> None:
 def try_locked(lab: str) -> Iterator[bool]:
     """Like `locked`, but yields False instead of raising when another command holds the lab."""
     labs_dir().mkdir(parents=True, exist_ok=True)
-    with open(lock_path(lab), "a") as f:
-        try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            yield False
-            return
-        remove_stale_temps(lab)
-        yield True
+    with fsutil.flocked(lock_path(lab)) as held:
+        if held:
+            remove_stale_temps(lab)
+        yield held
 
 
 def remove_stale_temps(lab: str) -> None:
@@ -159,12 +154,8 @@ def remove_stale_locks() -> list[str]:
         lab = p.name[1:-len(".lock")]
         if path_for(lab).exists():
             continue
-        with open(p, "a") as f:
-            try:
-                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                continue
-            if not path_for(lab).exists():
+        with fsutil.flocked(p) as held:
+            if held and not path_for(lab).exists():
                 p.unlink(missing_ok=True)
                 removed.append(str(p))
     return removed

@@ -14,7 +14,6 @@ DIR too.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import os
 import shutil
@@ -65,16 +64,11 @@ def through_vm(results: Path, experiment: str, say=print) -> Iterator[Path]:
 
 @contextmanager
 def _locked(spool: Path, results: Path) -> Iterator[None]:
-    fd = os.open(spool.with_name(spool.name + ".lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+    with fsutil.flocked(spool.with_name(spool.name + ".lock")) as held:
+        if not held:
             raise StateError(f"another sweep is writing into {results} through the lab VM",
-                             hint="wait for it, or give this one another --results directory") from None
+                             hint="wait for it, or give this one another --results directory")
         yield
-    finally:
-        os.close(fd)
 
 
 def _partial(directory: str, names: list[str]) -> list[str]:

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import csv
 import errno
-import fcntl
 import io
 import json
 import os
@@ -194,12 +193,10 @@ class ResultsStore:
 
         clean_partial deletes in-flight temp dirs, so it is only safe under this lock.
         """
-        with open(self.path / ".lock", "w") as f:
-            try:
-                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
+        with fsutil.flocked(self.path / ".lock") as held:
+            if not held:
                 raise RunLocked(f"another process is running {self.path}",
-                                hint="wait for that sweep to end (or stop it); a rerun then resumes") from None
+                                hint="wait for that sweep to end (or stop it); a rerun then resumes")
             yield
 
     # -- results -------------------------------------------------------------------------

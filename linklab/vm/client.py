@@ -7,7 +7,6 @@ command that finds every port busy waits for one.
 
 from __future__ import annotations
 
-import fcntl
 import logging
 import os
 import secrets
@@ -16,6 +15,7 @@ import time
 from pathlib import Path
 from typing import BinaryIO, Callable
 
+from linklab import fsutil
 from linklab.errors import EnvironmentProblem, StateError
 from linklab.vm import protocol as P
 
@@ -42,14 +42,8 @@ class PortLock:
 
     def try_acquire(self) -> bool:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            return False
-        self.fd = fd
-        return True
+        self.fd = fsutil.try_flock(self.path)
+        return self.fd is not None
 
     def release(self) -> None:
         if self.fd is not None:
