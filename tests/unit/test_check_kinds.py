@@ -134,6 +134,43 @@ def test_rtt_judges_a_percentile_and_the_emulators_rtt_is_inconclusive(bond2):
     assert j.verdict == INCONCLUSIVE and "emulator_rtt" in j.detail
 
 
+
+def test_repetitions_stop_once_the_median_is_decided_and_only_on_a_pass(bond2):
+    """More than half of `repeat` inside the bounds decides a pass: the median of all would be
+    inside whatever the rest measured. Outside, an error, or too few: measured on."""
+    from types import SimpleNamespace
+
+    from linklab.check.kinds.rtt import rtt_row
+    gp = REGISTRY["goodput"]
+    p = params("goodput", **{"from": "h1", "to": "h2", "min": "500mbit", "repeat": 3})  # >= 475 Mbit/s with 5 %
+    fast, slow = {"throughput_bps": 600e6 * bond2.scale}, {"throughput_bps": 300e6 * bond2.scale}
+    assert not gp.decided(p, [fast], bond2)
+    assert gp.decided(p, [fast, fast], bond2)
+    assert not gp.decided(p, [fast, slow], bond2) and not gp.decided(p, [slow, slow], bond2)
+    assert not gp.decided(p, [fast, {"error": "iperf3: no answer"}, fast], bond2)
+    assert gp.decided(p, [{"throughput_bps": 476e6 * bond2.scale}] * 2, bond2)  # inside by the 5 % tolerance
+    five = params("goodput", **{"from": "h1", "to": "h2", "min": "500mbit", "repeat": 5})
+    assert not gp.decided(five, [fast, fast], bond2) and gp.decided(five, [fast, slow, fast, fast], bond2)
+    four = params("goodput", **{"from": "h1", "to": "h2", "min": "500mbit", "repeat": 4})
+    assert not gp.decided(four, [fast, fast], bond2) and gp.decided(four, [fast, fast, fast], bond2)
+    # A stopped check is judged on the repetitions it ran, and passes.
+    assert gp.judge(p, {"rows": [fast, fast]}, bond2).verdict == PASS
+
+    # rtt's own loop: two bursts inside 40-46 ms end it; bursts outside run all `repeat`.
+    kind, bursts = REGISTRY["rtt"], []
+    lossy = ping_out("ping_loss")  # replies 42.2-45.1 ms
+
+    def run(node, argv, timeout):
+        bursts.append(argv)
+        return SimpleNamespace(**lossy)
+    ctx = SimpleNamespace(lab=bond2, run=run)
+    ok = params("rtt", **{"from": "h1", "to": "h2", "min": "40ms", "max": "46ms", "repeat": 3})
+    assert len(kind.observe(ok, ctx)["rows"]) == 2 == len(bursts)
+    bursts.clear()
+    tight = params("rtt", **{"from": "h1", "to": "h2", "max": "10ms", "repeat": 3})
+    assert len(kind.observe(tight, ctx)["rows"]) == 3 == len(bursts)
+    assert rtt_row(ok, {**lossy, "asked_rtt_ms": None})["rtt_s"] > 0.01
+
 # ---- every check captured from a real lab, judged again -----------------------------------------
 
 CAPTURED = ROOT / "tests" / "data" / "checks"

@@ -58,6 +58,8 @@ class Rtt(MeasuredKind):
             res = ctx.run(p.src, ping.argv(), timeout=p.count * p.interval + 20)
             rows.append({"stdout": res.stdout, "stderr": res.stderr,
                          "asked_rtt_ms": None if asked is None else round(asked * 1e3, 4)})
+            if len(rows) < p.repeat and self.decided(p, [rtt_row(p, r) for r in rows], ctx.lab):
+                break
         return {"rows": rows}
 
     def judge(self, p: Params, raw: dict[str, Any], lab: Lab):
