@@ -47,6 +47,26 @@ def identity(pid: int) -> dict | None:
     return {"pid": pid, "start": int(fields[19]), "comm": comm}
 
 
+def cmdline(pid: int) -> list[str]:
+    """A process's arguments ([] when it is gone, or a kernel thread)."""
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return []
+    return raw.decode(errors="replace").rstrip("\0").split("\0") if raw else []
+
+
+def carrying(argument: str, comm: str) -> list[int]:
+    """Live processes named `comm` one of whose arguments is exactly `argument`."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit() and argument in cmdline(int(d.name)):
+            fields = identity(int(d.name))
+            if fields and fields["comm"] == comm[:15] and alive(int(d.name)):
+                out.append(int(d.name))
+    return sorted(out)
+
+
 def is_same(record: dict, *, check_comm: bool = True) -> bool:
     """Whether the recorded process still runs (not a later process that reused its pid).
     pid and start time identify it; `check_comm=False` for a process recorded before it exec'd

@@ -23,7 +23,7 @@ import socket
 import time
 from pathlib import Path
 
-from linklab import fsutil, kernel, procs, runner
+from linklab import kernel, procs, runner
 from linklab.docker.api import Api
 from linklab.errors import EnvironmentProblem, LinklabError
 
@@ -35,9 +35,6 @@ LOG = ROOT / "dockerd.log"
 # containerd is started by linklab, not by dockerd: dockerd gives the containerd it starts a
 # fixed 15 s (libcontainerd/supervisor: startupTimeout), which a loaded emulated machine missed.
 CONTAINERD_SOCKET = ROOT / "containerd.sock"
-# The daemons linklab started, as procs.identity() records them (pid, start time, name): stopped
-# only while still those processes (procs.stop_recorded), never a later process with their pid.
-DAEMONS = ROOT / "daemons.json"
 CONTAINERD_CONFIG = ROOT / "containerd.toml"
 # No CRI plugin (Kubernetes'): nothing here uses it, and it costs seconds to start.
 CONTAINERD_TOML = 'version = 2\ndisabled_plugins = ["io.containerd.grpc.v1.cri"]\n'
@@ -63,9 +60,9 @@ def argv() -> list[str]:
 
 
 def running() -> Api | None:
-    """The engine if it answers (never starts it)."""
+    """The engine if it answers with its storage in place (never starts it)."""
     api = Api(SOCKET)
-    return api if SOCKET.exists() and api.ping() else None
+    return api if SOCKET.exists() and os.path.ismount(STORAGE) and api.ping() else None
 
 
 def connect(say=print) -> Api:
@@ -76,32 +73,40 @@ def connect(say=print) -> Api:
     if not shutil.which("dockerd"):
         raise EnvironmentProblem("container nodes need Docker, and dockerd is not installed here", hint=INSTALL_HINT)
     say("linklab: starting linklab's Docker engine (its storage on a tmpfs at " + str(STORAGE) + ")")
+    _stop_daemons()  # ours, no longer answering (or left running on storage no longer there)
     _storage()
     kernel.load_modules(["overlay"])  # overlay2 layers; a failure shows in dockerd's log
-    procs.stop_recorded(_recorded())  # ours, no longer answering
     ROOT.mkdir(parents=True, exist_ok=True)
     CONTAINERD_CONFIG.write_text(CONTAINERD_TOML)
-    started: list[dict] = []
-    _start(containerd_argv(), "containerd", lambda: _answers(CONTAINERD_SOCKET), started)
+    _start(containerd_argv(), "containerd", lambda: _answers(CONTAINERD_SOCKET))
     api = Api(SOCKET)
-    _start(argv(), "dockerd", api.ping, started)
+    _start(argv(), "dockerd", api.ping)
     return api
 
 
-def _recorded() -> list[dict]:
-    """The daemons' records (dockerd first: it stops its containers before containerd goes)."""
-    return [r for r in fsutil.read_json_record(DAEMONS, list) or [] if isinstance(r, dict)]
+def daemons() -> dict[str, list[int]]:
+    """This engine's running daemons, found by the socket each one's command line names: no
+    other dockerd or containerd uses those paths. Not by a record of what was started: a command
+    killed between starting a daemon and recording it left one that a record would not know, and
+    the storage was then released under it (its images gone from under a running dockerd)."""
+    return {"dockerd": procs.carrying(f"--host=unix://{SOCKET}", "dockerd"),
+            "containerd": procs.carrying(f"--address={CONTAINERD_SOCKET}", "containerd")}
 
 
-def _start(cmd: list[str], name: str, ready, started: list[dict]) -> None:
-    """Start one of the engine's daemons, record it, and wait until it answers (or exits: its
-    log in the error)."""
+def _stop_daemons(grace: float = procs.GRACE_S) -> bool:
+    """Stop the engine's daemons, dockerd first (on TERM it stops its containers, through
+    containerd); whether a dockerd was among them."""
+    found = daemons()
+    for name in ("dockerd", "containerd"):
+        procs.stop(found[name], grace=grace)
+    return bool(found["dockerd"])
+
+
+def _start(cmd: list[str], name: str, ready) -> None:
+    """Start one of the engine's daemons and wait until it answers (or exits: its log in the
+    error)."""
     with open(LOG, "ab") as log:
         proc = runner.start(cmd, stdout=log, stderr=log)
-    record = procs.identity(proc.pid)
-    if record:
-        started.insert(0, record)
-        fsutil.write_json_atomic(DAEMONS, started)
     deadline = time.monotonic() + START_DEADLINE_S
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -128,11 +133,12 @@ def _answers(path: Path) -> bool:
 def stop(release_storage: bool = False) -> bool:
     """Stop linklab's engine (its containers go with it), and with `release_storage` free its
     tmpfs (images are imported again on next use); False: it was not running."""
-    # One at a time, dockerd first: it stops its containers on TERM, through containerd.
-    stopped = [r for r in _recorded() if procs.stop_recorded([r], grace=15.0)]
-    if release_storage and os.path.ismount(STORAGE):
+    stopped = _stop_daemons(grace=15.0)
+    # Never under a daemon still running (one the kernel could not kill): it would go on with
+    # its images in a detached tmpfs that the next engine cannot see.
+    if release_storage and os.path.ismount(STORAGE) and not any(daemons().values()):
         ctypes.CDLL(None, use_errno=True).umount2(str(STORAGE).encode(), MNT_DETACH)
-    return any(r.get("comm") == "dockerd" for r in stopped)
+    return stopped
 
 
 def tail(n: int = 15) -> str:

@@ -18,7 +18,8 @@ import time
 from pathlib import Path
 
 from linklab import runner
-from linklab.docker.api import Api, ApiError, split_image
+from linklab.docker import engine
+from linklab.docker.api import Api, ApiError, UploadCut, split_image
 from linklab.errors import EnvironmentProblem, LinklabError
 
 BASE = "linklab/base"
@@ -61,10 +62,14 @@ def ensure(api: Api, image: str, say=print) -> None:
     if tar.exists():
         say(f"linklab: loading image {image} from {tar}")
         t0 = time.monotonic()
-        if _is_saved_image(tar):
-            api.load(tar, timeout=IMPORT_TIMEOUT_S)
-        else:
-            api.import_rootfs(tar, repo, tag, [f"CMD {DEFAULT_CMD}"], timeout=IMPORT_TIMEOUT_S)
+        try:
+            if _is_saved_image(tar):
+                api.load(tar, timeout=IMPORT_TIMEOUT_S)
+            else:
+                api.import_rootfs(tar, repo, tag, [f"CMD {DEFAULT_CMD}"], timeout=IMPORT_TIMEOUT_S)
+        except UploadCut as e:
+            raise LinklabError(f"loading image {image}: {e}", hint=f"the end of the engine's log ({engine.LOG}):\n"
+                               + engine.tail()) from None
         say(f"linklab: image {image} loaded in {time.monotonic() - t0:.1f} s")
         if api.image(image) is None:
             raise EnvironmentProblem(f"{tar} does not hold image {image}", hint=hint(image))

@@ -49,15 +49,7 @@ def marker_for(state_dir: Path) -> str:
     return f"linklab-vm-{digest}"
 
 
-def cmdline(pid: int) -> list[str]:
-    try:
-        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return []
-    return raw.decode(errors="replace").split("\0")
-
-
-from linklab.procs import alive  # noqa: E402  exists and is not a zombie; one definition for the package
+from linklab.procs import alive, cmdline  # noqa: E402  one definition for the package
 
 
 def pgid(pid: int) -> int | None:

@@ -286,26 +286,44 @@ def test_a_saved_image_is_loaded_and_a_root_filesystem_imported(tmp_path):
     assert not images._is_saved_image(tmp_path / "absent.tar")
 
 
-def test_engine_daemons_are_recorded_and_stopped_only_while_still_themselves(tmp_path, monkeypatch):
-    # The engine's daemons are recorded as procs.identity() (pid, start time, name) and stopped
-    # through procs.stop_recorded: a record whose pid now names another process is left alone.
+def test_engine_daemons_are_found_by_their_socket_and_storage_is_never_released_under_one(tmp_path, monkeypatch):
+    """The engine's daemons are the dockerd and containerd whose command lines name its sockets,
+    recorded or not; a dockerd of another socket, or another program naming the socket, is
+    left alone. The storage tmpfs is released only once none of them runs."""
     import subprocess
-    monkeypatch.setattr(engine, "DAEMONS", tmp_path / "daemons.json")
-    monkeypatch.setattr(engine, "LOG", tmp_path / "dockerd.log")
-    started: list = []
-    engine._start(["sleep", "60"], "sleep", lambda: True, started)
-    proc_pid = started[0]["pid"]
-    assert engine._recorded() == started and started[0]["comm"] == "sleep"
-    other = subprocess.Popen(["sleep", "60"])
+    monkeypatch.setattr(engine, "SOCKET", tmp_path / "docker.sock")
+    monkeypatch.setattr(engine, "CONTAINERD_SOCKET", tmp_path / "containerd.sock")
+
+    def fake(name: str, *args: str) -> subprocess.Popen:
+        # A script's process is named after the script (/proc/PID/comm): a stand-in daemon.
+        script = tmp_path / name
+        script.parent.mkdir(exist_ok=True)
+        script.write_text("#!/bin/sh\nsleep 60\n")
+        script.chmod(0o755)
+        return subprocess.Popen([str(script), *args], start_new_session=True)
+
+    ours = [fake("dockerd", f"--host=unix://{engine.SOCKET}"), fake("containerd", f"--address={engine.CONTAINERD_SOCKET}")]
+    theirs = [fake("other/dockerd", f"--host=unix://{tmp_path}/other.sock"), fake("client", f"--host=unix://{engine.SOCKET}")]
+    unmounted: list = []
+    monkeypatch.setattr(engine.os.path, "ismount", lambda p: True)
+    monkeypatch.setattr(engine.ctypes, "CDLL", lambda *a, **k: type("L", (), {"umount2": lambda self, *a: unmounted.append(a)})())
     try:
-        # A stale record: the other process's pid with a start time it does not have.
-        engine.fsutil.write_json_atomic(engine.DAEMONS, [{"pid": other.pid, "start": 1, "comm": "sleep"}, *started])
-        assert engine.stop() is False  # no dockerd among them
-        assert other.poll() is None, "a process that merely reuses a recorded pid was stopped"
-        assert not engine.procs.alive(proc_pid)
+        deadline = engine.time.monotonic() + 5
+        while engine.time.monotonic() < deadline and not all(engine.daemons().values()):
+            engine.time.sleep(0.05)
+        assert engine.daemons() == {"dockerd": [ours[0].pid], "containerd": [ours[1].pid]}
+        real_stop = engine.procs.stop
+        monkeypatch.setattr(engine.procs, "stop", lambda pids, grace: None)  # one the kernel could not kill
+        assert engine.stop(release_storage=True) is True and unmounted == []
+        monkeypatch.setattr(engine.procs, "stop", real_stop)
+        assert engine.stop(release_storage=True) is True and len(unmounted) == 1
+        assert all(p.wait(5) is not None for p in ours)
+        assert all(p.poll() is None for p in theirs), "a process that is not this engine's was stopped"
+        assert engine.daemons() == {"dockerd": [], "containerd": []} and engine.stop() is False
     finally:
-        other.kill()
-        other.wait()
+        for p in ours + theirs:
+            p.kill()
+            p.wait()
 
 
 # ---- binds: relative to the topology file, as containerlab resolves them -----------------------

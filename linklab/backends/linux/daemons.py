@@ -51,8 +51,7 @@ def netns_pids_running(ns: str, word: str) -> list[int]:
     out = []
     for p in netns_pids(ns):
         try:
-            if (word in Path(f"/proc/{p}/cmdline").read_bytes().decode(errors="replace")
-                    or Path(f"/proc/{p}/comm").read_text().strip() == word[:15]):
+            if word in "\0".join(_procs.cmdline(int(p))) or Path(f"/proc/{p}/comm").read_text().strip() == word[:15]:
                 out.append(int(p))
         except OSError:
             pass

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from linklab import controllers, osken_warm, runner
+from linklab import controllers, osken_warm, procs, runner
 from linklab.backends.linux import daemons, ovsd
 from linklab.backends.linux.build import Build
 from linklab.backends.linux.kinds.base import Kind
@@ -46,10 +46,7 @@ def start(app: str, port: int, layout: dict[str, Any], dpid: int, ns: str, log: 
 
 
 def _runs(pid: int, app: str, port: int) -> bool:
-    try:
-        args = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
-    except OSError:
-        return False
+    args = procs.cmdline(pid)
     return str(controllers.app_path(app)) in args and str(port) in args
 
 
