@@ -4,8 +4,10 @@ cut). A crash, even `kill -9`, leaves the old file or the new one, plus at worst
 `.<name>.tmp-<pid>` leftover that readers ignore and `clean_partial`/`linklab clean` remove.
 
 And the one way it reads a file given to it as input (read_text_input): bounded, text only, with
-an error naming the file; and the one way it holds a lock file without waiting (try_flock). Here, not beside the YAML loader: reading a state file must not import
+an error naming the file. Here, not beside the YAML loader: reading a state file must not import
 pydantic (a forwarded command's host side would pay 0.1 s for it).
+
+And the one way it holds a lock file without waiting (try_flock, flocked).
 """
 
 from __future__ import annotations

@@ -57,12 +57,13 @@ def cmdline(pid: int) -> list[str]:
 
 
 def carrying(argument: str, comm: str) -> list[int]:
-    """Live processes named `comm` one of whose arguments is exactly `argument`."""
+    """Live processes named `comm` one of whose arguments is exactly `argument` (a zombie's
+    command line is empty: none is among them)."""
     out = []
     for d in Path("/proc").iterdir():
         if d.name.isdigit() and argument in cmdline(int(d.name)):
-            fields = identity(int(d.name))
-            if fields and fields["comm"] == comm[:15] and alive(int(d.name)):
+            found = identity(int(d.name))
+            if found and found["comm"] == comm[:15]:
                 out.append(int(d.name))
     return sorted(out)
 

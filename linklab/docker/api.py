@@ -120,13 +120,14 @@ class Api:
         try:
             if upload is not None:
                 with open(upload, "rb") as f:
+                    size = os.fstat(f.fileno()).st_size
                     try:
                         conn.request(method, url, body=f, headers={"Content-Type": "application/x-tar",
-                                                                   "Content-Length": str(os.fstat(f.fileno()).st_size)})
+                                                                   "Content-Length": str(size)})
                     except (BrokenPipeError, ConnectionResetError) as e:
                         # The engine stopped reading: it answers an error first (a full disk, a bad
                         # tar) and closes; that answer, not the broken pipe, says why.
-                        raise UploadCut(upload, f.tell(), os.fstat(f.fileno()).st_size, _early_answer(conn, method)) from e
+                        raise UploadCut(upload, f.tell(), size, _early_answer(conn, method)) from e
             else:
                 data = json.dumps(body).encode() if body is not None else None
                 conn.request(method, url, body=data, headers={"Content-Type": "application/json"} if data else {})

@@ -134,7 +134,6 @@ def test_rtt_judges_a_percentile_and_the_emulators_rtt_is_inconclusive(bond2):
     assert j.verdict == INCONCLUSIVE and "emulator_rtt" in j.detail
 
 
-
 def test_repetitions_stop_once_the_median_is_decided_and_only_on_a_pass(bond2):
     """More than half of `repeat` inside the bounds decides a pass: the median of all would be
     inside whatever the rest measured. Outside, an error, or too few: measured on."""
@@ -170,6 +169,7 @@ def test_repetitions_stop_once_the_median_is_decided_and_only_on_a_pass(bond2):
     tight = params("rtt", **{"from": "h1", "to": "h2", "max": "10ms", "repeat": 3})
     assert len(kind.observe(tight, ctx)["rows"]) == 3 == len(bursts)
     assert rtt_row(ok, {**lossy, "asked_rtt_ms": None})["rtt_s"] > 0.01
+
 
 # ---- every check captured from a real lab, judged again -----------------------------------------
 

@@ -90,7 +90,6 @@ def test_api_speaks_http_over_a_unix_socket(tmp_path):
     assert seen[0].startswith("GET /containers/json?all=1&filters=") and seen[1] == "GET /containers/nosuch/json HTTP/1.1"
 
 
-
 def test_an_upload_the_engine_cuts_short_reports_the_engines_answer(tmp_path):
     """dockerd refusing an import mid-upload answers, then closes: the error carries its answer
     and how much was sent, not a bare broken pipe."""
@@ -118,6 +117,7 @@ def test_an_upload_the_engine_cuts_short_reports_the_engines_answer(tmp_path):
     assert e.value.answer is not None and e.value.answer[0] == 500
     msg = str(e.value)
     assert "no space left on device" in msg and "HTTP 500" in msg and "of 34 MB" in msg, msg
+
 
 # ---- what a node becomes -------------------------------------------------------------------------
 
