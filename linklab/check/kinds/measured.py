@@ -12,9 +12,11 @@ lab from a slow emulator. A repetition measured while other work or the hypervis
 host's CPU (host_disturbed, host_stolen) is measured once more and kept aside ("disturbed" in the
 raw output), up to `repeat` times: a quieter moment may follow.
 
-Repetitions stop once a pass is decided: when more than half of the `repeat` planned are inside
-the bounds and none failed, the median of all of them would be inside whatever the rest measured
-(`decided`). A check that is failing or could be limited runs all of them.
+Repetitions stop once the verdict is decided (`decided`): none failed to measure, and more than
+half of the `repeat` planned are inside the bounds (the median of all of them would be inside,
+whatever the rest measured: a pass), or more than half are beyond the same bound with none limited
+(the median would be beyond it, and no limited repetition could make it inconclusive: a fail; a
+student's wrong lab and a selftest's broken stage wait for no more). Otherwise all of them run.
 """
 
 from __future__ import annotations
@@ -113,13 +115,22 @@ class MeasuredKind(Kind):
         lo, hi = self.bounds(p, lab)
         return (lo is None or v >= lo * (1 - p.tolerance)) and (hi is None or v <= hi * (1 + p.tolerance))
 
-    def decided(self, p: Any, rows: list[dict[str, Any]], lab: Lab) -> bool:
-        """Whether the repetitions so far decide a pass: none failed, and more than half of the
-        `repeat` planned are inside the bounds, so the median of all would be inside them too."""
+    def decided(self, p: Any, rows: list[dict[str, Any]], lab: Lab) -> str | None:
+        """The verdict the repetitions so far decide whatever the rest measure (module text), or
+        None: PASS when more than half of the `repeat` planned are inside the bounds, FAIL when more
+        than half are below the lower bound, or above the upper, and none was limited."""
         if any(row.get("error") for row in rows):
-            return False
-        inside = sum(1 for row in rows if (v := self.metric(p, row, lab)) is not None and self.inside(p, v, lab))
-        return inside >= p.repeat // 2 + 1
+            return None
+        lo, hi = self.bounds(p, lab)
+        got = [v for row in rows if (v := self.metric(p, row, lab)) is not None]
+        low = sum(1 for v in got if lo is not None and v < lo * (1 - p.tolerance))
+        high = sum(1 for v in got if hi is not None and v > hi * (1 + p.tolerance))
+        majority = p.repeat // 2 + 1
+        if len(got) - low - high >= majority:
+            return PASS
+        if max(low, high) >= majority and not any(self.limiting(row) for row in rows):
+            return FAIL
+        return None
 
     def show(self, v: float | None) -> str:
         if v is None or (isinstance(v, float) and math.isinf(v)):
@@ -178,8 +189,8 @@ class MeasuredKind(Kind):
                     continue
                 rows.append(row)
                 k += 1
-                if k < p.repeat and self.decided(p, rows, ctx.lab):
-                    ctx.say(f"  {p.id}: passed after {k} of {p.repeat} repetitions (the median is decided)")
+                if k < p.repeat and (done := self.decided(p, rows, ctx.lab)):
+                    ctx.say(f"  {p.id}: {done} after {k} of {p.repeat} repetitions (the median is decided)")
                     break
         finally:
             servers.stop()
