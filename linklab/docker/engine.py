@@ -41,6 +41,10 @@ CONTAINERD_TOML = 'version = 2\ndisabled_plugins = ["io.containerd.grpc.v1.cri"]
 # Measured ~3 s natively and ~15-25 s in the lab VM under software emulation; generous for a
 # loaded machine. dockerd that exits meanwhile is reported at once with its log.
 START_DEADLINE_S = 240.0
+# How long a dockerd of ours, on its storage, may go without answering before it is taken for
+# dead: under software emulation one that imports an image or starts containers can miss a 5 s
+# ping, and stopping it stops every container it runs.
+BUSY_PATIENCE_S = 60.0
 INSTALL_HINT = "`make setup` installs Docker (Debian's docker.io); or `apt-get install docker.io`"
 MS_NOSUID, MS_NODEV = 0x2, 0x4
 MNT_DETACH = 2
@@ -67,7 +71,7 @@ def running() -> Api | None:
 
 def connect(say=print) -> Api:
     """The engine, started if it is not running (EnvironmentProblem, exit 4: no Docker here)."""
-    api = running()
+    api = running() or _busy()
     if api is not None:
         return api
     if not shutil.which("dockerd"):
@@ -82,6 +86,17 @@ def connect(say=print) -> Api:
     api = Api(SOCKET)
     _start(argv(), "dockerd", api.ping)
     return api
+
+
+def _busy(patience: float = BUSY_PATIENCE_S) -> Api | None:
+    """A dockerd of ours that runs on its storage but did not answer: waited for up to
+    `patience` seconds (None at once when there is none, or its storage is gone)."""
+    api, deadline = Api(SOCKET), time.monotonic() + patience
+    while daemons()["dockerd"] and os.path.ismount(STORAGE) and time.monotonic() < deadline:
+        if api.ping():
+            return api
+        time.sleep(1)
+    return None
 
 
 def daemons() -> dict[str, list[int]]:

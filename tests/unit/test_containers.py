@@ -7,6 +7,7 @@ import json
 import socket
 import struct
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -324,6 +325,35 @@ def test_engine_daemons_are_found_by_their_socket_and_storage_is_never_released_
         for p in ours + theirs:
             p.kill()
             p.wait()
+
+
+def test_a_busy_engine_is_waited_for_not_stopped_and_one_without_its_storage_is_not(tmp_path, monkeypatch):
+    """A dockerd of ours on its storage that misses pings is given time (stopping it would stop
+    its containers); without its storage it is not waited for."""
+    import subprocess
+    monkeypatch.setattr(engine, "SOCKET", tmp_path / "docker.sock")
+    script = tmp_path / "dockerd"
+    script.write_text("#!/bin/sh\nsleep 60\n")
+    script.chmod(0o755)
+    daemon = subprocess.Popen([str(script), f"--host=unix://{engine.SOCKET}"], start_new_session=True)
+    answers = iter([False, False, True])
+    monkeypatch.setattr(engine.Api, "ping", lambda self: next(answers))
+    mounted = [True]
+    monkeypatch.setattr(engine.os.path, "ismount", lambda p: mounted[0])
+    monkeypatch.setattr(engine, "_start", lambda *a: pytest.fail("started a second engine beside a busy one"))
+    try:
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and not engine.daemons()["dockerd"]:
+            time.sleep(0.05)
+        engine.SOCKET.touch()
+        assert engine.connect(say=lambda s: None).socket_path == str(engine.SOCKET)  # the third ping answered
+        assert daemon.poll() is None
+        mounted[0] = False  # its storage gone: not this engine's any more, nothing to wait for
+        t0 = time.monotonic()
+        assert engine._busy(patience=30) is None and time.monotonic() - t0 < 1
+    finally:
+        daemon.kill()
+        daemon.wait()
 
 
 # ---- binds: relative to the topology file, as containerlab resolves them -----------------------
