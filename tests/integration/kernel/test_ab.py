@@ -27,8 +27,13 @@ def test_a_halved_rate_in_b_is_caught_and_both_labs_are_gone_after(tmp_path, cap
     tp = {c["point"]: c for c in verdict["checks"] if c.get("metric") == "throughput_mbps"}
     assert set(tp) == {"mtu=1500", "mtu=2000", "(every point)"}
     for c in tp.values():
-        assert c["verdict"] == "FAIL" and 0.45 <= c["ratio"] <= 0.55, c  # 10 of 20 Mbit/s, 10 % either way
+        # 10 of 20 Mbit/s: B/A is 0.5 times the ratio of the two links' efficiencies. A carries
+        # 96-98 % of its 20 Mbit/s; B 85-98 % of its 10 (9.1-9.8 here; 8.5 at both MTUs on a slower
+        # CI machine, no retransmit: the 10 ms queue drains while an emulated sender is late), so
+        # 0.43-0.51 measured; 0.40-0.55 allowed. Never more than B's shaper lets through.
+        assert c["verdict"] == "FAIL" and 0.40 <= c["ratio"] <= 0.55, c
         assert c["high"] < 0  # the interval excludes no change
+        assert max(c["b"]) <= 10.0, c
     # each arm measured each point three times, and its rows say which lab setting it ran with
     for arm, rate in (("a", None), ("b", "links[wire].impair.rate=10mbit")):
         # rep<k>/ only: a repetition measured once more on a busy host keeps its first try aside
