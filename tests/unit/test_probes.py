@@ -267,3 +267,36 @@ def test_the_event_log_says_when_the_timeline_began_a_change_and_when_it_was_in(
     assert changed["did"] == "h1/eth1 changed in place"
     assert failed["applied_s"] is None and "no such member" in failed["error"], failed
     assert 0.6 <= failed["started_s"] <= 0.7, failed
+
+
+def test_a_member_taken_down_comes_back_at_restore_at_before_the_window_is_finished():
+    # A failover check's lab with no other member up: the flow cannot end its test until the
+    # member is back, so the timeline brings it back at restore_at, not after iperf3 gave up.
+    import time
+
+    calls = []
+
+    class Backend:
+        def set_member_state(self, lab, link, member, up):
+            calls.append((round(time.monotonic() - t0, 2), link, member, up))
+            return "ok"
+
+    h = handle()
+    rep = Repetition(LabHandle(h.lab, backend=Backend(), netns=h.netns), "h1", "h2", 4, omit=0.1)
+    probe = FaultTimeline([Event(at=0.2, set="links[bond].bond.member[0].state=down")], {}, restore_at=0.5)
+    t0 = time.monotonic()
+    probe.start(rep)
+    time.sleep(0.9)
+    assert [c[1:] for c in calls] == [("bond", 0, False), ("bond", 0, True)], calls
+    assert 0.3 <= calls[0][0] <= 0.4 and 0.6 <= calls[1][0] <= 0.75, calls  # omit 0.1 + 0.2; 0.1 + 0.5
+    probe.finish(rep)
+    assert len(calls) == 2  # nothing left to bring back
+    # Without restore_at the member stays down until the window is finished.
+    calls.clear()
+    probe = FaultTimeline([Event(at=0.2, set="links[bond].bond.member[0].state=down")], {})
+    t0 = time.monotonic()
+    probe.start(rep)
+    time.sleep(0.6)
+    assert [c[3] for c in calls] == [False]
+    probe.finish(rep)
+    assert [c[3] for c in calls] == [False, True]

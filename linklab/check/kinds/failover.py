@@ -1,7 +1,8 @@
 """failover: how long a flow stops when one of a bond's members is taken down under it (as a
 pulled cable: linklab/measure/probes/faults.py), at most `max_outage`. The outage is read from
 iperf3's 0.1 s intervals (linklab/measure/timeline.py: the time the flow stayed below half its
-rate); the member comes back up after each repetition.
+rate); the member comes back up as the flow's time ends, so that a flow with no member left can
+still end its test.
 
     - {id: failover, kind: failover, from: h1, to: h2, link: bond, member: 0, at: 2s, max_outage: 1s}
 """
@@ -19,6 +20,9 @@ from linklab.measure.iperf3 import Iperf3Client
 from linklab.model.resolved import Lab
 
 INTERVAL_S = 0.1  # iperf3's finest report interval (linklab/measure/probes/faults.py reads outages at it)
+# The member comes back this long after the flow's time on the timeline's clock: iperf3 starts
+# up to ~0.7 s after it under software emulation, and its last intervals must see the outage.
+RESTORE_MARGIN_S = 1.0
 
 
 class Params(MeasuredParams):
@@ -67,7 +71,10 @@ class Failover(MeasuredKind):
     def extra_probes(self, p: Params, ctx: Context) -> list:
         from linklab.measure.probes.faults import FaultTimeline
         from linklab.sweep.experiment import Event
-        return [FaultTimeline([Event(at=p.at, set=f"links[{p.link}].bond.member[{p.member}].state=down")], {})]
+        # Back up as the flow's time ends: a lab whose other members are down too (what this check
+        # exists to catch) lets the flow end its test then, not at its timeout.
+        return [FaultTimeline([Event(at=p.at, set=f"links[{p.link}].bond.member[{p.member}].state=down")], {},
+                              restore_at=p.duration + RESTORE_MARGIN_S)]
 
     def metric(self, p: Params, row: dict[str, Any], lab: Lab) -> float | None:
         if row.get("fault1_applied_s") is None:

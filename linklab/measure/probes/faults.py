@@ -41,12 +41,16 @@ class FaultTimeline(Probe):
     brings back up every member it took down and restores every impairment it changed, so the
     next repetition starts as the point was. `targets`: for the i-th event that changes an
     impairment, the lab as it is with that event and every earlier one applied, resolved before
-    the window opens (applying it then costs only the tc calls)."""
+    the window opens (applying it then costs only the tc calls). `restore_at`: seconds into the
+    window at which every member taken down comes back up, before the flow ends: a flow whose
+    every member went down cannot end its test over the path (iperf3's results travel on its
+    control connection), and without it waited for its timeout (~30 s) to be killed."""
 
     phase = "window_tail"
 
-    def __init__(self, events: Sequence[Event], targets: Mapping[int, Lab]):
+    def __init__(self, events: Sequence[Event], targets: Mapping[int, Lab], restore_at: float | None = None):
         self.events, self.targets = sorted(events, key=lambda e: e.at), dict(targets)
+        self.restore_at = restore_at
         self.log: list[dict[str, Any]] = []
         self.down: set[tuple[str, int]] = set()
         self.current: Lab | None = None
@@ -88,14 +92,20 @@ class FaultTimeline(Probe):
             except Exception as e:  # recorded, not fatal: the row says the fault did not happen
                 self.log.append({"set": ev.set, "at_s": ev.at, "started_s": started, "applied_s": None,
                                  "error": str(e)})
+        if self.restore_at is not None and not self.stop.wait(max(zero + self.restore_at - time.monotonic(), 0)):
+            self._restore_members(rep)
+
+    def _restore_members(self, rep: Repetition) -> None:
+        for link, member in sorted(self.down):
+            rep.handle.backend.set_member_state(rep.lab, link, member, True)
+            self.down.discard((link, member))
 
     def finish(self, rep: Repetition) -> None:
         if self.thread is None:
             return
         self.stop.set()
         self.thread.join(timeout=30)
-        for link, member in sorted(self.down):
-            rep.handle.backend.set_member_state(rep.lab, link, member, True)
+        self._restore_members(rep)
         if self.current is not rep.lab:
             rep.handle.backend.change_impairments(self.current, rep.lab)
         rep.raw["events.json"] = json.dumps(self.log, indent=1)
