@@ -16,7 +16,7 @@ metric, per point and judged metric (metrics.py: its scale, harmless side, minim
      is the mean of) times the run's level (this run's own spreads against the A/A runs', over
      every point, at least 1); without an A/A spread, the run's own spread pooled over every point.
   4. interval d +- t * s * sqrt(1/nA + 1/nB), t Student's at 1 - alpha/2 for the degrees of
-     freedom behind s, alpha = ALPHA / K for the run's K tests (Bonferroni: a run where nothing
+     freedom behind s (the point's A/A runs where its A/A spread sets s; else the run's own), alpha = ALPHA / K for the run's K tests (Bonferroni: a run where nothing
      changed fails any with probability at most ALPHA).
   5. FAIL when the interval excludes 0 (a change was measured), |d| reaches the minimum effect
      (smaller changes, however sure, are not worth a red build), and the side is not harmless
@@ -210,9 +210,12 @@ def estimate(p: Point, m: metrics.Metric, va: list[float], vb: list[float],
     level, df = levels.get(m.key + "/level" if shape else m.key, (0.0, 0))
     # The point's spread: its own, never below what this run's noise gives it (its A/A spread
     # times the run's level, at least the A/A runs' own; or the run's pooled spread). Degrees of
-    # freedom: the run's, and the A/A runs' where they set the shape.
+    # freedom: those of the estimate the interval's width rests on. With an A/A spread, that is
+    # the point's A/A runs (one d each): the level only ever widens it, so its own uncertainty
+    # cannot make an interval too narrow, while a point's spread from three runs can be half the
+    # truth (adding the run's df to them once let x0.81 in an A/A gate through as a change).
     s = max(own, max(shape[0], shape[1]) * max(1.0, level) if shape else level)
-    return d, s * math.sqrt(1 / len(ya) + 1 / len(yb)), df + (shape[2] if shape else 0)
+    return d, s * math.sqrt(1 / len(ya) + 1 / len(yb)), shape[2] if shape else df
 
 
 def decide(m: metrics.Metric, d: float, se: float, df: int, alpha: float) -> tuple[str, float, float]:

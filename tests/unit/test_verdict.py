@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from linklab.measure.stats import t_quantile
 from linklab.report import aa, verdict
 from linklab.report.runs import Run
 
@@ -216,3 +217,24 @@ def test_a_points_aa_spread_is_never_below_what_its_repetitions_moved_there():
     assert judged(0.001, 0.001) == verdict.FAIL  # steady there: -10 % is a change
     assert judged(0.1, 0.001) == verdict.WITHIN  # d moved 10 % there with nothing changed
     assert judged(0.001, 0.1) == verdict.WITHIN  # its repetitions did: d cannot be steadier
+
+
+def test_a_points_aa_spread_is_as_sure_as_the_aa_runs_that_measured_it():
+    # The interval's t is that of the point's A/A runs: a spread from 3 runs can be half the truth
+    # (t ~ 18 at the run's alpha), one from 20 is known to ~15 % (t ~ 4.3). An A/A gate once failed
+    # TCP RTT at x0.81 (4.2 of a 3-run sigma) when the run's own df were added to the three.
+    from linklab.report.points import group
+    a = _run("a", _noisy(lambda m, u: 1e8, seed=1))
+    b = _run("b", _noisy(lambda m, u: 0.9e8 if (m, u) == ("ad", 1500) else 1e8, seed=2))
+    at = next(aa.point_key(p) for p in group(a) if p.label == "mode=ad mtu=1500")
+
+    def judged(runs):
+        spread = aa.Spread("t", True, "vm (tcg)", {at: {"throughput_mbps": [0.02, 0.02, runs]}})
+        res = verdict.judge(a, b, paired=True, aa=spread)
+        return _by(res, "throughput")["mode=ad mtu=1500"], res.alpha
+
+    (sure, alpha), (unsure, _) = judged(20), judged(3)
+    assert sure.verdict == verdict.FAIL and unsure.verdict == verdict.WITHIN
+    widths = (unsure.high - unsure.low) / (sure.high - sure.low)
+    expected = t_quantile(1 - alpha / 2, 3) / t_quantile(1 - alpha / 2, 20)  # 2.4 at this run's K tests
+    assert abs(widths / expected - 1) < 1e-6 and widths > 2
