@@ -16,8 +16,9 @@ metric, per point and judged metric (metrics.py: its scale, harmless side, minim
      is the mean of) times the run's level (this run's own spreads against the A/A runs', over
      every point, at least 1); without an A/A spread, the run's own spread pooled over every point.
   4. interval d +- t * s * sqrt(1/nA + 1/nB), t Student's at 1 - alpha/2 for the degrees of
-     freedom behind s (the point's A/A runs where its A/A spread sets s; else the run's own), alpha = ALPHA / K for the run's K tests (Bonferroni: a run where nothing
-     changed fails any with probability at most ALPHA).
+     freedom behind s (the point's A/A runs where its A/A spread sets s; else the run's own),
+     alpha = ALPHA / K for the run's K tests (Bonferroni: a run where nothing changed fails any
+     with probability at most ALPHA).
   5. FAIL when the interval excludes 0 (a change was measured), |d| reaches the minimum effect
      (smaller changes, however sure, are not worth a red build), and the side is not harmless
      (CPU may fall). A bond member's share is named "members": one member against spread.
@@ -213,7 +214,7 @@ def estimate(p: Point, m: metrics.Metric, va: list[float], vb: list[float],
     # freedom: those of the estimate the interval's width rests on. With an A/A spread, that is
     # the point's A/A runs (one d each): the level only ever widens it, so its own uncertainty
     # cannot make an interval too narrow, while a point's spread from three runs can be half the
-    # truth (adding the run's df to them once let x0.81 in an A/A gate through as a change).
+    # truth, and the run's df added to them would make it look sure.
     s = max(own, max(shape[0], shape[1]) * max(1.0, level) if shape else level)
     return d, s * math.sqrt(1 / len(ya) + 1 / len(yb)), shape[2] if shape else df
 

@@ -71,8 +71,8 @@ class Failover(MeasuredKind):
     def extra_probes(self, p: Params, ctx: Context) -> list:
         from linklab.measure.probes.faults import FaultTimeline
         from linklab.sweep.experiment import Event
-        # Back up as the flow's time ends: a lab whose other members are down too (what this check
-        # exists to catch) lets the flow end its test then, not at its timeout.
+        # Back up as the flow's time ends (module text): with no other member up, what this check
+        # exists to catch, the flow could not end its test before its timeout.
         return [FaultTimeline([Event(at=p.at, set=f"links[{p.link}].bond.member[{p.member}].state=down")], {},
                               restore_at=p.duration + RESTORE_MARGIN_S)]
 

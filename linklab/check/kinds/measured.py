@@ -110,10 +110,14 @@ class MeasuredKind(Kind):
             flags.discard("core_saturated")
         return flags
 
+    def side(self, p: Any, v: float, lab: Lab) -> int:
+        """Where one figure lies against the bounds widened by the tolerance: -1 below, 0 within, 1 above."""
+        lo, hi = self.bounds(p, lab)
+        return -1 if lo is not None and v < lo * (1 - p.tolerance) else 1 if hi is not None and v > hi * (1 + p.tolerance) else 0
+
     def inside(self, p: Any, v: float, lab: Lab) -> bool:
         """Whether one figure is within the bounds widened by the tolerance."""
-        lo, hi = self.bounds(p, lab)
-        return (lo is None or v >= lo * (1 - p.tolerance)) and (hi is None or v <= hi * (1 + p.tolerance))
+        return self.side(p, v, lab) == 0
 
     def decided(self, p: Any, rows: list[dict[str, Any]], lab: Lab) -> str | None:
         """The verdict the repetitions so far decide whatever the rest measure (module text), or
@@ -121,14 +125,11 @@ class MeasuredKind(Kind):
         than half are below the lower bound, or above the upper, and none was limited."""
         if any(row.get("error") for row in rows):
             return None
-        lo, hi = self.bounds(p, lab)
-        got = [v for row in rows if (v := self.metric(p, row, lab)) is not None]
-        low = sum(1 for v in got if lo is not None and v < lo * (1 - p.tolerance))
-        high = sum(1 for v in got if hi is not None and v > hi * (1 + p.tolerance))
+        sides = [self.side(p, v, lab) for row in rows if (v := self.metric(p, row, lab)) is not None]
         majority = p.repeat // 2 + 1
-        if len(got) - low - high >= majority:
+        if sides.count(0) >= majority:
             return PASS
-        if max(low, high) >= majority and not any(self.limiting(row) for row in rows):
+        if max(sides.count(-1), sides.count(1)) >= majority and not any(self.limiting(row) for row in rows):
             return FAIL
         return None
 
