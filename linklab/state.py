@@ -8,6 +8,7 @@ that `down` after a crash still knows what to remove.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -30,6 +31,13 @@ def home_of(directory: str | Path) -> str:
     """A short, stable name for a checkout's state directory (the same inside the lab VM, which
     is handed the host's path): part of every ownership mark, so labs of two checkouts never
     claim each other's objects."""
+    return _home_of(str(directory))
+
+
+@functools.lru_cache(maxsize=16)
+def _home_of(directory: str) -> str:
+    # Cached: resolving the path walks it over 9p in the lab VM (~7 ms), and a sweep point's
+    # reconfiguration asks for the marks several times.
     return hashlib.sha256(str(Path(directory).resolve()).encode()).hexdigest()[:12]
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import platform
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -92,9 +93,9 @@ class Sweep:
     applied: list[tuple[str, Any]] | None = None  # the overrides the lab has now (None: not set yet)
     rerun_disturbed: bool = False  # Options.rerun_disturbed
     overrides: tuple[tuple[str, Any], ...] = ()  # Options.overrides: on top of every point's
-    # What the last pre-flight whose path check passed saw: (the lab's settings, client, server, IP
-    # version). A point that finds the same need not prove the path again (preflight.run).
-    proved: tuple | None = None
+    # The path the last passing pre-flight proved (preflight.path_signature): a point whose lab
+    # has the same need not prove it again (preflight.run).
+    proved: str | None = None
 
     def __post_init__(self) -> None:
         self.recording = Recording(self.totals)
@@ -181,18 +182,20 @@ class Prepared:
 
 
 def prepare_point(sweep: Sweep, point: Point) -> Prepared:
-    """Set the lab to the point (the sweep's own overrides on top of the point's), let it settle,
-    check it (pre-flight) and start the servers it wants."""
+    """Set the lab to the point (the sweep's own overrides on top of the point's), check it
+    (pre-flight) and read its queues while it settles, then start the servers it wants."""
     exp = sweep.exp
     clock = PhaseClock()
     with clock.phase("reconfigure"):
         plan = plan_point(exp, sweep.topo_raw, point.axes)
         _reconfigure(sweep, sweep.base_overrides + list(plan.overrides) + list(sweep.overrides))
         fault_targets = _fault_targets(sweep, exp.events)
-    with clock.phase("settle"):
-        time.sleep(exp.settle)
-    sweep.recording.wait()  # the previous point's last repetition: nothing writes while anything measures
-    seen = (sweep.applied, plan.client, plan.server, plan.tool.ip)
+    # The settle is the least time between the lab's change and the window. The pre-flight and
+    # the qdisc dump send nothing that is still queued when it ends (a few pings, then reads):
+    # they run inside it, and only what is left of it is slept (phases.breakdown counts the three
+    # together against the asked settle). Pre-flight polls the bonds until LACP converges anyway.
+    settled_at = time.monotonic() + exp.settle
+    seen = preflight.path_signature(sweep.handle.lab, plan.client, plan.server, plan.tool.ip)
     with clock.phase("preflight"):
         # Events change the lab during a window: after them the path is proved again.
         pf = preflight.run(sweep.handle, plan.client, plan.server, plan.tool.ip,
@@ -202,6 +205,9 @@ def prepare_point(sweep: Sweep, point: Point) -> Prepared:
             "server": plan.server, "scale": sweep.handle.lab.scale, "repetitions": exp.repetitions}
     with clock.phase("qdisc_dump"):
         dumps = _qdisc_dumps(sweep.handle)
+    sweep.recording.wait()  # the previous point's last repetition: nothing writes while anything measures
+    with clock.phase("settle"):
+        time.sleep(max(0.0, settled_at - time.monotonic()))
     with clock.phase("server_start"):
         if pf.ok:  # kept up from the previous point when it wants the same servers
             sweep.servers.get(sweep.handle, plan.server, plan.client, plan.tool.port,
@@ -320,12 +326,15 @@ def tool_columns(plan: PointPlan) -> dict[str, Any]:
 
 
 def _qdisc_dumps(handle: LabHandle) -> str:
-    out = []
-    for node in handle.lab.nodes:
-        res = runner.run(["tc", "-n", handle.ns(node.name), "-s", "-d", "qdisc", "show"],
+    """Every node's qdiscs as tc prints them (a raw file for people), one tc per node side by
+    side: each is mostly its own start under software emulation."""
+    def dump(node: str) -> str:
+        res = runner.run(["tc", "-n", handle.ns(node), "-s", "-d", "qdisc", "show"],
                          check=False, timeout=10)  # tc's own -n: no `ip netns exec` process on top
-        out.append(f"### {node.name}\n{res.stdout}")
-    return "\n".join(out)
+        return f"### {node}\n{res.stdout}"
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        return "\n".join(pool.map(dump, [n.name for n in handle.lab.nodes]))
 
 
 def _json(obj) -> str:
@@ -334,13 +343,16 @@ def _json(obj) -> str:
 
 
 def _tool_versions() -> dict[str, str]:
-    out = {}
-    for name, tool in (("iperf3", Iperf3Client), ("ping", Ping), ("nstat", Nstat)):
+    """Each tool asked side by side (three processes, each mostly its own start)."""
+    def version(tool) -> str:
         try:
-            out[name] = tool.version()
+            return tool.version()
         except Exception as e:  # a missing tool shows up as a failed measurement, with its reason
-            out[name] = f"unknown ({e})"
-    return out
+            return f"unknown ({e})"
+
+    tools = {"iperf3": Iperf3Client, "ping": Ping, "nstat": Nstat}
+    with ThreadPoolExecutor(max_workers=len(tools)) as pool:
+        return dict(zip(tools, pool.map(version, tools.values())))
 
 
 def fingerprint_parts(exp_path, tpath: Path, opts: Options, base_overrides, st: dict) -> dict[str, Any]:

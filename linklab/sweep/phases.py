@@ -20,6 +20,9 @@ SUFFIX = "_s"
 
 # What the experiment asks for: these phases are waits it requested, not overhead.
 ASKED = ("settle", "window", "pause")
+# A point's checks run while its lab settles (engine.prepare_point), and `settle` is only what
+# is left of the wait after them: the asked settle covers the three together.
+IN_SETTLE = ("preflight", "qdisc_dump", "settle")
 # Paid once per point (charged to its first repetition), or once per sweep: the rest is paid by
 # every repetition. A sweep of 10 repetitions per point pays the first a tenth as often.
 PER_POINT = ("reconfigure", "settle", "preflight", "qdisc_dump", "server_start")
@@ -78,10 +81,12 @@ def breakdown(rows: list[dict[str, Any]], *, window_asked_s: float, settle_s: fl
               outside: dict[str, float] | None = None) -> dict[str, Any]:
     """Per-phase totals of a run's rows, and the overhead beyond what the experiment asks for.
 
-    Asked for: `settle` once per point, the window (`window_asked_s` = duration + iperf3's
-    omitted warm-up) once per repetition, `pause` between repetitions. Whatever a phase took
-    beyond that is overhead: the window's own excess (process start, connecting, the final
-    report) included. `outside` are the sweep's phases in no row (start-up, recording, restore).
+    Asked for: `settle` once per point (covering the pre-flight and qdisc dump that run inside
+    it: IN_SETTLE), the window (`window_asked_s` = duration + iperf3's omitted warm-up) once per
+    repetition, `pause` between repetitions. Whatever a phase took beyond that is overhead: the
+    window's own excess (process start, connecting, the final report) included; what the settle's
+    three took beyond it is shared among them by their time. `outside` are the sweep's phases in
+    no row (start-up, recording, restore).
     """
     measured = [r for r in rows if from_row(r)]
     totals: dict[str, float] = {}
@@ -94,7 +99,10 @@ def breakdown(rows: list[dict[str, Any]], *, window_asked_s: float, settle_s: fl
     points = len({r.get("point_id") for r in measured})
     reps_paused = sum(1 for r in measured if "pause" in from_row(r))
     asked = {"settle": settle_s * points, "window": window_asked_s * n, "pause": pause_s * reps_paused}
-    overhead = {name: s - min(asked.get(name, 0.0), s) for name, s in totals.items()}
+    inside = sum(totals.get(name, 0.0) for name in IN_SETTLE)
+    beyond_settle = inside - min(asked["settle"], inside)
+    overhead = {name: (beyond_settle * s / inside if name in IN_SETTLE else s - min(asked.get(name, 0.0), s))
+                for name, s in totals.items()}
     total_overhead = sum(overhead.values())
     every_rep = sum(s for name, s in overhead.items() if name not in PER_POINT + PER_SWEEP)
     per_point = sum(s for name, s in overhead.items() if name in PER_POINT)

@@ -5,12 +5,15 @@ Checks (read back live from the kernel):
   bonds   mode as planned, every member's link up, 802.3ad: all members in one aggregator with
           a partner and distributing (waits for LACP to converge, up to a deadline)
   path    a don't-fragment ping of the largest size the path MTU allows passes, one byte more does not;
-          not again at a point that left the lab as the previous point's passing check found it
-          (same settings, same client, server and IP version): nothing the pings prove can have changed
+          not again at a point whose lab is, in everything the pings depend on (path_signature:
+          links, MTUs, bonds, switches, client, server, IP version), the one the previous passing
+          check proved: a point that changes only queues, impairments, sysctls or the tool's
+          settings has the same path. The bonds are read at every point: LACP can change on its own.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -81,6 +84,16 @@ def path_mtu(lab: Lab, client: str, server: str) -> int:
 
 
 PROVED = "proved at the previous point (the lab unchanged since)"
+
+
+def path_signature(lab: Lab, client: str, server: str, ip: int) -> str:
+    """Everything of a lab the path check's pings depend on, as text: two points with the same
+    signature have the same path. Left out: the egress queues (rates, delays, loss, queue sizes),
+    sysctls, hosts entries and node commands, which change no MTU, interface or forwarding. Pure."""
+    links = [link.model_dump(mode="json", exclude={"veths": {"__all__": {"egress_a", "egress_b"}}})
+             for link in lab.links]
+    nodes = [node.model_dump(mode="json", exclude={"sysctls", "hosts", "exec"}) for node in lab.nodes]
+    return json.dumps([client, server, ip, links, nodes], sort_keys=True)
 
 
 def run(handle: LabHandle, client: str, server: str, ip: int, deadline_s: float = 15.0,

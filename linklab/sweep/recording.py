@@ -2,10 +2,10 @@
 
 Writing a repetition (its raw files, its row, results.csv: linklab/results/store.py) costs
 ~0.3 s in the lab VM, where every file crosses 9p. The sweep then mostly waits on purpose: the
-pause between repetitions, the next point's reconfiguration and settle. So the write runs in one
-background thread, in order, and the sweep waits for it only where it must:
-  - before anything measures again (the next repetition's probes, the next point's pre-flight),
-    so a measurement never shares the lab's CPU with a write;
+pause between repetitions, the next point's reconfiguration, pre-flight and settle. So the write
+runs in one background thread, in order, and the sweep waits for it only where it must:
+  - before anything measures again (the next repetition's probes, the end of the next point's
+    settle), so a measurement never shares the lab's CPU with a write;
   - before it moves a recorded repetition aside (a disturbed one measured again);
   - at the end, before the table and the manifest are final.
 A write that fails raises where the sweep waits for it, as it did when the sweep wrote in line.

@@ -17,6 +17,8 @@ from linklab.sweep.matrix import Point
 from linklab.sweep.phases import PhaseClock
 from linklab.sweep.progress import Progress
 
+DATA = Path(__file__).resolve().parents[2] / "tests/integration/data"
+
 
 def test_clock_accumulates_repeated_phases_in_first_run_order():
     c = PhaseClock()
@@ -276,9 +278,17 @@ def test_reports_do_not_list_the_sweeps_own_timings_as_measurements():
     assert other_columns(rows, []) == ["client_nstat_TcpExtTCPSackRecv"]
 
 
+def _record_with(overrides):
+    """The state record of one_link.yaml's lab with `overrides`, as `linklab set` leaves it."""
+    from linklab.lab import build_lab
+    record = _record()
+    record["resolved"] = build_lab(DATA / "one_link.yaml", list(overrides)).model_dump(mode="json")
+    return record
+
+
 def test_a_point_that_leaves_the_lab_as_it_was_does_not_prove_the_path_again(tmp_path, monkeypatch):
     asked = []
-    monkeypatch.setattr(engine.lab, "set_params", lambda name, overrides, **k: _record())
+    monkeypatch.setattr(engine.lab, "set_params", lambda name, overrides, **k: _record_with(overrides))
     monkeypatch.setattr(measure_rep, "measure", lambda *a, **k: ({}, {}))
     monkeypatch.setattr(measure_rep, "probes_for", lambda *a, **k: [])
 
@@ -316,3 +326,41 @@ def test_a_proved_path_is_not_pinged_again_but_the_bonds_are_read(monkeypatch):
     monkeypatch.setattr(preflight, "bond_problems", lambda h: read.append(h) or ([], []))
     pf = preflight.run(handle, "h1", "h2", 4, path_proved=True)
     assert pf.ok and pf.df_fits == preflight.PROVED and pf.path_mtu == 1500 and read == [handle]
+
+
+def test_only_what_the_pings_depend_on_decides_whether_the_path_is_proved_again():
+    from linklab.lab import build_lab
+
+    def sig(*overrides, client="h1", ip=4):
+        return preflight.path_signature(build_lab(DATA / "one_link.yaml", list(overrides)), client, "h2", ip)
+
+    base = sig()
+    # Queues, impairments and sysctls change no MTU, interface or forwarding: the same path.
+    assert sig(("links[0].impair.rate", "50mbit"), ("links[0].impair.delay", "5ms")) == base
+    assert sig(('hosts.h1.sysctls."net.ipv4.tcp_congestion_control"', "reno")) == base
+    # An MTU, another client or another IP version is another path to prove.
+    assert sig(("links[*].mtu", 9000)) != base
+    assert sig(client="h2") != base
+    assert sig(ip=6) != base
+
+
+def test_the_checks_run_inside_the_settle_not_after_it(tmp_path, monkeypatch):
+    # Pre-flight and the qdisc dump take 0.12 s of a 0.2 s settle: the point is ready ~0.2 s
+    # after its reconfiguration (the settle sleeps only what is left), not 0.32 s.
+    class Exp(_Exp):
+        settle = 0.2
+
+    monkeypatch.setattr(engine, "plan_point", lambda exp, topo, axes: _Plan)
+    monkeypatch.setattr(engine.lab, "set_params", lambda *a, **k: _record())
+    sweep = _sweep(tmp_path, monkeypatch, exp=Exp)
+    monkeypatch.setattr(preflight, "run", lambda *a, **k: time.sleep(0.08) or preflight.Preflight())
+    monkeypatch.setattr(engine, "_qdisc_dumps", lambda handle: time.sleep(0.04) or "")
+    t0 = time.monotonic()
+    prep = engine.prepare_point(sweep, Point(index=0, id="p0", key="k", axes={}))
+    took = time.monotonic() - t0
+    s = prep.clock.seconds
+    assert 0.2 <= took < 0.28, took
+    assert s["preflight"] >= 0.08 and s["qdisc_dump"] >= 0.04 and 0.06 <= s["settle"] <= 0.1, s
+    rows = [{"point_id": "p0", **prep.clock.row()}]
+    b = phases.breakdown(rows, window_asked_s=0, settle_s=0.2, pause_s=0)
+    assert sum(b["overhead"][n] for n in phases.IN_SETTLE) < 0.03, b["overhead"]
