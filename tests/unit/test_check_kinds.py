@@ -309,3 +309,49 @@ def test_failover_on_real_outages():
     assert kind.judge(ok, {"rows": never}, lab).values["median"] == pytest.approx(6 - 2)
     not_applied = [{**r, "fault1_applied_s": None} for r in rows]
     assert kind.judge(ok, {"rows": not_applied}, lab).verdict == FAIL
+
+
+def test_checks_of_one_flow_are_judged_on_the_same_repetitions(bond2, monkeypatch):
+    """A bond's member shares and the goodput of the same 16-stream flow: the flow is sent for
+    the first check only; the second is judged on its repetitions and measures only what it still
+    lacks. Another command (another stream count), or a check whose measurement brings a fault,
+    sends its own flow."""
+    from types import SimpleNamespace
+
+    from linklab.check.kinds.base import Context
+    from linklab.measure import traffic
+    from linklab.sweep import measure_rep
+
+    sent = []
+    members = bond2.links[0].bond_members("h1")
+
+    def fake_measure(rep, traf, probes, clock=None):
+        sent.append(traf.client.argv())
+        shares = {f"client_member_tx_share_{m}": 1 / len(members) for m in members}
+        return {}, {"throughput_bps": 900e6 * bond2.scale, **shares}
+
+    monkeypatch.setattr(measure_rep, "measure", fake_measure)
+    monkeypatch.setattr(traffic, "start_servers", lambda *a, **k: SimpleNamespace(stop=lambda: None))
+    handle = SimpleNamespace(lab=bond2, ns=lambda n: f"ns-{n}", backend=None, record={})
+    ctx = Context(handle)
+    link = bond2.links[0].name
+    spread = params("member_share", **{"id": "spread", "from": "h1", "to": "h2", "node": "h1", "link": link,
+                                       "streams": 16, "min_share": 0.2})
+    goodput = params("goodput", **{"id": "goodput", "from": "h1", "to": "h2", "streams": 16, "min": "500mbit"})
+    first = REGISTRY["member_share"].observe(spread, ctx)
+    assert len(sent) == 2 == len(first["rows"])  # decided after two of three
+    second = REGISTRY["goodput"].observe(goodput, ctx)
+    assert len(sent) == 2 and second["flow_of"] == "spread" and len(second["rows"]) == 2
+    j = REGISTRY["goodput"].judge(goodput, second, bond2)
+    assert j.verdict == PASS and "spread's flow" in j.detail
+    # Another stream count is another flow.
+    eight = params("goodput", **{"id": "g8", "from": "h1", "to": "h2", "streams": 8, "min": "500mbit"})
+    assert "flow_of" not in REGISTRY["goodput"].observe(eight, ctx) and len(sent) == 4
+    # A check the shared rows do not decide (two of five) measures what it lacks itself: one more.
+    five = params("goodput", **{"id": "five", "from": "h1", "to": "h2", "streams": 16, "min": "500mbit", "repeat": 5})
+    more = REGISTRY["goodput"].observe(five, ctx)
+    assert more["flow_of"] == "spread" and len(more["rows"]) == 3 and len(sent) == 5
+    # Member shares read from rows that counted other members are not this check's.
+    h2 = params("member_share", **{"id": "spread-h2", "from": "h1", "to": "h2", "node": "h2", "link": link,
+                                   "streams": 16, "min_share": 0.2})
+    assert "flow_of" not in REGISTRY["member_share"].observe(h2, ctx)

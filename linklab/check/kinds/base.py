@@ -41,6 +41,9 @@ class Context:
     handle: LabHandle
     say: Callable[[str], None] = lambda _msg: None
     _interfaces: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    # The flows this run's measured checks sent, by what they sent (measured.Flow): a later check
+    # of the same flow is judged on the repetitions already measured.
+    flows: dict[tuple, Any] = field(default_factory=dict)
 
     @property
     def lab(self) -> Lab:

@@ -17,11 +17,17 @@ half of the `repeat` planned are inside the bounds (the median of all of them wo
 whatever the rest measured: a pass), or more than half are beyond the same bound with none limited
 (the median would be beyond it, and no limited repetition could make it inconclusive: a fail; a
 student's wrong lab and a selftest's broken stage wait for no more). Otherwise all of them run.
+
+One flow, several checks: checks of one run that send the same flow (the same iperf3 command
+between the same hosts, no fault or probe of their own; a bond's member shares and the goodput
+of 16 streams, say) are judged on the same repetitions. The later one measures only what it
+still lacks to decide.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 import time
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
@@ -150,7 +156,39 @@ class MeasuredKind(Kind):
                 else f"{self.show(lo)}-{self.show(hi)}")
         return f"{self.what(p)} {band} (median of {p.repeat}, ±{p.tolerance * 100:g} %)"
 
+    def flow(self, p: Any, ctx: Context) -> tuple | None:
+        """What this check sends, as a key two checks of the same flow share (from, to, family,
+        iperf3's whole command line, its report interval); None when its measurement does more than
+        send the flow (a fault, a probe of its own): such a flow is its check's alone."""
+        if self.extra_probes(p, ctx):
+            return None
+        return (p.src, p.dst, p.family, self.report_interval(p), tuple(self.client(p, ctx.lab).argv()))
+
     def observe(self, p: Any, ctx: Context) -> dict[str, Any]:
+        """Up to `repeat` repetitions of the check's flow, fewer once the verdict is decided. A
+        flow an earlier check of this run already measured (the same command, the same bond
+        members counted) is not sent again: its repetitions are this check's first ones."""
+        key = self.flow(p, ctx)
+        members = self.members(p, ctx.lab)
+        shared = ctx.flows.get(key) if key is not None else None
+        if shared is not None and shared.serves(members):
+            rows, aside = list(shared.rows[:p.repeat]), list(shared.disturbed)
+            ctx.say(f"  {p.id}: judged on the {len(rows)} repetitions of {shared.by}'s flow, the same flow")
+            if len(rows) < p.repeat and not self.decided(p, rows, ctx.lab):
+                self._measure(p, ctx, members, rows, aside)
+            return {"rows": rows, "disturbed": aside, "flow_of": shared.by}
+        rows, aside = [], []
+        self._measure(p, ctx, members, rows, aside)
+        if key is None:
+            ctx.flows.clear()  # a fault or a probe of its own may have moved the lab since
+        elif key not in ctx.flows:
+            ctx.flows[key] = Flow(p.id, members, rows, aside)
+        return {"rows": rows, "disturbed": aside}
+
+    def _measure(self, p: Any, ctx: Context, members: dict[str, list[str]], rows: list[dict[str, Any]],
+                 aside: list[dict[str, Any]]) -> None:
+        """Repetitions appended to `rows` until `repeat` or a decided verdict; those measured
+        while the host was busy to `aside`."""
         # Imported here: what a measurement runs is not what every command's parser needs.
         from linklab import placement
         from linklab.measure.probes.base import Repetition
@@ -160,18 +198,16 @@ class MeasuredKind(Kind):
         from linklab.measure.probes.ping import IdlePing
         from linklab.measure.traffic import Traffic, start_servers
         from linklab.sweep.measure_rep import measure
-        rows: list[dict[str, Any]] = []
-        aside: list[dict[str, Any]] = []
         interval = self.report_interval(p)
         servers = start_servers(ctx.handle, p.dst, p.src, p.port, 1, interval)
         try:
-            k = 0
+            k = len(rows)
             while k < p.repeat:
                 ctx.say(f"  {p.id}: repetition {k + 1} of {p.repeat}")
                 rep = Repetition(ctx.handle, p.src, p.dst, p.family, omit=p.warmup)
                 client = self.client(p, ctx.lab)
                 traffic = Traffic(client, processes=None, parallel="threads", timeout=p.duration + p.warmup + 30)
-                queues = QueueCounters(self.members(p, ctx.lab))
+                queues = QueueCounters(members)
                 probes: list[Probe] = [IdlePing(IDLE_PINGS, IDLE_INTERVAL_S), queues, *self.extra_probes(p, ctx),
                                        ControllerCpu(_controller_pids(ctx)), CpuLoad()]
                 host_cpu = placement.host_cpu_probe()
@@ -196,7 +232,6 @@ class MeasuredKind(Kind):
         finally:
             servers.stop()
             ctx.changed()
-        return {"rows": rows, "disturbed": aside}
 
     def judge(self, p: Any, raw: dict[str, Any], lab: Lab) -> Judgement:
         rows = raw.get("rows") or []
@@ -218,12 +253,29 @@ class MeasuredKind(Kind):
         verdict = PASS if ok and not errors else INCONCLUSIVE if flags else FAIL
         detail = f"limited by {', '.join(flags)}: {evidence}" if verdict == INCONCLUSIVE else (
             f"flagged {', '.join(flags)}" if flags else "")
+        if raw.get("flow_of"):
+            detail = "; ".join(x for x in (detail, f"measured with {raw['flow_of']}'s flow (the same command)") if x)
         if lab_busy:
             detail = "; ".join(x for x in (detail, f"a core was busy with the lab's own OpenFlow controller and OVS "
                                            f"({max(r.get('lab_controller_cpu_pct') or 0 for r in lab_busy):.0f} % of a core): "
                                            "the lab's bottleneck, not the emulator's") if x)
         return Judgement(verdict, shown, detail, {"values": values, "median": med, "low": lo, "high": hi,
                                                   "flags": flags, "errors": errors})
+
+
+@dataclass
+class Flow:
+    """A flow a check measured, kept for the run's later checks of the same flow."""
+
+    by: str  # the check that measured it
+    members: dict[str, list[str]]  # node -> the bond members whose counters its rows hold
+    rows: list[dict[str, Any]]
+    disturbed: list[dict[str, Any]]
+
+    def serves(self, members: dict[str, list[str]]) -> bool:
+        """Whether its rows hold the member shares a check of `members` reads: shares are of
+        the members counted, so the same members per node, not more."""
+        return all(sorted(self.members.get(node) or []) == sorted(m) for node, m in members.items() if m)
 
 
 def _evidence(row: dict[str, Any], flags: set[str]) -> list[str]:
