@@ -19,7 +19,7 @@ from linklab.measure.probes.base import Probe, Repetition
 from linklab.measure.probes.counters import QueueCounters
 from linklab.measure.probes.cpu import CpuLoad
 from linklab.measure.probes.faults import INTERVAL_S as EVENT_INTERVAL_S
-from linklab.measure.probes.faults import FaultTimeline
+from linklab.measure.probes.faults import RESTORE_MARGIN_S, FaultTimeline
 from linklab.measure.probes.judgement import Disturbance
 from linklab.measure.probes.nstat import StackCounters
 from linklab.measure.probes.ping import IdlePing, LoadPing
@@ -61,7 +61,9 @@ def probes_for(plan: PointPlan, wanted: Collection[str], handle: LabHandle, even
     if idle is not None and "ping_load" in wanted:
         probes.append(LoadPing(idle, tool.duration))
     if events:
-        probes.append(FaultTimeline(events, fault_targets or {}))
+        # Members an event took down come back as the flow's time ends: with none left up, iperf3
+        # could not end its test over the path and would wait for its timeout.
+        probes.append(FaultTimeline(events, fault_targets or {}, restore_at=tool.duration + RESTORE_MARGIN_S))
     if tool.protocol == "tcp":  # always: the limiting-factor flags read the sender's tcp_info
         n = tool.streams if tool.parallel == "processes" else 1
         probes.append(SenderTcpInfo(tuple(range(tool.port, tool.port + n)), tool.duration))

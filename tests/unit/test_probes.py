@@ -79,6 +79,9 @@ def test_events_add_the_fault_timeline_with_their_targets(monkeypatch):
     events = [Event(at=2, set="links[bond].bond.member[0].state=down")]
     probes = measure_rep.probes_for(Plan, ["throughput"], handle(), events, {})
     assert [type(p) for p in probes] == [QueueCounters, FaultTimeline, SenderTcpInfo, Disturbance]
+    # Members an event took down come back 1 s after the flow's 5 s, before iperf3 must end its
+    # test over the path (with every member down it could not, and waited for its timeout).
+    assert probes[1].restore_at == 6.0
 
 
 def test_the_senders_tcp_info_is_read_on_every_servers_port_and_not_for_udp(monkeypatch):

@@ -20,9 +20,6 @@ from linklab.measure.iperf3 import Iperf3Client
 from linklab.model.resolved import Lab
 
 INTERVAL_S = 0.1  # iperf3's finest report interval (linklab/measure/probes/faults.py reads outages at it)
-# The member comes back this long after the flow's time on the timeline's clock: iperf3 starts
-# up to ~0.7 s after it under software emulation, and its last intervals must see the outage.
-RESTORE_MARGIN_S = 1.0
 
 
 class Params(MeasuredParams):
@@ -69,7 +66,7 @@ class Failover(MeasuredKind):
                             ipv6=p.family == 6, omit=p.warmup, interval=INTERVAL_S, get_server_output=True)
 
     def extra_probes(self, p: Params, ctx: Context) -> list:
-        from linklab.measure.probes.faults import FaultTimeline
+        from linklab.measure.probes.faults import RESTORE_MARGIN_S, FaultTimeline
         from linklab.sweep.experiment import Event
         # Back up as the flow's time ends (module text): with no other member up, what this check
         # exists to catch, the flow could not end its test before its timeout.

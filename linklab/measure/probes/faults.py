@@ -17,6 +17,10 @@ from linklab.model.resolved import Lab
 
 # iperf3's finest report interval: the time series an outage is read from.
 INTERVAL_S = 0.1
+# Members taken down come back this long after the flow's time on the timeline's clock (the
+# `restore_at` of a sweep's or a failover check's timeline): iperf3 starts up to ~0.7 s after it
+# under software emulation, and its last intervals must see the outage.
+RESTORE_MARGIN_S = 1.0
 
 
 class Event(Protocol):

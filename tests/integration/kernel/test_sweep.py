@@ -255,6 +255,27 @@ def test_member_down_event_gives_outage_per_mode(results, cleanup_labs):
     assert len(json.loads((rep / "iperf3.json").read_text())["intervals"]) >= 50  # 0.1 s intervals
 
 
+def test_a_bond_that_loses_its_last_member_ends_its_flow_on_time(results, cleanup_labs):
+    # bond2's h1 loses member 0 at 1.5 s and member 1 (its last) at 3 s of a 5 s flow. The
+    # timeline brings both back 1 s after the flow's time, so iperf3 ends its test over the path:
+    # the repetition is measured, not killed at iperf3's timeout (~30 s after the flow).
+    cleanup_labs.append("bond2")
+    r, evs, rep = _one_rep_with_events("last_member_down.yaml", results)
+    assert [e.get("error") for e in evs] == [None, None] and all(e["did"].endswith("down") for e in evs), evs
+    # The window: 1 s warm-up + 5 s + the control connection's retransmission after the members
+    # come back at 6 s (one RTO, 0.2-1.6 s) + iperf3's own start and end (~0.5 s). Killed at its
+    # timeout it would be ~36 s.
+    assert 6.0 <= float(r["phase_window_s"]) <= 10.0, r["phase_window_s"]
+    # Nothing crossed from the last member's fall to the flow's end: an outage of ~2 s (3 -> 5 s
+    # on iperf3's clock), at least 1.5 s, and no longer than the flow had left (+ one interval).
+    assert 1.5 <= float(r["fault2_outage_s"]) <= 2.1, r["fault2_outage_s"]
+    # Both members up again once the repetition ended (the bond's MII says so).
+    h = lab.handle("bond2")
+    ifaces = h.backend.interfaces(h.lab, {"h1"})["h1"]
+    up = sorted(i["ifname"] for i in ifaces if (i.get("bond_member") or {}).get("mii") == "up")
+    assert len(up) == 2, ifaces
+
+
 def _mbps(intervals, t0: float, t1: float) -> float:
     got = [iv["sum"]["bits_per_second"] for iv in intervals
            if t0 <= iv["sum"]["start"] < t1 and not iv["sum"].get("omitted")]
