@@ -355,3 +355,23 @@ def test_checks_of_one_flow_are_judged_on_the_same_repetitions(bond2, monkeypatc
     h2 = params("member_share", **{"id": "spread-h2", "from": "h1", "to": "h2", "node": "h2", "link": link,
                                    "streams": 16, "min_share": 0.2})
     assert "flow_of" not in REGISTRY["member_share"].observe(h2, ctx)
+
+
+def test_a_measured_check_pings_the_idle_path_only_where_a_flag_it_reads_needs_it(bond2, monkeypatch):
+    """The idle RTT (5 pings before each flow) feeds one flag, emulator_rtt, which no flow kind's
+    verdict reads (their limits): goodput, member shares, failover, loss and reordering measure
+    without it; a kind whose limits name emulator_rtt gets it first."""
+    from types import SimpleNamespace
+
+    from linklab.check.kinds.base import Context
+    from linklab.check.kinds.measured import DELAY_LIMITS
+    from linklab.measure.probes.ping import IdlePing
+    monkeypatch.delenv("LINKLAB_IN_VM", raising=False)
+    ctx = Context(SimpleNamespace(lab=bond2, ns=lambda n: f"ns-{n}", backend=None, record={}))
+    gp = params("goodput", **{"from": "h1", "to": "h2", "min": "500mbit"})
+    kinds = [type(p).__name__ for p in REGISTRY["goodput"].probes(gp, ctx, {})]
+    assert kinds == ["QueueCounters", "ControllerCpu", "CpuLoad", "Disturbance"], kinds
+    for name in ("member_share", "failover", "loss", "reorder"):
+        assert "emulator_rtt" not in REGISTRY[name].limits, name
+    delay = type("DelayKind", (type(REGISTRY["goodput"]),), {"limits": DELAY_LIMITS})()
+    assert isinstance(delay.probes(gp, ctx, {})[0], IdlePing)

@@ -190,12 +190,7 @@ class MeasuredKind(Kind):
         """Repetitions appended to `rows` until `repeat` or a decided verdict; those measured
         while the host was busy to `aside`."""
         # Imported here: what a measurement runs is not what every command's parser needs.
-        from linklab import placement
         from linklab.measure.probes.base import Repetition
-        from linklab.measure.probes.counters import QueueCounters
-        from linklab.measure.probes.cpu import CpuLoad
-        from linklab.measure.probes.judgement import Disturbance
-        from linklab.measure.probes.ping import IdlePing
         from linklab.measure.traffic import Traffic, start_servers
         from linklab.sweep.measure_rep import measure
         interval = self.report_interval(p)
@@ -207,15 +202,8 @@ class MeasuredKind(Kind):
                 rep = Repetition(ctx.handle, p.src, p.dst, p.family, omit=p.warmup)
                 client = self.client(p, ctx.lab)
                 traffic = Traffic(client, processes=None, parallel="threads", timeout=p.duration + p.warmup + 30)
-                queues = QueueCounters(members)
-                probes: list[Probe] = [IdlePing(IDLE_PINGS, IDLE_INTERVAL_S), queues, *self.extra_probes(p, ctx),
-                                       ControllerCpu(_controller_pids(ctx)), CpuLoad()]
-                host_cpu = placement.host_cpu_probe()
-                if host_cpu is not None:
-                    probes.append(host_cpu)
-                probes.append(Disturbance(queues))
                 try:
-                    row = measure(rep, traffic, probes)[1]
+                    row = measure(rep, traffic, self.probes(p, ctx, members))[1]
                 except LinklabError as e:
                     row = {"error": str(e)}
                 if _host_busy(row) and len(aside) < p.repeat:
@@ -232,6 +220,24 @@ class MeasuredKind(Kind):
         finally:
             servers.stop()
             ctx.changed()
+
+    def probes(self, p: Any, ctx: Context, members: dict[str, list[str]]) -> list[Probe]:
+        """One repetition's probes, fresh (they keep state): the queues and bond members, the
+        kind's own, the lab's controller CPU, the lab's cores, the host's CPU in the lab VM, then
+        the judgement that flags the row. The idle RTT (5 pings, ~1 s before the flow) only where
+        a flag the kind reads needs it (emulator_rtt)."""
+        from linklab import placement
+        from linklab.measure.probes.counters import QueueCounters
+        from linklab.measure.probes.cpu import CpuLoad
+        from linklab.measure.probes.judgement import Disturbance
+        from linklab.measure.probes.ping import IdlePing
+        queues = QueueCounters(members)
+        probes: list[Probe] = [IdlePing(IDLE_PINGS, IDLE_INTERVAL_S)] if "emulator_rtt" in self.limits else []
+        probes += [queues, *self.extra_probes(p, ctx), ControllerCpu(_controller_pids(ctx)), CpuLoad()]
+        host_cpu = placement.host_cpu_probe()
+        if host_cpu is not None:
+            probes.append(host_cpu)
+        return [*probes, Disturbance(queues)]
 
     def judge(self, p: Any, raw: dict[str, Any], lab: Lab) -> Judgement:
         rows = raw.get("rows") or []
