@@ -101,7 +101,8 @@ def breakdown(rows: list[dict[str, Any]], *, window_asked_s: float, settle_s: fl
     asked = {"settle": settle_s * points, "window": window_asked_s * n, "pause": pause_s * reps_paused}
     inside = sum(totals.get(name, 0.0) for name in IN_SETTLE)
     beyond_settle = inside - min(asked["settle"], inside)
-    overhead = {name: (beyond_settle * s / inside if name in IN_SETTLE else s - min(asked.get(name, 0.0), s))
+    overhead = {name: ((beyond_settle * s / inside if inside else 0.0) if name in IN_SETTLE
+                       else s - min(asked.get(name, 0.0), s))
                 for name, s in totals.items()}
     total_overhead = sum(overhead.values())
     every_rep = sum(s for name, s in overhead.items() if name not in PER_POINT + PER_SWEEP)

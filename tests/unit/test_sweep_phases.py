@@ -65,6 +65,13 @@ def test_breakdown_counts_only_what_goes_beyond_the_experiments_waits():
     assert b["paid_per_sweep_s"] == 0
 
 
+def test_a_settle_whose_checks_took_no_measurable_time_is_no_overhead():
+    rows = [{"point_id": "p1", "phase_preflight_s": 0.0, "phase_qdisc_dump_s": 0.0, "phase_settle_s": 0.0,
+             "phase_window_s": 6.0}]
+    b = phases.breakdown(rows, window_asked_s=6.0, settle_s=0.0, pause_s=0)
+    assert b["overhead"] == {"preflight": 0.0, "qdisc_dump": 0.0, "settle": 0.0, "window": 0.0}
+
+
 def test_a_phase_shorter_than_asked_is_no_negative_overhead():
     rows = [{"point_id": "p1", "phase_window_s": 5.0}]
     b = phases.breakdown(rows, window_asked_s=6.0, settle_s=0, pause_s=0)
