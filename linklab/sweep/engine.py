@@ -195,12 +195,12 @@ def prepare_point(sweep: Sweep, point: Point) -> Prepared:
     # they run inside it, and only what is left of it is slept (phases.breakdown counts the three
     # together against the asked settle). Pre-flight polls the bonds until LACP converges anyway.
     settled_at = time.monotonic() + exp.settle
-    seen = preflight.path_signature(sweep.handle.lab, plan.client, plan.server, plan.tool.ip)
+    # Events change the lab during a window: after them the path is proved again (no signature).
+    seen = None if exp.events else preflight.path_signature(sweep.handle.lab, plan.client, plan.server, plan.tool.ip)
     with clock.phase("preflight"):
-        # Events change the lab during a window: after them the path is proved again.
         pf = preflight.run(sweep.handle, plan.client, plan.server, plan.tool.ip,
-                           path_proved=not exp.events and sweep.proved == seen)
-    sweep.proved = seen if pf.ok and not exp.events else None
+                           path_proved=seen is not None and sweep.proved == seen)
+    sweep.proved = seen if pf.ok else None
     info = {"point_key": point.key, "mtu_varied": plan.mtu_varied, "client": plan.client,
             "server": plan.server, "scale": sweep.handle.lab.scale, "repetitions": exp.repetitions}
     with clock.phase("qdisc_dump"):

@@ -299,8 +299,7 @@ def qdiscs(b: Build) -> None:
     # One tc process per namespace, side by side: each is mostly its own start (~0.1 s under
     # software emulation), and a sweep point that changes the MTU rebuilds every shaped queue.
     with ThreadPoolExecutor(max_workers=max(1, len(changes))) as pool:
-        for done in [pool.submit(tc.apply_many, b.ns[node], node_changes) for node, node_changes in changes.items()]:
-            done.result()
+        list(pool.map(lambda item: tc.apply_many(b.ns[item[0]], item[1]), changes.items()))
 
 
 def interface_settings(b: Build) -> None:

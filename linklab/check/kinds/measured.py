@@ -27,8 +27,8 @@ still lacks to decide.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from pydantic import BeforeValidator, Field
