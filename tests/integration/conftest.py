@@ -1,4 +1,5 @@
 import os
+from pathlib import Path
 
 import pytest
 
@@ -25,3 +26,29 @@ def _root():
     if os.geteuid() != 0:
         pytest.fail("integration tests build real labs and need root: this tier did NOT run "
                     "(run `make test` as root, e.g. in CI's container)", pytrace=False)
+
+
+def pytest_addoption(parser):
+    parser.addoption("--passed-log", metavar="PATH",
+                     help="append the node id of each test that passed (every phase) to PATH as it ends: "
+                          "make test's second run after a lab VM lock-up runs only the others")
+
+
+class _PassedLog:
+    """Writes each passed test's id as it ends, so a lab VM stopped mid-tier keeps what passed."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.failed: set[str] = set()
+
+    def pytest_runtest_logreport(self, report):
+        if report.failed or report.skipped:
+            self.failed.add(report.nodeid)
+        elif report.when == "teardown" and report.nodeid not in self.failed:
+            with open(self.path, "a") as f:
+                f.write(report.nodeid + "\n")
+
+
+def pytest_configure(config):
+    if log := config.getoption("passed_log", None):
+        config.pluginmanager.register(_PassedLog(Path(log).resolve()), "linklab-passed-log")
