@@ -42,10 +42,11 @@ tier golden $PY -m pytest tests/golden "$@"
 tier fuzz $PY -m pytest tests/fuzz -n 2 "$@"
 tier host $PY -m pytest tests/integration/host "$@"
 # The lab VM stops after the kernel tier: .ci/run's gate (`make gate`) boots its own for both arms.
-# Each test that passes is written down as it ends (--passed-log), for the second run below.
+# Each test that passes is written down as it ends (--passed-log), for the second run below. The
+# slowest tests are listed (the guest does not see CI's PYTEST_ADDOPTS): where the tier's time goes.
 PASSED=$REPORTS/kernel-passed.txt
 kernel_tier=(tier kernel $PY -m linklab vm run --if-needed --stop-after -- $PY -m pytest tests/integration/kernel
-             --passed-log "$PASSED" "$@")
+             --passed-log "$PASSED" --durations=25 "$@")
 rc_before_kernel=$rc
 "${kernel_tier[@]}"
 # A lab VM whose kernel locked up (a vCPU stuck for minutes: QEMU's under software emulation, seen
