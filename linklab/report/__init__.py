@@ -9,7 +9,7 @@ be made anywhere, long after the lab is gone. Modules, one job each:
     metrics    what a metric is (column, unit, direction, scale, minimum effect), as data
     stats      n, mean, sd, variance, 95 % CI per metric and point
     published  linklab beside the published figures, in comparable units
-    findings   published findings as checkable statements -> agrees / differs
+    findings   published findings as checkable statements -> agrees / differs / explained
     cpu_model  E1's CPU% = alpha * packets/s + beta, fitted with its uncertainty
     plots      plot types as data, rendered deterministically with matplotlib (Agg)
     render     report.md and a self-contained report.html

@@ -7,6 +7,18 @@ Each reference file lists its findings:
         says: balance-rr peaks above one link's rate
         check: {kind: threshold, metric: link_fraction, where: {bond_mode: balance-rr}, stat: max, op: ">", value: 1.05}
         mechanism: bound          # optional: say whether the points were link- or CPU-bound
+        variant:                  # optional: the experiment's variant that removes what differs
+          where: {sysctl_profile: paper_kernel}
+          cause: the paper's kernel detected loss by duplicate ACKs; Linux 6.1 by time (RACK)
+
+    variants:                     # axis values that exist to explain a finding, not to repeat one
+      sysctl_profile: [paper_kernel]
+
+Points of a variant (an axis value listed under `variants`) are left out of every finding's own
+check. A finding that differs and names a variant is checked again on the variant's points (its
+`where` added to the check's): if it agrees there, the verdict is "explained" — the variant was
+measured in the same run and removes the cause, which `cause` states; if it still differs, or the
+run has no point of the variant, the verdict stays "differs" and says so.
 
 Kinds (each a small evaluator registered in KINDS):
   threshold  a metric over the selected points (mean per point), reduced by `stat`
@@ -16,7 +28,7 @@ Kinds (each a small evaluator registered in KINDS):
   saturates  along `axis`: rises from the smallest value to `from`, and stays within
              `within` (a fraction) of the series' maximum from `from` up; per series
 
-The verdict is "agrees" or "differs", or "not measured" when the run has no point the check
+The verdict is "agrees", "differs" or "explained", or "not measured" when the run has no point the check
 selects (a quick variant leaves some out). Verdicts are computed here, never written by hand.
 """
 
@@ -32,7 +44,7 @@ from linklab.report import metrics
 from linklab.report.points import Point, axis_value
 from linklab.report.published import same
 
-AGREES, DIFFERS, NOT_MEASURED = "agrees", "differs", "not measured"
+AGREES, DIFFERS, EXPLAINED, NOT_MEASURED = "agrees", "differs", "explained", "not measured"
 
 
 @dataclass
@@ -249,24 +261,67 @@ MECHANISMS = {"bound": bound}
 
 
 def evaluate(ref: dict[str, Any], points: list[Point], scale: float) -> list[Verdict]:
-    ctx = Context(points, scale, metrics.num(ref.get("link_rate_bps")), ref.get("members"))
+    variants = _variants(ref)
+    own = [p for p in points if not _of_variant(p, variants)]
+    ctx = Context(own, scale, metrics.num(ref.get("link_rate_bps")), ref.get("members"))
+    every = Context(points, ctx.scale, ctx.link_bps, ctx.members)
     out = []
     for i, f in enumerate(ref.get("findings") or []):
         fid = str(f.get("id") or f"finding-{i + 1}")
         check = f.get("check") or {}
-        kind = KINDS.get(check.get("kind"))
-        if kind is None:
-            raise UsageError(f"findings[{i}] ({fid}): unknown check kind {check.get('kind')!r} "
-                             f"(valid: {', '.join(KINDS)})")
-        try:
-            verdict, measured, used = kind(check, ctx)
-        except KeyError as e:
-            raise UsageError(f"findings[{i}] ({fid}): check lacks {e}") from None
+        verdict, measured, used = _judge(check, ctx, i, fid)
         mech = ""
         if f.get("mechanism") and used:
             fn = MECHANISMS.get(f["mechanism"])
             if fn is None:
                 raise UsageError(f"findings[{i}] ({fid}): unknown mechanism {f['mechanism']!r} (valid: {', '.join(MECHANISMS)})")
             mech = fn(used, ctx)
+        if f.get("variant") is not None and verdict == DIFFERS:
+            verdict, measured, mech = _with_variant(f["variant"], check, every, variants, i, fid, measured, mech)
         out.append(Verdict(fid, str(f.get("says", fid)), verdict, measured, mech))
     return out
+
+
+def _judge(check: dict[str, Any], ctx: Context, i: int, fid: str) -> tuple[str, str, list[Point]]:
+    kind = KINDS.get(check.get("kind"))
+    if kind is None:
+        raise UsageError(f"findings[{i}] ({fid}): unknown check kind {check.get('kind')!r} (valid: {', '.join(KINDS)})")
+    try:
+        return kind(check, ctx)
+    except KeyError as e:
+        raise UsageError(f"findings[{i}] ({fid}): check lacks {e}") from None
+
+
+def _variants(ref: dict[str, Any]) -> dict[str, list[Any]]:
+    v = ref.get("variants") or {}
+    if not isinstance(v, dict) or not all(isinstance(x, list) for x in v.values()):
+        raise UsageError("variants: give each axis the list of its values that are variants, e.g. "
+                         "{sysctl_profile: [paper_kernel]}")
+    return v
+
+
+def _of_variant(p: Point, variants: dict[str, list[Any]]) -> bool:
+    return bool(p.ok) and any(any(same(axis_value(p.ok[0], axis), v) for v in values)
+                              for axis, values in variants.items())
+
+
+def _with_variant(variant: Any, check: dict[str, Any], every: Context, variants: dict[str, list[Any]],
+                  i: int, fid: str, measured: str, mech: str) -> tuple[str, str, str]:
+    """A differing finding checked again on its variant's points: (verdict, measured, mechanism)."""
+    where = variant.get("where") if isinstance(variant, dict) else None
+    if not where or not isinstance(where, dict):
+        raise UsageError(f"findings[{i}] ({fid}): variant needs `where`, the axis values of its points "
+                         "(e.g. {sysctl_profile: paper_kernel})")
+    if not any(axis in variants and any(same(value, v) for v in variants[axis]) for axis, value in where.items()):
+        raise UsageError(f"findings[{i}] ({fid}): variant {_sel(where)} is not listed under `variants:` "
+                         f"(listed: {', '.join(f'{a}={v}' for a, vs in variants.items() for v in vs) or 'none'})")
+    again = {**check, "where": {**(check.get("where") or {}), **where}}
+    v_verdict, v_measured, _ = _judge(again, every, i, fid)
+    cause = str(variant.get("cause") or "")
+    name = _sel(where)
+    if v_verdict == AGREES:
+        return EXPLAINED, f"{measured}; with variant {name}: {v_measured}", \
+            "; ".join(x for x in (f"{cause} (measured: variant {name} agrees)" if cause else "", mech) if x)
+    if v_verdict == NOT_MEASURED:
+        return DIFFERS, f"{measured}; variant {name} not measured in this run", mech
+    return DIFFERS, f"{measured}; variant {name} does not remove it: {v_measured}", mech

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from linklab.report import metrics
-from linklab.report.findings import AGREES, DIFFERS
+from linklab.report.findings import AGREES, DIFFERS, EXPLAINED
 from linklab.report.points import Point, row_flags
 from linklab.report.stats import describe
 
@@ -86,7 +86,7 @@ def _of(run_report: RunReport, rep: Report) -> str:
 
 
 def _verdict(v: str) -> str:
-    return {AGREES: "✔ agrees", DIFFERS: "✘ differs"}.get(v, "– " + v)
+    return {AGREES: "✔ agrees", DIFFERS: "✘ differs", EXPLAINED: "◐ explained"}.get(v, "– " + v)
 
 
 def provenance(rep: Report) -> list[Block]:
@@ -325,7 +325,7 @@ table{border-collapse:collapse;margin:.6em 0;font-size:12px}td,th{border:1px sol
 th{background:#f3f3f3;text-align:left}table.points td:first-child{white-space:nowrap}table.prov td:first-child{font-weight:bold}
 figure{margin:1em 0;padding:.5em;border:1px solid #eee;display:inline-block;max-width:100%}
 figure img{max-width:100%;height:auto}figcaption{font-size:12px;color:#555;max-width:700px}
-.agrees{color:#176a1c;font-weight:bold}.differs{color:#a3171b;font-weight:bold}.other{color:#666}
+.agrees{color:#176a1c;font-weight:bold}.differs{color:#a3171b;font-weight:bold}.explained{color:#7a5a00;font-weight:bold}.other{color:#666}
 details{margin:.6em 0}summary{cursor:pointer;color:#245}
 """
 
@@ -346,7 +346,7 @@ def _html(b: Block) -> str:
             for x in r:
                 s = str(x)
                 cls = ' class="agrees"' if s.startswith("✔") else ' class="differs"' if s.startswith("✘") else \
-                    ' class="other"' if s.startswith("– ") else ""
+                    ' class="explained"' if s.startswith("◐") else ' class="other"' if s.startswith("– ") else ""
                 cells.append(f"<td{cls}>{e(s)}</td>")
             body.append("<tr>" + "".join(cells) + "</tr>")
         cls = f' class="{b.cls}"' if b.cls else ""

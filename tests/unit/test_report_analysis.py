@@ -133,6 +133,56 @@ def test_bad_findings_are_usage_errors_naming_the_choices(tmp_path):
         verdicts(run, {"kind": "threshold", "metric": "speed", "op": ">", "value": 1})
 
 
+NO_GAIN = {"kind": "threshold", "metric": "link_fraction", "where": {"sysctl_profile": "default"}, "stat": "max",
+           "op": "<=", "value": 1.05}
+
+
+def _with_variant(default_mbps: float, variant_mbps: float | None, variant: dict | None = None) -> tuple[list, dict]:
+    rows = [{"sysctl_profile": "default", "throughput_bps": default_mbps * 1e6},
+            {"sysctl_profile": "all", "throughput_bps": 240e6}]
+    if variant_mbps is not None:
+        rows.append({"sysctl_profile": "paper_kernel", "throughput_bps": variant_mbps * 1e6})
+    ref = {"link_rate_bps": 1e9, "variants": {"sysctl_profile": ["paper_kernel"]},
+           "findings": [{"id": "no-gain", "says": "s", "check": NO_GAIN,
+                         "variant": variant or {"where": {"sysctl_profile": "paper_kernel"}, "cause": "RACK"}},
+                        {"id": "floor", "says": "s", "check": {**NO_GAIN, "where": {}, "stat": "min", "op": ">=",
+                                                                "value": 0.9}}]}
+    return rows, ref
+
+
+@pytest.mark.parametrize("default_mbps,variant_mbps,expected", [
+    (167.0, 70.0, "explained"),        # differs; the variant removes the cause
+    (167.0, 160.0, "differs"),         # differs; the variant does not remove it
+    (167.0, None, "differs"),          # differs; the variant was not run
+    (95.0, 160.0, "agrees"),           # agrees on its own: the variant is not asked
+])
+def test_a_differing_finding_is_explained_only_by_its_variant_measured_in_the_run(tmp_path, default_mbps,
+                                                                                 variant_mbps, expected):
+    rows, ref = _with_variant(default_mbps, variant_mbps)
+    run = run_of(tmp_path, {"sysctl_profile": 0}, rows)
+    got = findings.evaluate(ref, group(run), run.scale)
+    assert got[0].verdict == expected
+    if expected == "explained":
+        assert "with variant sysctl_profile=paper_kernel: link_fraction max 0.7" in got[0].measured
+        assert got[0].mechanism.startswith("RACK (measured: variant sysctl_profile=paper_kernel agrees)")
+    if variant_mbps is None:
+        assert "variant sysctl_profile=paper_kernel not measured in this run" in got[0].measured
+    # The variant's points are no finding's own: the least over every profile is the default's, not
+    # the variant's 0.7 (which would make this finding differ).
+    assert got[1].verdict == "agrees" and f"min {default_mbps / 100:.3g} (" in got[1].measured
+
+
+def test_a_variant_must_be_listed_and_have_where(tmp_path):
+    run = run_of(tmp_path, {"sysctl_profile": 0}, _with_variant(167.0, 70.0)[0])
+    _, ref = _with_variant(167.0, 70.0, variant={"where": {"sysctl_profile": "other"}})
+    with pytest.raises(UsageError, match=r"variant sysctl_profile=other is not listed under `variants:` "
+                                         r"\(listed: sysctl_profile=paper_kernel\)"):
+        findings.evaluate(ref, group(run), run.scale)
+    _, ref = _with_variant(167.0, 70.0, variant={"cause": "x"})
+    with pytest.raises(UsageError, match="variant needs `where`"):
+        findings.evaluate(ref, group(run), run.scale)
+
+
 def test_every_bundled_reference_finding_is_well_formed(tmp_path):
     """Each reference file's findings evaluate (to any verdict) on a run with none of their points."""
     run = run_of(tmp_path, {"zz": 0}, [{"zz": 1, "throughput_bps": 1e6}])
