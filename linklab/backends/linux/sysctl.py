@@ -88,11 +88,28 @@ def _write(key: str, value: str) -> None:
         raise LinklabError(f"sysctl {key}={value}: {e.strerror}", hint=hint) from None
 
 
+def write_all(values: dict[str, str]) -> None:
+    """Write every key. A sysctl bounded by another (net.ipv4.tcp_reordering by
+    tcp_max_reordering) is refused until that one is written, and which must go first depends on
+    which way both move: what the kernel refused is tried again after the rest, as long as each
+    pass writes something."""
+    pending = list(values.items())
+    while pending:
+        refused = []
+        for k, v in pending:
+            try:
+                _write(k, v)
+            except LinklabError as e:
+                refused.append((k, v, e))
+        if len(refused) == len(pending):
+            raise refused[0][2]
+        pending = [(k, v) for k, v, _ in refused]
+
+
 def set_in_netns(ns: str, values: dict[str, str]) -> None:
     pushns(ns)
     try:
-        for k, v in values.items():
-            _write(k, v)
+        write_all(values)
     finally:
         popns()
 
@@ -122,8 +139,7 @@ def apply(lab: Lab, namespaces: dict[str, str], originals: dict[str, dict[str, s
         if scope == "global":
             for k in want:
                 orig.setdefault(k, proc_path(k).read_text().strip())
-            for k, v in {**restore, **want}.items():
-                _write(k, v)
+            write_all({**restore, **want})
         elif scope in namespaces.values():
             orig.update({k: v for k, v in read(scope, [k for k in want if k not in orig]).items()})
             set_in_netns(scope, {**restore, **want})
