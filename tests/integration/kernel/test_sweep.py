@@ -73,9 +73,11 @@ def cleanup_labs():
 def test_quick_sweep_is_complete_and_physically_plausible(results, cleanup_labs):
     cleanup_labs.append("rrskew")
     store = run(DATA / "plausible.yaml", Options(results=results), say=lambda *_: None)
-    rows = {r["bond_mode"]: r for r in rows_of(store)}
-    assert set(rows) == {"balance-rr", "802.3ad"}
-    for r in rows.values():
+    every = rows_of(store)
+    rows = {r["bond_mode"]: r for r in every if r["sysctl_profile"] == "default"}
+    variant = [r for r in every if r["sysctl_profile"] == "fixed_dupthresh"]
+    assert set(rows) == {"balance-rr", "802.3ad"} and [r["bond_mode"] for r in variant] == ["balance-rr"]
+    for r in every:
         assert r["preflight_ok"] == "true" and not r.get("error"), r.get("error")
     rr, ad = rows["balance-rr"], rows["802.3ad"]
     manifest = json.loads((store.path / "manifest.json").read_text())
@@ -107,6 +109,18 @@ def test_quick_sweep_is_complete_and_physically_plausible(results, cleanup_labs)
     assert 10 <= rr_rtx <= 0.05 * rr_segs, (rr_rtx, rr_segs)
     rr_reorder, ad_reorder = (int(r.get("client_nstat_TcpExtTCPSACKReorder") or 0) for r in (rr, ad))
     assert rr_reorder >= 100 and rr_reorder >= 10 * ad_reorder, (rr_reorder, ad_reorder, rr_rtx, ad["retransmits"])
+    # E2's variant (experiments/e2_rr_tuning.yaml), at E2's 500 us skew: with RACK off and the
+    # reordering threshold held at 3 duplicate ACKs, reordering reads as loss, and round robin's
+    # one stream, which beat one member, carries less than one (the paper's "no gain over one
+    # link"; measured 0.45-0.62 of a member's goodput; at this lab's 300 us skew 0.85), with more
+    # retransmits than the adaptive threshold's (2300-3200 against 600-900). Bounded by the finding,
+    # not by a run: above a twentieth of a member (a real stream), below one member's goodput
+    # (TCP's payload share at MTU 1500, 1448 / 1514).
+    (fixed,) = variant
+    steal.quiet(fixed)
+    assert 0.05 * MEMBER_BPS < float(fixed["throughput_bps"]) < MEMBER_BPS * 1448 / 1514, \
+        (fixed["throughput_bps"], rr["throughput_bps"], fixed["retransmits"], steal.words(fixed))
+    assert int(fixed["retransmits"]) > rr_rtx, (fixed["retransmits"], rr_rtx)
     # 802.3ad hashes a flow onto one member: that member's rate, never more (2 % tolerance) and
     # not far less (at least 80 %; TCP goodput over a 100 Mbit/s member is 95.6 % in theory).
     assert (0.80 - ad_room) * MEMBER_BPS <= float(ad["throughput_bps"]) <= 1.02 * MEMBER_BPS, (ad["throughput_bps"], stolen)
@@ -139,8 +153,10 @@ def test_quick_sweep_is_complete_and_physically_plausible(results, cleanup_labs)
     # draws them from stored runs of this lab VM.)
     from linklab.report.build import write_report
     report = (write_report(store.path, figures=False)[0]).read_text()
-    for mode, r in rows.items():
-        assert f"| {mode} |" in report and f"{float(r['throughput_bps']) / 1e6:.1f}" in report
+    lines = report.splitlines()
+    for r in every:
+        mbps = f"| {float(r['throughput_bps']) / 1e6:.1f} |"
+        assert any(r["bond_mode"] in line and r["sysctl_profile"] in line and mbps in line for line in lines), (r, report)
 
 
 def test_goodput_at_every_mtu_matches_theory_then_a_rerun_resumes_and_force_starts_anew(results, cleanup_labs):
