@@ -63,7 +63,8 @@ def _add_report(sub) -> None:
     r = sub.add_parser(
         "report", help="a run's report: figures, statistics, beside the published figures and findings",
         description="Report one or more runs: provenance, the published findings checked on the run's data "
-                    "(agrees / differs), figures (throughput vs MTU, retransmits, cwnd, per-core CPU heatmap, "
+                    "(agrees / differs / explained by a measured variant), figures (throughput vs MTU, "
+                    "retransmits, cwnd, per-core CPU heatmap, "
                     "RTT distribution, per-member traffic share, UDP loss and jitter, time series), linklab's "
                     "figures beside the published ones in comparable units, E1's CPU model fit, and per point "
                     "n, mean, sd, variance and 95 % CI of every metric. Prints the markdown; needs no lab.",

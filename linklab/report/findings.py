@@ -8,11 +8,11 @@ Each reference file lists its findings:
         check: {kind: threshold, metric: link_fraction, where: {bond_mode: balance-rr}, stat: max, op: ">", value: 1.05}
         mechanism: bound          # optional: say whether the points were link- or CPU-bound
         variant:                  # optional: the experiment's variant that removes what differs
-          where: {sysctl_profile: paper_kernel}
-          cause: the paper's kernel detected loss by duplicate ACKs; Linux 6.1 by time (RACK)
+          where: {sysctl_profile: fixed_dupthresh}
+          cause: the paper's kernel took three duplicate ACKs for a loss; Linux 6.1 adapts (E2)
 
     variants:                     # axis values that exist to explain a finding, not to repeat one
-      sysctl_profile: [paper_kernel]
+      sysctl_profile: [fixed_dupthresh]
 
 Points of a variant (an axis value listed under `variants`) are left out of every finding's own
 check. A finding that differs and names a variant is checked again on the variant's points (its
