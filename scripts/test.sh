@@ -94,7 +94,7 @@ for tier in ("unit", "golden", "fuzz", "host", "kernel"):
     failed = sum(1 for c in cases if c.find("failure") is not None or c.find("error") is not None)
     ran = len(cases) - skipped
     before = d / f"{tier}-passed-before.txt"  # passed in a lab VM that then locked up (see above)
-    passed_before = len(before.read_text().split()) if before.exists() else 0
+    passed_before = len(before.read_text().splitlines()) if before.exists() else 0  # one node id a line
     ran += passed_before
     print(f"make test: {tier:8} {ran:>9}  {skipped:>7}  {failed:>6}  {code!s:>4}  {secs // 60}:{secs % 60:02d}"
           + (f"  ({passed_before} of them passed before the lock-up)" if passed_before else ""))

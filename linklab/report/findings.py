@@ -296,13 +296,17 @@ def _variants(ref: dict[str, Any]) -> dict[str, list[Any]]:
     v = ref.get("variants") or {}
     if not isinstance(v, dict) or not all(isinstance(x, list) for x in v.values()):
         raise UsageError("variants: give each axis the list of its values that are variants, e.g. "
-                         "{sysctl_profile: [paper_kernel]}")
+                         "{sysctl_profile: [fixed_dupthresh]}")
     return v
 
 
+def _listed(axis: str, value: Any, variants: dict[str, list[Any]]) -> bool:
+    """Whether axis=value is one of the reference's variants."""
+    return any(same(value, v) for v in variants.get(axis, []))
+
+
 def _of_variant(p: Point, variants: dict[str, list[Any]]) -> bool:
-    return bool(p.ok) and any(any(same(axis_value(p.ok[0], axis), v) for v in values)
-                              for axis, values in variants.items())
+    return bool(p.ok) and any(_listed(axis, axis_value(p.ok[0], axis), variants) for axis in variants)
 
 
 def _with_variant(variant: Any, check: dict[str, Any], every: Context, variants: dict[str, list[Any]],
@@ -311,8 +315,8 @@ def _with_variant(variant: Any, check: dict[str, Any], every: Context, variants:
     where = variant.get("where") if isinstance(variant, dict) else None
     if not where or not isinstance(where, dict):
         raise UsageError(f"findings[{i}] ({fid}): variant needs `where`, the axis values of its points "
-                         "(e.g. {sysctl_profile: paper_kernel})")
-    if not any(axis in variants and any(same(value, v) for v in variants[axis]) for axis, value in where.items()):
+                         "(e.g. {sysctl_profile: fixed_dupthresh})")
+    if not any(_listed(axis, value, variants) for axis, value in where.items()):
         raise UsageError(f"findings[{i}] ({fid}): variant {_sel(where)} is not listed under `variants:` "
                          f"(listed: {', '.join(f'{a}={v}' for a, vs in variants.items() for v in vs) or 'none'})")
     again = {**check, "where": {**(check.get("where") or {}), **where}}

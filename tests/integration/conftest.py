@@ -39,12 +39,12 @@ class _PassedLog:
 
     def __init__(self, path: Path):
         self.path = path
-        self.failed: set[str] = set()
+        self.not_passed: set[str] = set()  # a phase failed or skipped
 
     def pytest_runtest_logreport(self, report):
         if report.failed or report.skipped:
-            self.failed.add(report.nodeid)
-        elif report.when == "teardown" and report.nodeid not in self.failed:
+            self.not_passed.add(report.nodeid)
+        elif report.when == "teardown" and report.nodeid not in self.not_passed:
             with open(self.path, "a") as f:
                 f.write(report.nodeid + "\n")
 

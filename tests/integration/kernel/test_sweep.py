@@ -113,7 +113,7 @@ def test_quick_sweep_is_complete_and_physically_plausible(results, cleanup_labs)
     # reordering threshold held at 3 duplicate ACKs, reordering reads as loss, and round robin's
     # one stream, which beat one member, carries less than one (the paper's "no gain over one
     # link"; measured 0.45-0.62 of a member's goodput; at this lab's 300 us skew 0.85), with more
-    # retransmits than the adaptive threshold's (2300-3200 against 600-900). Bounded by the finding,
+    # retransmits than the adaptive threshold's (1641 and 1804 against 609 and 740). Bounded by the finding,
     # not by a run: above a twentieth of a member (a real stream), below one member's goodput
     # (TCP's payload share at MTU 1500, 1448 / 1514).
     (fixed,) = variant
