@@ -41,11 +41,14 @@ tier unit $PY -m pytest tests/unit -n 2 "$@"
 tier golden $PY -m pytest tests/golden "$@"
 tier fuzz $PY -m pytest tests/fuzz -n 2 "$@"
 tier host $PY -m pytest tests/integration/host "$@"
-# The lab VM stops after the kernel tier: .ci/run's gate (`make gate`) boots its own for both arms.
-# Each test that passes is written down as it ends (--passed-log), for the second run below. The
-# slowest tests are listed (the guest does not see CI's PYTEST_ADDOPTS): where the tier's time goes.
+# The lab VM stops after the kernel tier, unless LINKLAB_TEST_KEEP_VM=1 (.ci/run: its gate measures
+# both arms in the VM the tier leaves, a boot saved; .ci/run stops it after). Each test that
+# passes is written down as it ends (--passed-log), for the second run below. The slowest tests
+# are listed (the guest does not see CI's PYTEST_ADDOPTS): where the tier's time goes.
 PASSED=$REPORTS/kernel-passed.txt
-kernel_tier=(tier kernel $PY -m linklab vm run --if-needed --stop-after -- $PY -m pytest tests/integration/kernel
+stop_after=(--stop-after)
+[ "${LINKLAB_TEST_KEEP_VM:-}" = 1 ] && stop_after=()
+kernel_tier=(tier kernel $PY -m linklab vm run --if-needed "${stop_after[@]}" -- $PY -m pytest tests/integration/kernel
              --passed-log "$PASSED" --durations=25 "$@")
 rc_before_kernel=$rc
 "${kernel_tier[@]}"
