@@ -20,7 +20,7 @@ AA_RUNS ?= 20
 BASELINE_EXPS ?= $(GATE_EXP)
 BASELINE_REPS ?=
 
-.PHONY: help setup images lab-up lab-down status sweep report gate aa ab-power baseline test test-unit test-fuzz test-integration bench docs clean
+.PHONY: help setup images lab-up lab-down status sweep report gate aa ab-power baseline reproduction test test-unit test-fuzz test-integration bench docs clean
 
 help:
 	@echo "make setup             install Debian packages and the project virtualenv (idempotent)"
@@ -33,6 +33,7 @@ help:
 	@echo "make aa                $(AA_RUNS) A/A runs of $(GATE_EXP) quick, then the A/A spread the verdict reads"
 	@echo "make ab-power          what the verdict catches and its false alarms, on the A/B runs made (bench/ab_power.py)"
 	@echo "make baseline          store $(BASELINE_EXPS)'s quick run(s) again, >= 5 repetitions per point (quiet machine)"
+	@echo "make reproduction      README's table of every published finding, from the stored runs"
 	@echo "make lab-down          remove everything the lab created"
 	@echo "make test              unit + golden + integration tests (integration builds real labs)"
 	@echo "make bench             benchmarks (bench/): lab up/down times, sweep overhead, Ray scheduler overhead"
@@ -84,6 +85,10 @@ baseline: setup
 	  echo "make baseline: $$name took $$(( $$(date +%s) - t0 )) s"; \
 	  $(LINKLAB) down || true; \
 	done; exit $$rc
+
+# README's table of every published finding, from the stored runs (reproductions/, else baselines/)
+reproduction: setup
+	$(LINKLAB) report --findings-table --into README.md
 
 test: setup
 	bash scripts/test.sh $(PYTEST_ARGS)

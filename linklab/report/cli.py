@@ -79,6 +79,12 @@ def _add_report(sub) -> None:
     r.add_argument("--no-figures", action="store_true",
                    help="tables and findings only, no figures (matplotlib is not even imported: ~1 min saved in a "
                         "software-emulated VM)")
+    r.add_argument("--findings-table", action="store_true",
+                   help="one markdown table of every published finding of the given runs (default: each "
+                        "experiment's stored run, reproductions/ before baselines/): published figure, linklab's, "
+                        "verdict, mechanism, the command that shows it")
+    r.add_argument("--into", metavar="FILE", help="--findings-table: write it between FILE's markers "
+                                                  "(README.md's Reproduction section) instead of printing it")
     r.set_defaults(handler=cmd_report)
 
 
@@ -139,11 +145,35 @@ def _add_merge(sub) -> None:
     m.set_defaults(handler=cmd_merge)
 
 
+def _findings_table(args, results: Path) -> int:
+    from linklab.report import reproduction
+    from linklab.report.runs import Run, find_run
+
+    root = Path.cwd()
+    if args.runs:
+        runs = [(d, "quick" if Run.load(d).manifest.get("quick") else "full")
+                for d in (find_run(t, results) for t in args.runs)]
+    else:
+        runs = reproduction.stored_runs(root)
+        if not runs:
+            raise UsageError(f"no stored run under {root / reproduction.FULL_DIR} or {root / reproduction.QUICK_DIR}",
+                             hint="run it from the checkout's root, or name the runs")
+    text = reproduction.table(reproduction.rows(runs, root))
+    if not args.into:
+        print(text, end="")
+        return 0
+    changed = reproduction.into(Path(args.into), text)
+    say(f"linklab: the findings table in {args.into} " + ("written" if changed else "was already current"))
+    return 0
+
+
 def cmd_report(args, argv) -> int:
     from linklab.report.build import build, default_out, write
     from linklab.report.runs import find_run
 
     results = Path(args.results)
+    if args.findings_table or args.into:
+        return _findings_table(args, results)
     if len(args.runs) == 1 and (Path(args.runs[0]) / "ab.json").is_file():  # a `linklab ab` run: its verdict first
         from linklab.ab.cli import judge_run
         judge_run(Path(args.runs[0]), report=True, figures=not args.no_figures, quiet=args.quiet)

@@ -6,17 +6,21 @@ Each reference file lists its findings:
       - id: rr-above-one-link
         says: balance-rr peaks above one link's rate
         check: {kind: threshold, metric: link_fraction, where: {bond_mode: balance-rr}, stat: max, op: ">", value: 1.05}
+        published: "balance-rr 1390 Mbit/s on 2 x 1 Gbit/s"   # optional: the figure as published
         mechanism: bound          # optional: say whether the points were link- or CPU-bound
         variant:                  # optional: the experiment's variant that removes what differs
           where: {sysctl_profile: fixed_dupthresh}
           cause: the paper's kernel took three duplicate ACKs for a loss; Linux 6.1 adapts (E2)
+        tried: ...                # optional, for a finding that differs with no variant to explain it:
+                                  # the causes measured and ruled out
 
     variants:                     # axis values that exist to explain a finding, not to repeat one
       sysctl_profile: [fixed_dupthresh]
 
 Points of a variant (an axis value listed under `variants`) are left out of every finding's own
 check. A finding that differs and names a variant is checked again on the variant's points (its
-`where` added to the check's): if it agrees there, the verdict is "explained" — the variant was
+`where` added to the check's; for a ratio, `top: {...}` or `bottom: {...}` puts the variant on
+that side only, e.g. the defaults replaced by the paper's kernel behaviour): if it agrees there, the verdict is "explained" — the variant was
 measured in the same run and removes the cause, which `cause` states; if it still differs, or the
 run has no point of the variant, the verdict stays "differs" and says so.
 
@@ -54,6 +58,8 @@ class Verdict:
     verdict: str
     measured: str
     mechanism: str = ""
+    published: str = ""  # the published figure, as the reference file quotes it
+    tried: str = ""      # a differing finding's causes tested and ruled out, as the reference file states them
 
 
 @dataclass
@@ -278,7 +284,8 @@ def evaluate(ref: dict[str, Any], points: list[Point], scale: float) -> list[Ver
             mech = fn(used, ctx)
         if f.get("variant") is not None and verdict == DIFFERS:
             verdict, measured, mech = _with_variant(f["variant"], check, every, variants, i, fid, measured, mech)
-        out.append(Verdict(fid, str(f.get("says", fid)), verdict, measured, mech))
+        out.append(Verdict(fid, str(f.get("says", fid)), verdict, measured, mech,
+                           str(f.get("published") or ""), str(f.get("tried") or "")))
     return out
 
 
@@ -312,20 +319,41 @@ def _of_variant(p: Point, variants: dict[str, list[Any]]) -> bool:
 def _with_variant(variant: Any, check: dict[str, Any], every: Context, variants: dict[str, list[Any]],
                   i: int, fid: str, measured: str, mech: str) -> tuple[str, str, str]:
     """A differing finding checked again on its variant's points: (verdict, measured, mechanism)."""
-    where = variant.get("where") if isinstance(variant, dict) else None
-    if not where or not isinstance(where, dict):
+    given = {k: variant.get(k) for k in ("where", "top", "bottom")} if isinstance(variant, dict) else {}
+    given = {k: v for k, v in given.items() if v is not None}
+    if not given or not all(isinstance(v, dict) and v for v in given.values()):
         raise UsageError(f"findings[{i}] ({fid}): variant needs `where`, the axis values of its points "
-                         "(e.g. {sysctl_profile: fixed_dupthresh})")
-    if not any(_listed(axis, value, variants) for axis, value in where.items()):
-        raise UsageError(f"findings[{i}] ({fid}): variant {_sel(where)} is not listed under `variants:` "
+                         "(e.g. {sysctl_profile: fixed_dupthresh}), or `top`/`bottom` for one side of a ratio")
+    if ("top" in given or "bottom" in given) and check.get("kind") != "ratio":
+        raise UsageError(f"findings[{i}] ({fid}): a variant's top/bottom applies to a ratio check; "
+                         f"this check is {check.get('kind')!r}: give `where`")
+    chosen = {axis: value for sel in given.values() for axis, value in sel.items()}
+    if not any(_listed(axis, value, variants) for axis, value in chosen.items()):
+        raise UsageError(f"findings[{i}] ({fid}): variant {_sel(chosen)} is not listed under `variants:` "
                          f"(listed: {', '.join(f'{a}={v}' for a, vs in variants.items() for v in vs) or 'none'})")
-    again = {**check, "where": {**(check.get("where") or {}), **where}}
+    again = _varied(check, given)
     v_verdict, v_measured, _ = _judge(again, every, i, fid)
     cause = str(variant.get("cause") or "")
-    name = _sel(where)
+    name = "; ".join(f"{_sel(sel)}" if k == "where" else f"{k} {_sel(sel)}" for k, sel in given.items())
     if v_verdict == AGREES:
         return EXPLAINED, f"{measured}; with variant {name}: {v_measured}", \
             "; ".join(x for x in (f"{cause} (measured: variant {name} agrees)" if cause else "", mech) if x)
     if v_verdict == NOT_MEASURED:
         return DIFFERS, f"{measured}; variant {name} not measured in this run", mech
     return DIFFERS, f"{measured}; variant {name} does not remove it: {v_measured}", mech
+
+
+def _varied(check: dict[str, Any], given: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The check with its variant in: `where` added to the check's; `top` or `bottom` merged into
+    that side of a ratio, and an axis the check's `where` fixed for both sides kept on the other
+    side only (the variant changes one side of the comparison, not both)."""
+    again = {**check, "where": {**(check.get("where") or {}), **given.get("where", {})}}
+    for side, other in (("top", "bottom"), ("bottom", "top")):
+        if side not in given:
+            continue
+        where = dict(again["where"])
+        moved = {axis: where.pop(axis) for axis in list(where) if axis in given[side]}
+        again["where"] = where
+        again[side] = {**check[side], **given[side]}
+        again[other] = {**moved, **again[other]}
+    return again

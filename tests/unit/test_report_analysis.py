@@ -183,6 +183,41 @@ def test_a_variant_must_be_listed_and_have_where(tmp_path):
         findings.evaluate(ref, group(run), run.scale)
 
 
+TUNING_HELPS = {"kind": "ratio", "metric": "throughput_mbps", "top": {"sysctl_profile": "all"},
+                "bottom": {"sysctl_profile": "default"}, "stat": "all", "op": ">", "value": 1.05}
+
+
+@pytest.mark.parametrize("variant_mbps,expected", [(70.0, "explained"), (235.0, "differs")])
+def test_a_ratio_variant_replaces_one_side_only(tmp_path, variant_mbps, expected):
+    """E2's "the tuning beats the defaults": the paper's defaults were its kernel's, so the variant
+    replaces the ratio's bottom (default -> paper_kernel) and leaves its top (all) as it was."""
+    rows, ref = _with_variant(235.0, variant_mbps)
+    run = run_of(tmp_path, {"sysctl_profile": 0}, rows)
+    ref["findings"] = [{"id": "helps", "says": "s", "check": TUNING_HELPS,
+                        "variant": {"bottom": {"sysctl_profile": "paper_kernel"}, "cause": "dupthresh"}}]
+    got = findings.evaluate(ref, group(run), run.scale)[0]
+    assert got.verdict == expected, got.measured
+    assert "throughput_mbps sysctl_profile=all ÷ sysctl_profile=default: all: 1.02" in got.measured
+    assert f"sysctl_profile=all ÷ sysctl_profile=paper_kernel: all: {240 / variant_mbps:.3g}" in got.measured
+
+
+def test_an_axis_the_check_fixed_for_both_sides_stays_on_the_side_the_variant_leaves():
+    """E3's collapse: checked with the switch ports at the hosts' MTU (where: port_mtu null); the
+    variant leaves the ports at 1500 on the MTU-2000 side only, the 1500 side stays matched."""
+    check = {"kind": "ratio", "top": {"mtu": 2000}, "bottom": {"mtu": 1500}, "where": {"port_mtu": None, "protocol": "tcp"}}
+    assert findings._varied(check, {"top": {"port_mtu": 1500}}) == {
+        "kind": "ratio", "top": {"mtu": 2000, "port_mtu": 1500}, "bottom": {"port_mtu": None, "mtu": 1500},
+        "where": {"protocol": "tcp"}}
+    assert findings._varied(check, {"where": {"protocol": "udp"}})["where"] == {"port_mtu": None, "protocol": "udp"}
+
+
+def test_a_side_variant_needs_a_ratio(tmp_path):
+    run = run_of(tmp_path, {"sysctl_profile": 0}, _with_variant(167.0, 70.0)[0])
+    _, ref = _with_variant(167.0, 70.0, variant={"top": {"sysctl_profile": "paper_kernel"}})
+    with pytest.raises(UsageError, match="a variant's top/bottom applies to a ratio check; this check is 'threshold'"):
+        findings.evaluate(ref, group(run), run.scale)
+
+
 def test_every_bundled_reference_finding_is_well_formed(tmp_path):
     """Each reference file's findings evaluate (to any verdict) on a run with none of their points."""
     run = run_of(tmp_path, {"zz": 0}, [{"zz": 1, "throughput_bps": 1e6}])

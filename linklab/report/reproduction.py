@@ -1,0 +1,117 @@
+"""One table of every published finding: the figure as published, linklab's figure, the verdict,
+the mechanism, and the command that shows it (README's "Reproduction" section).
+
+Each experiment is read from its stored run: a full run under `reproductions/` when there is
+one, else its quick baseline under `baselines/`. The verdicts are the report's own
+(linklab/report/findings.py): nothing here judges. `linklab report --findings-table` prints
+the table; `--into FILE` writes it between FILE's markers, so README cannot drift from the runs
+(tests/unit/test_reproduction.py compares them).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from linklab.errors import UsageError
+from linklab.report import findings
+from linklab.report.build import analyse
+from linklab.report.runs import Run
+
+BEGIN, END = "<!-- reproduction table: begin -->", "<!-- reproduction table: end -->"
+FULL_DIR, QUICK_DIR = "reproductions", "baselines"
+MARK = {findings.AGREES: "✔ agrees", findings.DIFFERS: "✘ differs", findings.EXPLAINED: "◐ explained",
+        findings.NOT_MEASURED: "– not measured"}
+
+
+@dataclass(frozen=True)
+class Row:
+    experiment: str
+    run: str       # the stored run's directory, as typed from the checkout's root
+    kind: str      # full | quick
+    verdict: findings.Verdict
+
+
+def stored_runs(root: Path) -> list[tuple[Path, str]]:
+    """Each experiment with a reference file, its stored run: (directory, full|quick); the full
+    run when one is stored. Experiments without a stored run are left out."""
+    out = []
+    for ref in sorted((root / "experiments").glob("*.reference.yaml")):
+        name = ref.name.removesuffix(".reference.yaml")
+        full = sorted((root / FULL_DIR).glob(f"{name}-full-*"))
+        quick = sorted((root / QUICK_DIR).glob(f"{name}-quick-*"))
+        if full:
+            out.append((full[-1], "full"))
+        elif quick:
+            out.append((quick[-1], "quick"))
+    return out
+
+
+def rows(runs: list[tuple[Path, str]], root: Path) -> list[Row]:
+    out = []
+    for path, kind in runs:
+        run = Run.load(path)
+        rep = analyse(run, "", experiments_dir=root / "experiments")
+        if rep.reference is None:
+            raise UsageError(f"{path}: experiment {run.experiment!r} has no reference file, so no published findings")
+        shown = str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
+        out += [Row(run.experiment, shown, kind, v) for v in rep.verdicts]
+    return out
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ").strip() or "—"
+
+
+def figure(v: findings.Verdict) -> str:
+    """linklab's figure: what the verdict measured, without the expectation (the published column has it)."""
+    return re.sub(r"; expected [^;]*", "", v.measured)
+
+
+def mechanism(v: findings.Verdict) -> str:
+    """Explained: the cause its variant measured. Agrees: whether the points were link- or
+    CPU-bound. Differs: what was ruled out, or that nothing was tried yet."""
+    if v.verdict == findings.EXPLAINED:
+        return v.mechanism
+    if v.verdict == findings.DIFFERS:
+        return f"not found; ruled out: {v.tried}" if v.tried else "not investigated yet"
+    bounds = re.findall(r"→ ([^;]+)", v.mechanism)
+    return ", ".join(f"{b} ({bounds.count(b)} points)" if bounds.count(b) > 1 else b
+                     for b in dict.fromkeys(bounds)) if bounds else ""
+
+
+def table(found: list[Row]) -> str:
+    lines = ["| experiment | published finding | published | linklab | verdict | mechanism | shown by |",
+             "|---|---|---|---|---|---|---|"]
+    for r in found:
+        v = r.verdict
+        command = f"`linklab report {r.run} --no-figures`" + (" (quick)" if r.kind == "quick" else "")
+        lines.append("| " + " | ".join(_cell(x) for x in (r.experiment, v.says, v.published, figure(v), MARK[v.verdict],
+                                                           mechanism(v), command)) + " |")
+    counts = {m: sum(1 for r in found if r.verdict.verdict == m) for m in MARK}
+    lines.append("")
+    lines.append("Of " + f"{len(found)} findings: " + ", ".join(f"{m} {n}" for m, n in counts.items()) + ".")
+    return "\n".join(lines) + "\n"
+
+
+def into(path: Path, text: str) -> bool:
+    """Write `text` between the file's markers; whether the file changed."""
+    from linklab.fsutil import write_atomic
+    old = path.read_text()
+    if BEGIN not in old or END not in old:
+        raise UsageError(f"{path} has no place for the table: put {BEGIN} and {END} on lines of their own")
+    head, rest = old.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    new = f"{head}{BEGIN}\n{text}{END}{tail}"
+    if new != old:
+        write_atomic(path, new)
+    return new != old
+
+
+def between_markers(path: Path) -> str:
+    """What the file holds between its markers now."""
+    text = path.read_text()
+    if BEGIN not in text or END not in text:
+        return ""
+    return text.split(BEGIN, 1)[1].split(END, 1)[0].removeprefix("\n")

@@ -1,0 +1,58 @@
+"""README's table of every published finding (linklab/report/reproduction.py): current with the
+stored runs, each verdict's mechanism column, and its writing between the markers."""
+
+from pathlib import Path
+
+import pytest
+
+from linklab.errors import UsageError
+from linklab.report import findings, reproduction
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_readme_table_is_the_stored_runs_table():
+    """The table README shows is what the stored runs give now: a finding, a reference file or a
+    stored run changed without `make reproduction` fails here."""
+    runs = reproduction.stored_runs(ROOT)
+    refs = sorted(ROOT.glob("experiments/*.reference.yaml"))
+    assert len(runs) == len(refs) >= 5  # every experiment with published findings has a stored run
+    want = reproduction.table(reproduction.rows(runs, ROOT))
+    assert reproduction.between_markers(ROOT / "README.md") == want, "run `make reproduction`"
+
+
+def _v(verdict: str, mechanism: str = "", tried: str = "") -> findings.Verdict:
+    return findings.Verdict("x", "says", verdict, "link_fraction max 1.67 (mtu=1500); expected max <= 1.05", mechanism,
+                            "100 MB/s", tried)
+
+
+@pytest.mark.parametrize("verdict,expected", [
+    (_v("explained", "RACK off (measured: variant agrees)"), "RACK off (measured: variant agrees)"),
+    (_v("differs"), "not investigated yet"),
+    (_v("differs", tried="TSO/GSO off"), "not found; ruled out: TSO/GSO off"),
+    (_v("agrees", "a: 99 % → link-bound; b: 98 % → link-bound; c: 40 % → CPU-bound"), "link-bound (2 points), CPU-bound"),
+    (_v("agrees"), ""),
+])
+def test_mechanism_column(verdict, expected):
+    assert reproduction.mechanism(verdict) == expected
+
+
+def test_a_row_shows_the_figure_without_the_expectation_and_escapes_pipes():
+    row = reproduction.Row("e2", "baselines/e2-quick-vm-tcg", "quick", _v("differs"))
+    text = reproduction.table([row])
+    assert "| e2 | says | 100 MB/s | link_fraction max 1.67 (mtu=1500) | ✘ differs | not investigated yet | " \
+           "`linklab report baselines/e2-quick-vm-tcg --no-figures` (quick) |" in text
+    assert text.rstrip().endswith("Of 1 findings: agrees 0, differs 1, explained 0, not measured 0.")
+    assert reproduction._cell("a|b\nc") == "a\\|b c"
+
+
+def test_into_writes_between_the_markers_only(tmp_path):
+    f = tmp_path / "README.md"
+    f.write_text(f"# t\n\n{reproduction.BEGIN}\nold\n{reproduction.END}\n\nafter\n")
+    assert reproduction.into(f, "| new |\n") is True
+    assert f.read_text() == f"# t\n\n{reproduction.BEGIN}\n| new |\n{reproduction.END}\n\nafter\n"
+    assert reproduction.into(f, "| new |\n") is False  # already current: not rewritten
+    f.write_text("no markers\n")
+    with pytest.raises(UsageError, match="has no place for the table"):
+        reproduction.into(f, "x")
+    assert f.read_text() == "no markers\n"
