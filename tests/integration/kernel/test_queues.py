@@ -116,3 +116,40 @@ def test_tcp_bulk_rtt_under_load_stays_within_host_port_model(tmp_path):
         assert "bfifo" in qdisc and "limit 125000b" in qdisc, qdisc
     finally:
         lb.down()
+
+
+def _udp(lb, asked: str, seconds: int = 5):
+    """One UDP flow h1 -> h2 at `asked` (iperf3 -u -b): its report (sent and received rates, loss)."""
+    from linklab.measure.iperf3 import Iperf3Client
+    server = subprocess.Popen(["ip", "netns", "exec", lb.ns("h2"), "iperf3", "-s", "-1"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(1.0)
+        res = lb.run("h1", ["iperf3", "-c", "10.77.0.2", "-u", "-b", asked, "-t", str(seconds), "-J"], timeout=60)
+        return Iperf3Client.parse(res.stdout)
+    finally:
+        server.kill()
+        server.wait()
+
+
+def test_a_udp_generator_is_held_to_its_own_link_unless_the_shaper_detaches_its_packets(tmp_path):
+    """E4's variant (experiments/e4_jumbo_ipv6.yaml): UDP asked for 1.5 times a 100 Mbit/s link
+    (1 Gbit/s written, scale 0.1). With linklab's shaper (htb over a byte FIFO) a queued packet
+    stays charged to its socket, so the sender cannot send faster than the link drains: it sends
+    at most the link's rate (+10 % for the rate's burst and the report's edges) and loses little
+    (under 10 %: what a receiver's socket buffer drops). With netem as the shaper (it detaches
+    packets) the sender sends what it is asked, at least 1.3 times the link, and the link drops at
+    least the excess over what it carries (1 - 1.05 x link / sent), at most 60 %."""
+    link_bps = 100e6
+    lb = Lab(topology(tmp_path, "rate: 1gbit", "itudp"), "itudp")
+    try:
+        held = _udp(lb, "150M")
+        lab.set_params("itudp", [("links[wire].impair.shaper", "netem")], say=lambda *_: None)
+        free = _udp(lb, "150M")
+    finally:
+        lb.down()
+    figures = [(r.sent_bps / 1e6, r.received_bps / 1e6, r.lost_percent) for r in (held, free)]
+    print(f"\nUDP asked 150 Mbit/s on 100: (sent, received Mbit/s, lost %) htb {figures[0]}, netem {figures[1]}")
+    assert held.sent_bps <= 1.1 * link_bps and held.lost_percent < 10, figures
+    assert free.sent_bps >= 1.3 * link_bps, figures
+    assert 100 * (1 - 1.05 * link_bps / free.sent_bps) <= free.lost_percent <= 60, figures
