@@ -48,6 +48,27 @@ def stored_runs(root: Path) -> list[tuple[Path, str]]:
     return out
 
 
+def runs_table(runs: list[tuple[Path, str]], root: Path) -> str:
+    """Which run each experiment's rows come from: its size and the sweep's wall time (from its
+    manifest: created to finished, so a resumed run counts its pauses too)."""
+    lines = ["| experiment | stored run | kind | points × repetitions | sweep took |", "|---|---|---|---|---|"]
+    for path, kind in runs:
+        m = Run.load(path).manifest
+        took = _wall(m.get("created_at"), m.get("finished_at"))
+        shown = str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
+        lines.append(f"| {m.get('experiment')} | `{shown}` | {kind} | {m.get('points')} × {m.get('repetitions')} | {took} |")
+    return "\n".join(lines) + "\n"
+
+
+def _wall(start: str | None, end: str | None) -> str:
+    from datetime import datetime
+    try:
+        s = (datetime.fromisoformat(str(end)) - datetime.fromisoformat(str(start))).total_seconds()
+    except ValueError:
+        return "—"
+    return f"{int(s // 3600)} h {int(s % 3600 // 60):02d} min" if s >= 3600 else f"{int(s // 60)} min {int(s % 60):02d} s"
+
+
 def rows(runs: list[tuple[Path, str]], root: Path) -> list[Row]:
     out = []
     for path, kind in runs:
@@ -75,7 +96,11 @@ def mechanism(v: findings.Verdict) -> str:
     if v.verdict == findings.EXPLAINED:
         return v.mechanism
     if v.verdict == findings.DIFFERS:
-        return f"not found; ruled out: {v.tried}" if v.tried else "not investigated yet"
+        if v.tried:
+            return f"not found; ruled out: {v.tried}"
+        if "not measured in this run" in v.measured:
+            return "its variant is not in this run"
+        return "its variant does not remove it" if "does not remove it" in v.measured else "not investigated yet"
     bounds = re.findall(r"→ ([^;]+)", v.mechanism)
     return ", ".join(f"{b} ({bounds.count(b)} points)" if bounds.count(b) > 1 else b
                      for b in dict.fromkeys(bounds)) if bounds else ""

@@ -17,7 +17,7 @@ def test_readme_table_is_the_stored_runs_table():
     runs = reproduction.stored_runs(ROOT)
     refs = sorted(ROOT.glob("experiments/*.reference.yaml"))
     assert len(runs) == len(refs) >= 5  # every experiment with published findings has a stored run
-    want = reproduction.table(reproduction.rows(runs, ROOT))
+    want = reproduction.table(reproduction.rows(runs, ROOT)) + "\n" + reproduction.runs_table(runs, ROOT)
     assert reproduction.between_markers(ROOT / "README.md") == want, "run `make reproduction`"
 
 
@@ -30,6 +30,8 @@ def _v(verdict: str, mechanism: str = "", tried: str = "") -> findings.Verdict:
     (_v("explained", "RACK off (measured: variant agrees)"), "RACK off (measured: variant agrees)"),
     (_v("differs"), "not investigated yet"),
     (_v("differs", tried="TSO/GSO off"), "not found; ruled out: TSO/GSO off"),
+    (findings.Verdict("x", "s", "differs", "max 1.67; variant a=b not measured in this run"), "its variant is not in this run"),
+    (findings.Verdict("x", "s", "differs", "max 1.67; variant a=b does not remove it: max 1.5"), "its variant does not remove it"),
     (_v("agrees", "a: 99 % → link-bound; b: 98 % → link-bound; c: 40 % → CPU-bound"), "link-bound (2 points), CPU-bound"),
     (_v("agrees"), ""),
 ])
@@ -56,3 +58,9 @@ def test_into_writes_between_the_markers_only(tmp_path):
     with pytest.raises(UsageError, match="has no place for the table"):
         reproduction.into(f, "x")
     assert f.read_text() == "no markers\n"
+
+
+def test_wall_time_reads_the_manifest():
+    assert reproduction._wall("2026-11-25T17:16:00+00:00", "2026-11-25T17:45:19+00:00") == "29 min 19 s"
+    assert reproduction._wall("2026-11-25T17:16:00+00:00", "2026-11-25T19:17:00+00:00") == "2 h 01 min"
+    assert reproduction._wall(None, "2026-11-25T17:45:19+00:00") == "—"
