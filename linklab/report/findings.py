@@ -7,7 +7,8 @@ Each reference file lists its findings:
         says: balance-rr peaks above one link's rate
         check: {kind: threshold, metric: link_fraction, where: {bond_mode: balance-rr}, stat: max, op: ">", value: 1.05}
         published: "balance-rr 1390 Mbit/s on 2 x 1 Gbit/s"   # optional: the figure as published
-        mechanism: bound          # optional: say whether the points were link- or CPU-bound
+        mechanism: bound          # optional, measured on the run: bound (link- or CPU-bound),
+                                  # emulator (the emulator's own RTT), frame_time (jitter vs one frame's time)
         variant:                  # optional: the experiment's variant that removes what differs
           where: {sysctl_profile: fixed_dupthresh}
           cause: the paper's kernel took three duplicate ACKs for a loss; Linux 6.1 adapts (E2)
@@ -263,7 +264,49 @@ def bound(points: list[Point], ctx: Context) -> str:
     return "; ".join(parts)
 
 
-MECHANISMS = {"bound": bound}
+def _span(values: list[float], fmt: str = ".2g") -> str:
+    lo, hi = min(values), max(values)
+    return f"{lo:{fmt}}" if f"{lo:{fmt}}" == f"{hi:{fmt}}" else f"{lo:{fmt}}-{hi:{fmt}}"
+
+
+def emulator(points: list[Point], ctx: Context) -> str:
+    """Whether the delay measured is the emulator's: the points' idle ping RTT against the round
+    trip their path asks for, and how many repetitions carry the emulator_rtt flag."""
+    pts = sorted({id(p): p for p in points}.values(), key=lambda p: p.index)
+    idle = [v for p in pts if (v := point_mean(p, lambda r: metrics.num(r.get("ping_rtt_p50_ms")))) is not None]
+    asked = [v for p in pts if (v := point_mean(p, lambda r: metrics.num(r.get("path_asked_rtt_ms")))) is not None]
+    rows = [r for p in pts for r in p.ok]
+    flagged = sum(1 for r in rows if "emulator_rtt" in str(r.get("flags") or "").split(";"))
+    if not idle or not asked:
+        return ""
+    verdict = ("→ the delay measured is the emulator's own round trip" if flagged * 2 > len(rows)
+               else "→ the path's own delay dominates")
+    return (f"idle ping RTT {_span(idle)} ms where the path asks {_span(asked)} ms, emulator_rtt on {flagged} of "
+            f"{len(rows)} repetitions {verdict}")
+
+
+def frame_time(points: list[Point], ctx: Context) -> str:
+    """Jitter against one frame's time on the wire at the rate the lab ran and at the rate written:
+    a shaper releases frames one frame time apart, so jitter of about a frame time is the link's
+    pacing at that rate (10 times longer at scale 0.1 than on the original link)."""
+    if not ctx.link_bps:
+        return ""
+    by_mtu: dict[float, list[float]] = {}
+    for p in sorted({id(p): p for p in points}.values(), key=lambda p: p.index):
+        jitter = point_mean(p, lambda r: metrics.num(r.get("jitter_ms")))
+        mtu = point_mean(p, lambda r: metrics.num(axis_value(r, "mtu")))
+        if jitter is not None and mtu:
+            by_mtu.setdefault(mtu, []).append(jitter)
+    parts = []
+    for mtu, jitters in sorted(by_mtu.items()):
+        run_ms = (mtu + 14) * 8 / (ctx.link_bps * ctx.scale) * 1e3
+        parts.append(f"MTU {mtu:g}: jitter {_span(jitters)} ms, {_span([j / run_ms for j in jitters])} frame times "
+                     f"({run_ms:.2g} ms at {ctx.link_bps * ctx.scale / 1e6:g} Mbit/s; {run_ms * ctx.scale:.2g} ms at the "
+                     f"written {ctx.link_bps / 1e6:g})")
+    return "; ".join(parts) + " → jitter of about a frame time: the link's pacing at the rate run" if parts else ""
+
+
+MECHANISMS = {"bound": bound, "emulator": emulator, "frame_time": frame_time}
 
 
 def evaluate(ref: dict[str, Any], points: list[Point], scale: float) -> list[Verdict]:

@@ -96,6 +96,8 @@ def mechanism(v: findings.Verdict) -> str:
     if v.verdict == findings.EXPLAINED:
         return v.mechanism
     if v.verdict == findings.DIFFERS:
+        if v.mechanism:  # measured on the run, with no variant to remove it
+            return f"measured: {v.mechanism}" + (f"; ruled out: {v.tried}" if v.tried else "")
         if v.tried:
             return f"not found; ruled out: {v.tried}"
         if "not measured in this run" in v.measured:

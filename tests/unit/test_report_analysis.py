@@ -125,6 +125,36 @@ def test_mechanism_says_link_or_cpu_bound(tmp_path):
     assert "mtu=450: 47 % of 1 member(s)' goodput, busiest core 97 % → CPU-bound" in mech
 
 
+def _mechanism(run, name: str, check: dict) -> str:
+    ref = {"link_rate_bps": 1e9, "findings": [{"id": "x", "says": "s", "mechanism": name, "check": check}]}
+    return findings.evaluate(ref, group(run), run.scale)[0].mechanism
+
+
+def test_emulator_mechanism_says_whose_round_trip_the_delay_is(tmp_path):
+    """E4's IPv6-vs-IPv4 delay: the idle RTT against what the path asks, and the flag's count."""
+    run = run_of(tmp_path, {"ip": 0}, [
+        {"ip": 4, "ping_rtt_mean_ms": 0.48, "ping_rtt_p50_ms": 0.47, "path_asked_rtt_ms": 0.0157, "flags": "emulator_rtt"},
+        {"ip": 6, "ping_rtt_mean_ms": 0.50, "ping_rtt_p50_ms": 0.56, "path_asked_rtt_ms": 0.0157, "flags": "queue_dropped;emulator_rtt"}])
+    ratio = {"kind": "ratio", "metric": "ping_rtt_ms", "top": {"ip": 6}, "bottom": {"ip": 4}, "stat": "mean", "op": "<",
+             "value": 1.0}
+    assert _mechanism(run, "emulator", ratio) == ("idle ping RTT 0.47-0.56 ms where the path asks 0.016 ms, emulator_rtt "
+                                                  "on 2 of 2 repetitions → the delay measured is the emulator's own round trip")
+    slow = run_of(tmp_path, {"ip": 0}, [{"ip": 4, "ping_rtt_mean_ms": 20.5, "ping_rtt_p50_ms": 20.4, "path_asked_rtt_ms": 20.0},
+                                        {"ip": 6, "ping_rtt_mean_ms": 20.6, "ping_rtt_p50_ms": 20.5, "path_asked_rtt_ms": 20.0}])
+    assert _mechanism(slow, "emulator", ratio).endswith("emulator_rtt on 0 of 2 repetitions → the path's own delay dominates")
+
+
+def test_frame_time_mechanism_puts_jitter_beside_one_frames_time_at_the_rate_run(tmp_path):
+    """At scale 0.1 a 9000-byte frame takes 0.72 ms on a 1 Gbit/s-written link (0.072 at 1 Gbit/s)."""
+    run = run_of(tmp_path, {"mtu": 0}, [{"mtu": 1500, "jitter_ms": 0.18}, {"mtu": 9000, "jitter_ms": 0.72}])
+    ratio = {"kind": "ratio", "metric": "jitter_ms", "top": {"mtu": "max"}, "bottom": {"mtu": "min"}, "stat": "all",
+             "op": "between", "value": [0.5, 2.0]}
+    assert _mechanism(run, "frame_time", ratio) == (
+        "MTU 1500: jitter 0.18 ms, 1.5 frame times (0.12 ms at 100 Mbit/s; 0.012 ms at the written 1000); "
+        "MTU 9000: jitter 0.72 ms, 1 frame times (0.72 ms at 100 Mbit/s; 0.072 ms at the written 1000) "
+        "→ jitter of about a frame time: the link's pacing at the rate run")
+
+
 def test_bad_findings_are_usage_errors_naming_the_choices(tmp_path):
     run = run_of(tmp_path, {"mtu": 0}, [{"mtu": 1500, "throughput_bps": 1e6}])
     with pytest.raises(UsageError, match="unknown check kind 'nope' .valid: threshold, ratio, saturates"):
