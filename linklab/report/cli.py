@@ -158,7 +158,7 @@ def _findings_table(args, results: Path) -> int:
         if not runs:
             raise UsageError(f"no stored run under {root / reproduction.FULL_DIR} or {root / reproduction.QUICK_DIR}",
                              hint="run it from the checkout's root, or name the runs")
-    text = reproduction.table(reproduction.rows(runs, root)) + "\n" + reproduction.runs_table(runs, root)
+    text = reproduction.text(runs, root)
     if not args.into:
         print(text, end="")
         return 0

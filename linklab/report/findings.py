@@ -50,6 +50,8 @@ from linklab.report.points import Point, axis_value
 from linklab.report.published import same
 
 AGREES, DIFFERS, EXPLAINED, NOT_MEASURED = "agrees", "differs", "explained", "not measured"
+# How a differing finding's variant fared, in its `measured` text (the findings table reads them)
+VARIANT_NOT_RUN, VARIANT_NO_EFFECT = "not measured in this run", "does not remove it"
 
 
 @dataclass
@@ -240,13 +242,18 @@ KINDS: dict[str, Callable[[dict[str, Any], Context], tuple[str, str, list[Point]
 
 # -- mechanisms ------------------------------------------------------------------------------
 
+def _distinct(points: list[Point]) -> list[Point]:
+    """The points a check used, each once (a ratio uses a point once per pair), in run order."""
+    return sorted({id(p): p for p in points}.values(), key=lambda p: p.index)
+
+
 def bound(points: list[Point], ctx: Context) -> str:
     """Per point: the share of what the links could carry, and the busiest core -> link-bound,
     CPU-bound or neither."""
     if not ctx.link_bps:
         return ""
     parts = []
-    for p in sorted({id(p): p for p in points}.values(), key=lambda p: p.index)[:6]:
+    for p in _distinct(points)[:6]:
         r = p.ok
         bps = point_mean(p, lambda row: metrics.num(row.get("throughput_bps")))
         core = point_mean(p, metrics.BY_KEY["busiest_core_pct"].get)
@@ -272,7 +279,7 @@ def _span(values: list[float], fmt: str = ".2g") -> str:
 def emulator(points: list[Point], ctx: Context) -> str:
     """Whether the delay measured is the emulator's: the points' idle ping RTT against the round
     trip their path asks for, and how many repetitions carry the emulator_rtt flag."""
-    pts = sorted({id(p): p for p in points}.values(), key=lambda p: p.index)
+    pts = _distinct(points)
     idle = [v for p in pts if (v := point_mean(p, lambda r: metrics.num(r.get("ping_rtt_p50_ms")))) is not None]
     asked = [v for p in pts if (v := point_mean(p, lambda r: metrics.num(r.get("path_asked_rtt_ms")))) is not None]
     rows = [r for p in pts for r in p.ok]
@@ -292,7 +299,7 @@ def frame_time(points: list[Point], ctx: Context) -> str:
     if not ctx.link_bps:
         return ""
     by_mtu: dict[float, list[float]] = {}
-    for p in sorted({id(p): p for p in points}.values(), key=lambda p: p.index):
+    for p in _distinct(points):
         jitter = point_mean(p, lambda r: metrics.num(r.get("jitter_ms")))
         mtu = point_mean(p, lambda r: metrics.num(axis_value(r, "mtu")))
         if jitter is not None and mtu:
@@ -382,8 +389,8 @@ def _with_variant(variant: Any, check: dict[str, Any], every: Context, variants:
         return EXPLAINED, f"{measured}; with variant {name}: {v_measured}", \
             "; ".join(x for x in (f"{cause} (measured: variant {name} agrees)" if cause else "", mech) if x)
     if v_verdict == NOT_MEASURED:
-        return DIFFERS, f"{measured}; variant {name} not measured in this run", mech
-    return DIFFERS, f"{measured}; variant {name} does not remove it: {v_measured}", mech
+        return DIFFERS, f"{measured}; variant {name} {VARIANT_NOT_RUN}", mech
+    return DIFFERS, f"{measured}; variant {name} {VARIANT_NO_EFFECT}: {v_measured}", mech
 
 
 def _varied(check: dict[str, Any], given: dict[str, dict[str, Any]]) -> dict[str, Any]:

@@ -48,14 +48,24 @@ def stored_runs(root: Path) -> list[tuple[Path, str]]:
     return out
 
 
-def runs_table(runs: list[tuple[Path, str]], root: Path) -> str:
+def text(runs: list[tuple[Path, str]], root: Path) -> str:
+    """README's block: the findings table, then which run each experiment's rows come from."""
+    loaded = [(Run.load(path), _shown(path, root), kind) for path, kind in runs]
+    return table(rows(loaded, root)) + "\n" + runs_table(loaded)
+
+
+def _shown(path: Path, root: Path) -> str:
+    """A stored run's directory as typed from the checkout's root."""
+    return str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
+
+
+def runs_table(loaded: list[tuple[Run, str, str]]) -> str:
     """Which run each experiment's rows come from: its size and the sweep's wall time (from its
     manifest: created to finished, so a resumed run counts its pauses too)."""
     lines = ["| experiment | stored run | kind | points × repetitions | sweep took |", "|---|---|---|---|---|"]
-    for path, kind in runs:
-        m = Run.load(path).manifest
+    for run, shown, kind in loaded:
+        m = run.manifest
         took = _wall(m.get("created_at"), m.get("finished_at"))
-        shown = str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
         lines.append(f"| {m.get('experiment')} | `{shown}` | {kind} | {m.get('points')} × {m.get('repetitions')} | {took} |")
     return "\n".join(lines) + "\n"
 
@@ -69,14 +79,12 @@ def _wall(start: str | None, end: str | None) -> str:
     return f"{int(s // 3600)} h {int(s % 3600 // 60):02d} min" if s >= 3600 else f"{int(s // 60)} min {int(s % 60):02d} s"
 
 
-def rows(runs: list[tuple[Path, str]], root: Path) -> list[Row]:
+def rows(loaded: list[tuple[Run, str, str]], root: Path) -> list[Row]:
     out = []
-    for path, kind in runs:
-        run = Run.load(path)
+    for run, shown, kind in loaded:
         rep = analyse(run, "", experiments_dir=root / "experiments")
         if rep.reference is None:
-            raise UsageError(f"{path}: experiment {run.experiment!r} has no reference file, so no published findings")
-        shown = str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
+            raise UsageError(f"{shown}: experiment {run.experiment!r} has no reference file, so no published findings")
         out += [Row(run.experiment, shown, kind, v) for v in rep.verdicts]
     return out
 
@@ -100,9 +108,9 @@ def mechanism(v: findings.Verdict) -> str:
             return f"measured: {v.mechanism}" + (f"; ruled out: {v.tried}" if v.tried else "")
         if v.tried:
             return f"not found; ruled out: {v.tried}"
-        if "not measured in this run" in v.measured:
+        if findings.VARIANT_NOT_RUN in v.measured:
             return "its variant is not in this run"
-        return "its variant does not remove it" if "does not remove it" in v.measured else "not investigated yet"
+        return "its variant does not remove it" if findings.VARIANT_NO_EFFECT in v.measured else "not investigated yet"
     bounds = re.findall(r"→ ([^;]+)", v.mechanism)
     return ", ".join(f"{b} ({bounds.count(b)} points)" if bounds.count(b) > 1 else b
                      for b in dict.fromkeys(bounds)) if bounds else ""

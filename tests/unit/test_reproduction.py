@@ -17,7 +17,7 @@ def test_readme_table_is_the_stored_runs_table():
     runs = reproduction.stored_runs(ROOT)
     refs = sorted(ROOT.glob("experiments/*.reference.yaml"))
     assert len(runs) == len(refs) >= 5  # every experiment with published findings has a stored run
-    want = reproduction.table(reproduction.rows(runs, ROOT)) + "\n" + reproduction.runs_table(runs, ROOT)
+    want = reproduction.text(runs, ROOT)
     assert reproduction.between_markers(ROOT / "README.md") == want, "run `make reproduction`"
 
 
