@@ -81,3 +81,23 @@ def test_a_stage_passes_only_when_exactly_its_checks_fail():
     # An expected failure that came out inconclusive is not a wrong lab: inconclusive, checked again.
     assert judge_stage(exercise.Stage("v", ["a", "m"]), slow).verdict == "inconclusive"
     assert judge_stage(exercise.Stage("v", ["m"]), slow).verdict == "fail"  # a failed that should not
+
+
+def test_a_stage_goes_back_to_the_start_and_sets_its_settings_in_one_reconfiguration(monkeypatch):
+    """A selftest stage after the first: one `set_params(replace=True)` with every leading set
+    step, in order (a later step on the same path wins, as it would step by step); a set after an
+    exec step still runs after it."""
+    calls = []
+    monkeypatch.setattr(exercise.lablib, "set_params", lambda lab, o, replace=False, say=None: calls.append(("set", list(o), replace)))
+    monkeypatch.setattr(exercise.lablib, "exec_argv", lambda lab, node, argv: ["exec", node, *argv])
+    monkeypatch.setattr(exercise.runner, "run", lambda argv, timeout=None: calls.append(("run", argv)))
+    steps = [parse_step("linklab set a=1 b=2"), parse_step("linklab set a=3"),
+             parse_step("linklab exec h1 -- ip link"), parse_step("linklab set c=4")]
+    said = []
+    exercise.apply_steps("lab", steps, said.append, replace=True)
+    assert calls == [("set", [("a", 1), ("b", 2), ("a", 3)], True), ("run", ["exec", "h1", "ip", "link"]),
+                     ("set", [("c", 4)], False)]
+    assert said == ["    linklab set a=1 b=2", "    linklab set a=3", "    linklab exec h1 -- ip link", "    linklab set c=4"]
+    calls.clear()
+    exercise.apply_steps("lab", [], said.append, replace=True)  # the solution-free start of a stage
+    assert calls == [("set", [], True)]
