@@ -59,8 +59,9 @@ class Verdict:
     id: str
     says: str
     verdict: str
-    measured: str
+    measured: str  # what the run gave (and its variant, where one was checked)
     mechanism: str = ""
+    expected: str = ""   # what the check asks of it, e.g. "max > 1.05"
     published: str = ""  # the published figure, as the reference file quotes it
     tried: str = ""      # a differing finding's causes tested and ruled out, as the reference file states them
 
@@ -141,15 +142,18 @@ def reduce(values: list[tuple[str, float]], stat: str, op: str, value: Any) -> t
 
 # -- evaluators ------------------------------------------------------------------------------
 
-def _threshold(check: dict[str, Any], ctx: Context) -> tuple[str, str, list[Point]]:
+def _threshold(check: dict[str, Any], ctx: Context) -> tuple[str, str, str, list[Point]]:
     get = metric_of(check["metric"], ctx)
     pts = selected(ctx, check.get("where"))
     vals = [(p.label, v) for p in pts if (v := point_mean(p, get)) is not None]
     if not vals:
-        return NOT_MEASURED, "no point of this run is selected", []
+        return NOT_MEASURED, "no point of this run is selected", "", []
     ok, text = reduce(vals, check.get("stat", "all"), check["op"], check["value"])
-    return (AGREES if ok else DIFFERS), f"{check['metric']} {text}; expected {check.get('stat', 'all')} " \
-                                        f"{expect_text(check['op'], check['value'])}", pts
+    return (AGREES if ok else DIFFERS), f"{check['metric']} {text}", _expected(check), pts
+
+
+def _expected(check: dict[str, Any]) -> str:
+    return f"{check.get('stat', 'all')} {expect_text(check['op'], check['value'])}"
 
 
 _MISSING = object()  # a `max`/`min` selection on an axis with no numeric value (null is a value)
@@ -165,7 +169,7 @@ def _pick_axis_value(pts: list[Point], axis: str, want: Any) -> Any:
     return want
 
 
-def _ratio(check: dict[str, Any], ctx: Context) -> tuple[str, str, list[Point]]:
+def _ratio(check: dict[str, Any], ctx: Context) -> tuple[str, str, str, list[Point]]:
     get = metric_of(check["metric"], ctx)
     pts = selected(ctx, check.get("where"))
     top, bottom = dict(check["top"]), dict(check["bottom"])
@@ -195,18 +199,17 @@ def _ratio(check: dict[str, Any], ctx: Context) -> tuple[str, str, list[Point]]:
                     pairs.append((label or "all", a / b))
                     used += [p, q]
     if not pairs:
-        return NOT_MEASURED, "this run has no pair of points to divide", []
+        return NOT_MEASURED, "this run has no pair of points to divide", "", []
     ok, text = reduce(pairs, check.get("stat", "all"), check["op"], check["value"])
     what = f"{check['metric']} {_sel(top)} ÷ {_sel(bottom)}"
-    return (AGREES if ok else DIFFERS), f"{what}: {text}; expected {check.get('stat', 'all')} " \
-                                        f"{expect_text(check['op'], check['value'])}", used
+    return (AGREES if ok else DIFFERS), f"{what}: {text}", _expected(check), used
 
 
 def _sel(sel: dict[str, Any]) -> str:
     return ",".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in sel.items())
 
 
-def _saturates(check: dict[str, Any], ctx: Context) -> tuple[str, str, list[Point]]:
+def _saturates(check: dict[str, Any], ctx: Context) -> tuple[str, str, str, list[Point]]:
     get = metric_of(check["metric"], ctx)
     axis, start, within = check["axis"], float(check["from"]), float(check.get("within", 0.1))
     pts = selected(ctx, check.get("where"))
@@ -232,11 +235,12 @@ def _saturates(check: dict[str, Any], ctx: Context) -> tuple[str, str, list[Poin
                      + ("" if rises else " (does not rise)") + ("" if flat else " (not flat)"))
         used += [t[2] for t in s]
     if not parts:
-        return NOT_MEASURED, f"no series with {axis} below and from {start:g}", []
-    return (AGREES if ok_all else DIFFERS), "; ".join(parts) + f" (flat = within {within * 100:g} % of the maximum)", used
+        return NOT_MEASURED, f"no series with {axis} below and from {start:g}", "", []
+    return (AGREES if ok_all else DIFFERS), "; ".join(parts), f"rises, then flat from {start:g} (within {within * 100:g} % of the maximum)", used
 
 
-KINDS: dict[str, Callable[[dict[str, Any], Context], tuple[str, str, list[Point]]]] = {
+# Each gives (verdict, what the run measured, what the check expects of it, the points it used).
+KINDS: dict[str, Callable[[dict[str, Any], Context], tuple[str, str, str, list[Point]]]] = {
     "threshold": _threshold, "ratio": _ratio, "saturates": _saturates}
 
 
@@ -325,7 +329,7 @@ def evaluate(ref: dict[str, Any], points: list[Point], scale: float) -> list[Ver
     for i, f in enumerate(ref.get("findings") or []):
         fid = str(f.get("id") or f"finding-{i + 1}")
         check = f.get("check") or {}
-        verdict, measured, used = _judge(check, ctx, i, fid)
+        verdict, measured, expected, used = _judge(check, ctx, i, fid)
         mech = ""
         if f.get("mechanism") and used:
             fn = MECHANISMS.get(f["mechanism"])
@@ -334,12 +338,12 @@ def evaluate(ref: dict[str, Any], points: list[Point], scale: float) -> list[Ver
             mech = fn(used, ctx)
         if f.get("variant") is not None and verdict == DIFFERS:
             verdict, measured, mech = _with_variant(f["variant"], check, every, variants, i, fid, measured, mech)
-        out.append(Verdict(fid, str(f.get("says", fid)), verdict, measured, mech,
+        out.append(Verdict(fid, str(f.get("says", fid)), verdict, measured, mech, expected,
                            str(f.get("published") or ""), str(f.get("tried") or "")))
     return out
 
 
-def _judge(check: dict[str, Any], ctx: Context, i: int, fid: str) -> tuple[str, str, list[Point]]:
+def _judge(check: dict[str, Any], ctx: Context, i: int, fid: str) -> tuple[str, str, str, list[Point]]:
     kind = KINDS.get(check.get("kind"))
     if kind is None:
         raise UsageError(f"findings[{i}] ({fid}): unknown check kind {check.get('kind')!r} (valid: {', '.join(KINDS)})")
@@ -382,7 +386,7 @@ def _with_variant(variant: Any, check: dict[str, Any], every: Context, variants:
         raise UsageError(f"findings[{i}] ({fid}): variant {_sel(chosen)} is not listed under `variants:` "
                          f"(listed: {', '.join(f'{a}={v}' for a, vs in variants.items() for v in vs) or 'none'})")
     again = _varied(check, given)
-    v_verdict, v_measured, _ = _judge(again, every, i, fid)
+    v_verdict, v_measured, _, _ = _judge(again, every, i, fid)
     cause = str(variant.get("cause") or "")
     name = "; ".join(f"{_sel(sel)}" if k == "where" else f"{k} {_sel(sel)}" for k, sel in given.items())
     if v_verdict == AGREES:

@@ -43,8 +43,9 @@ def document(rep: Report) -> list[Block]:
     for run_report in rep.runs:
         if run_report.verdicts:
             b.append(Block("h2", f"Published findings, checked{_of(run_report, rep)}"))
-            b.append(Block("table", [[_verdict(v.verdict), v.says, v.measured + (f" — mechanism: {v.mechanism}"
-                                                                                   if v.mechanism else "")]
+            b.append(Block("table", [[_verdict(v.verdict), v.says, v.measured
+                                      + (f"; expected {v.expected}" if v.expected else "")
+                                      + (f" — mechanism: {v.mechanism}" if v.mechanism else "")]
                                      for v in run_report.verdicts], ["verdict", "published finding", "linklab measured"]))
     if rep.figures:
         b.append(Block("h2", "Figures"))

@@ -93,11 +93,6 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ").strip() or "—"
 
 
-def figure(v: findings.Verdict) -> str:
-    """linklab's figure: what the verdict measured, without the expectation (the published column has it)."""
-    return re.sub(r"; expected [^;]*", "", v.measured)
-
-
 def mechanism(v: findings.Verdict) -> str:
     """Explained: the cause its variant measured. Agrees: whether the points were link- or
     CPU-bound. Differs: what was ruled out, or that nothing was tried yet."""
@@ -122,7 +117,7 @@ def table(found: list[Row]) -> str:
     for r in found:
         v = r.verdict
         command = f"`linklab report {r.run} --no-figures`" + (" (quick)" if r.kind == "quick" else "")
-        lines.append("| " + " | ".join(_cell(x) for x in (r.experiment, v.says, v.published, figure(v), MARK[v.verdict],
+        lines.append("| " + " | ".join(_cell(x) for x in (r.experiment, v.says, v.published, v.measured, MARK[v.verdict],
                                                            mechanism(v), command)) + " |")
     counts = {m: sum(1 for r in found if r.verdict.verdict == m) for m in MARK}
     lines.append("")

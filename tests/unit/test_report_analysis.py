@@ -67,6 +67,9 @@ def test_threshold_finding(tmp_path, rr_mbps, expected):
     run = run_of(tmp_path, {"bond_mode": 0}, [{"bond_mode": "balance-rr", "throughput_bps": rr_mbps * 1e6},
                                               {"bond_mode": "802.3ad", "throughput_bps": 95e6}])
     assert verdicts(run, RR_ABOVE) == [expected]
+    (v,) = findings.evaluate({"link_rate_bps": 1e9, "findings": [{"id": "f", "check": RR_ABOVE}]}, group(run), run.scale)
+    # what the run gave and what the check asks, apart (README's table shows the first only)
+    assert (v.measured, v.expected) == (f"link_fraction max {rr_mbps / 100:.3g} (balance-rr)", "max > 1.05")
 
 
 def test_threshold_finding_not_measured_when_nothing_selected(tmp_path):
