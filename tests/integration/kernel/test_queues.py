@@ -11,6 +11,7 @@ did fill to at least half its bound.
 import re
 import subprocess
 import time
+from contextlib import contextmanager
 from statistics import median, quantiles
 
 import pytest
@@ -55,26 +56,34 @@ def backlog_bytes(lb) -> int:
     return max((int(n) for n in re.findall(r"backlog (\d+)b", out)), default=0)
 
 
+@contextmanager
+def iperf3_server(lb):
+    """A one-shot iperf3 server on h2 for the `with` block, given a second to listen; killed after."""
+    server = subprocess.Popen(["ip", "netns", "exec", lb.ns("h2"), "iperf3", "-s", "-1"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(1.0)
+        yield
+    finally:
+        server.kill()
+        server.wait()
+
+
 def under_load(lb, client_argv, count=60, need=0.8):
     """Ping h2 while h1 runs `client_argv` against an iperf3 server on h2, once the load has
     built a queue (iperf3 can take seconds to connect under software emulation)."""
-    server = subprocess.Popen(["ip", "netns", "exec", lb.ns("h2"), "iperf3", "-s", "-1"],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    client = None
-    try:
-        time.sleep(1.0)
+    with iperf3_server(lb):
         client = subprocess.Popen(["ip", "netns", "exec", lb.ns("h1"), *client_argv],
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 30
-        while backlog_bytes(lb) == 0 and time.monotonic() < deadline:
-            time.sleep(0.2)
-        time.sleep(1.0)  # past slow start: the queue is in its steady state
-        return rtts(lb, count, need)
-    finally:
-        for p in (client, server):
-            if p is not None:
-                p.kill()
-                p.wait()
+        try:
+            deadline = time.monotonic() + 30
+            while backlog_bytes(lb) == 0 and time.monotonic() < deadline:
+                time.sleep(0.2)
+            time.sleep(1.0)  # past slow start: the queue is in its steady state
+            return rtts(lb, count, need)
+        finally:
+            client.kill()
+            client.wait()
 
 
 @pytest.mark.parametrize("queue,bound_ms", [("queue: 5ms", 5.0), (None, 10.0)])
@@ -121,15 +130,9 @@ def test_tcp_bulk_rtt_under_load_stays_within_host_port_model(tmp_path):
 def _udp(lb, asked: str, seconds: int = 5):
     """One UDP flow h1 -> h2 at `asked` (iperf3 -u -b): its report (sent and received rates, loss)."""
     from linklab.measure.iperf3 import Iperf3Client
-    server = subprocess.Popen(["ip", "netns", "exec", lb.ns("h2"), "iperf3", "-s", "-1"],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        time.sleep(1.0)
+    with iperf3_server(lb):
         res = lb.run("h1", ["iperf3", "-c", "10.77.0.2", "-u", "-b", asked, "-t", str(seconds), "-J"], timeout=60)
-        return Iperf3Client.parse(res.stdout)
-    finally:
-        server.kill()
-        server.wait()
+    return Iperf3Client.parse(res.stdout)
 
 
 def test_a_udp_generator_is_held_to_its_own_link_unless_the_shaper_detaches_its_packets(tmp_path):
