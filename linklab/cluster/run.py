@@ -59,6 +59,7 @@ class Unit:
 def run_on_cluster(exp_path: str | Path, opts: Options, cluster: str, allow: set[str], say=print) -> ResultsStore:
     address = parse(cluster)  # bad input before anything starts
     require_ray()
+    started = time.monotonic()
     exp = load_for(exp_path, opts)
     points = select_points(exp, opts)
     parts = _fingerprint_parts(exp_path, exp, opts)
@@ -70,7 +71,10 @@ def run_on_cluster(exp_path: str | Path, opts: Options, cluster: str, allow: set
     recorded = leftovers.driver_recorded(leftovers.cluster_dir()) if address.local_nodes else contextlib.nullcontext()
     with store.lock(), recorded, session.connect(address, say) as slots:
         say(f"linklab: {slots} nodes can host a lab; results stream into {store.path}")
-        Driver(exp, points, store, _spec(exp_path, opts, address), slots, allow, say).run(opts)
+        driver = Driver(exp, points, store, _spec(exp_path, opts, address), slots, allow, say)
+        sweep_session.fill(store, exp, points, opts, driver, started, say)
+    say(f"linklab: {exp.name}: {len(store.rows())} repetitions recorded ({len(store.failed())} failed) "
+        f"by {len(driver.workers)} workers in {store.path}")
     return store
 
 
@@ -98,9 +102,14 @@ def _manifest(exp_path, exp: Experiment, points: list[Point], fingerprint: str, 
 
 
 class Driver:
+    """The session's executor (session.Executor) on a Ray cluster: units of points sent to the
+    nodes that can host a lab, up to IN_FLIGHT_PER_SLOT each, their repetitions recorded as they
+    stream back; a unit a worker lost is sent again (at most MAX_TRIES per point)."""
+
     def __init__(self, exp: Experiment, points: list[Point], store: ResultsStore, spec: dict[str, Any], slots: int,
                  allow: set[str], say):
         self.exp, self.store, self.spec, self.slots, self.allow, self.say = exp, store, spec, slots, allow, say
+        self.at_once = slots
         self.points = points
         self.by_id = {p.id: p for p in points}
         self.events: queue.Queue = queue.Queue()
@@ -114,21 +123,10 @@ class Driver:
         self._streams = True
         self._shown: tuple = ()
 
-    def run(self, opts: Options) -> None:
-        store = self.store
-        for leftover in store.clean_partial():
-            self.say(f"  removed partial result {leftover}")
-        if opts.retry_failed:
-            for point_id, rep in sorted(store.failed()):
-                self.say(f"  retrying failed repetition (first attempt kept in {store.set_aside_failed(point_id, rep)})")
-        done = store.completed()
-        reps = range(1, self.exp.repetitions + 1)
-        total = len(self.points) * self.exp.repetitions
-        pending = collections.deque(u for u in (self._unit([(p.id, r) for p in g for r in reps if (p.id, r) not in done])
-                                                for g in groups(self.points, self.slots)) if u.todo)
-        self.progress = Progress(total, already_done=len(done & {(p.id, r) for p in self.points for r in reps}),
-                                 workers=self.slots)
-        started = time.monotonic()
+    def measure(self, points: list[Point], todo: dict[str, list[int]], progress: Progress) -> None:
+        self.progress = progress
+        pending = collections.deque(u for u in (self._unit([(p.id, r) for p in g for r in todo[p.id]])
+                                                for g in groups(points, self.slots)) if u.todo)
         running: dict[int, Unit] = {}
         try:
             while pending or running:
@@ -148,16 +146,11 @@ class Driver:
                     self._handle(unit, msg)
         finally:
             self._cancel(running.values())
-            self.progress.close()
-            store.write_table()
-            store.update_manifest(workers=sorted(self.workers.values(), key=lambda w: w["node_id"]),
-                                  timing={"sweep_wall_s": round(time.monotonic() - started, 3)})
-            self.teardown()  # whatever happened: no node keeps a lab (or a lab VM) for nothing
-        if not store.failed() or not opts.retry_failed:
-            store.mark_complete()
-        rows = store.rows()
-        self.say(f"linklab: {self.exp.name}: {len(rows)} repetitions recorded ({len(store.failed())} failed) "
-                 f"by {len(self.workers)} workers in {store.path}")
+
+    def finish(self) -> dict[str, Any]:
+        workers = sorted(self.workers.values(), key=lambda w: w["node_id"])
+        self.teardown()  # whatever happened: no node keeps a lab (or a lab VM) for nothing
+        return {"workers": workers}
 
     # -- units out -----------------------------------------------------------------------
 

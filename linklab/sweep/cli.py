@@ -132,7 +132,7 @@ def _stepwise(args, opts) -> int:
                          hint="run it inside the VM (`linklab ab` does), e.g. `linklab vm run -- linklab sweep ... --stepwise`")
     replies = stepwise.protocol_stream()  # first: from here on nothing else can print to stdout
     run(args.experiment, opts, say=lambda msg: print(msg, file=sys.stderr, flush=True),
-        executor=lambda sweep, points, todo: stepwise.serve(sweep, points, todo, replies=replies))
+        order=lambda sweep, points, todo: stepwise.serve(sweep, points, todo, replies=replies))
     return 0
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import socket
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -44,10 +45,30 @@ def manifest(exp_path, exp: Experiment, points: list[Point], fingerprint: str, o
                             {"scale": None, "placement": PLACEMENT, "dry_run_s": opts.dry_run})
 
 
+@dataclass
+class DryExecutor:
+    """The session's executor (session.Executor) with no lab: each repetition sleeps `seconds`."""
+
+    store: ResultsStore
+    seconds: float
+    repetitions: int  # the experiment's, for the progress line
+    at_once: int = 1
+
+    def measure(self, points: list[Point], todo: dict[str, list[int]], progress) -> None:
+        for point in points:
+            for rep in todo[point.id]:
+                progress.start_unit(f"{point.key} rep {rep}/{self.repetitions}")
+                raw, row = measure(point, rep, self.seconds)
+                self.store.record(point, rep, raw, row)
+                progress.finish_unit()
+
+    def finish(self) -> dict[str, Any]:
+        return {}
+
+
 def run(exp_path: str | Path, opts, say=print) -> ResultsStore:
     """A dry sweep into the results store, resumable like a measured one."""
     from linklab.sweep import session
-    from linklab.sweep.progress import Progress
     started = time.monotonic()
     exp = session.load_for(exp_path, opts)
     points = session.select_points(exp, opts)
@@ -57,20 +78,6 @@ def run(exp_path: str | Path, opts, say=print) -> ResultsStore:
     if complete:
         return store
     with store.lock():
-        store.clean_partial()
-        done = store.completed()
-        todo = [(p, r) for p in points for r in range(1, exp.repetitions + 1) if (p.id, r) not in done]
-        progress = Progress(len(points) * exp.repetitions, already_done=len(points) * exp.repetitions - len(todo))
-        try:
-            for point, rep in todo:
-                progress.start_unit(f"{point.key} rep {rep}/{exp.repetitions}")
-                raw, row = measure(point, rep, opts.dry_run)
-                store.record(point, rep, raw, row)
-                progress.finish_unit()
-        finally:
-            progress.close()
-            store.write_table()
-            store.update_manifest(timing={"sweep_wall_s": round(time.monotonic() - started, 3)})
-        store.mark_complete()
+        session.fill(store, exp, points, opts, DryExecutor(store, opts.dry_run, exp.repetitions), started, say)
     say(f"linklab: {exp.name}: dry run of {len(points)} points recorded in {store.path}")
     return store

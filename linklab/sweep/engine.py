@@ -38,9 +38,9 @@ RECORDED_SYSCTLS = ("net.ipv4.tcp_congestion_control", "net.ipv4.tcp_reordering"
                     "net.ipv4.tcp_sack", "net.ipv4.tcp_timestamps")
 
 
-def run(exp_path: str | Path, opts: Options, say=print, executor: Executor | None = None) -> ResultsStore:
+def run(exp_path: str | Path, opts: Options, say=print, order: Order | None = None) -> ResultsStore:
     """Run (or resume) the experiment; returns its results. The caller writes the report.
-    `executor`: what measures the missing repetitions (default: every point in turn)."""
+    `order`: in what order the lab measures the missing repetitions (default: every point in turn)."""
     started = time.monotonic()
     if opts.dry_run is not None:
         from linklab.sweep import dry
@@ -61,7 +61,7 @@ def run(exp_path: str | Path, opts: Options, say=print, executor: Executor | Non
     with store.lock(), state.locked(lab_name):
         sweep = Sweep(exp, topo_raw, handle, lab.remember_base_overrides(lab_name), store, Progress(0), say,
                       rerun_disturbed=opts.rerun_disturbed, overrides=tuple(opts.overrides))
-        _measure_all(sweep, points, opts, started, executor or in_turn)
+        session.fill(store, exp, points, opts, LabExecutor(sweep, order or in_turn, started), started, say)
     rows = store.rows()
     failed = sum(1 for r in rows if not r.get("preflight_ok", True) or r.get("error"))
     say(f"linklab: {exp.name}: {len(rows)} repetitions recorded ({failed} failed) in {store.path}")
@@ -114,11 +114,11 @@ def _lab_for(lab_name: str, tpath: Path, exp_path, opts: Options, say) -> dict[s
     return record
 
 
-# What measures a session's missing repetitions: given the sweep, its points and what each still
-# lacks ({point id: [rep, ...]}), it prepares points (prepare_point) and measures repetitions
-# (measure_point_rep) in whatever order it chooses. in_turn is the local one; `linklab ab`'s arms
-# take their steps from stdin (linklab/sweep/stepwise.py).
-Executor = Callable[["Sweep", list[Point], dict[str, list[int]]], None]
+# In what order the lab measures a session's missing repetitions: given the sweep, its points and
+# what each still lacks ({point id: [rep, ...]}), it prepares points (prepare_point) and measures
+# repetitions (measure_point_rep) as it chooses. in_turn is the default; `linklab ab`'s arms take
+# their steps from stdin (linklab/sweep/stepwise.py).
+Order = Callable[["Sweep", list[Point], dict[str, list[int]]], None]
 
 
 def in_turn(sweep: Sweep, points: list[Point], todo: dict[str, list[int]]) -> None:
@@ -128,43 +128,39 @@ def in_turn(sweep: Sweep, points: list[Point], todo: dict[str, list[int]]) -> No
             _run_point(sweep, point, todo[point.id])
 
 
-def _measure_all(sweep: Sweep, points: list[Point], opts: Options, started: float, executor: Executor) -> None:
-    """Every missing repetition, measured by `executor`; then the lab as the user left it, the
-    table, the manifest's timing, and `complete` once nothing failed (or failures are accepted)."""
-    exp, store, say = sweep.exp, sweep.store, sweep.say
-    for leftover in store.clean_partial():
-        say(f"  removed partial result {leftover}")
-    # iperf3s a killed sweep left running in the lab (they live in their own sessions).
-    for node in sweep.handle.lab.nodes:
-        if stop_stale_iperf3(sweep.handle, node.name):
-            say(f"  stopped iperf3 left running on {node.name} by an interrupted sweep")
-    if opts.retry_failed:
-        for point_id, rep in sorted(store.failed()):
-            say(f"  retrying failed repetition (first attempt kept in {store.set_aside_failed(point_id, rep)})")
-    done = store.completed()
-    todo = {p.id: [r for r in range(1, exp.repetitions + 1) if (p.id, r) not in done] for p in points}
-    left = sum(map(len, todo.values()))
-    sweep.progress = Progress(len(points) * exp.repetitions, already_done=len(points) * exp.repetitions - left)
-    sweep.totals.add("startup", time.monotonic() - started)
-    try:
-        executor(sweep, points, todo)
-    finally:
+@dataclass
+class LabExecutor:
+    """The session's executor (session.Executor) where the lab is: its points measured in `order`;
+    after them the lab put back as the user left it."""
+
+    sweep: Sweep
+    order: Order
+    started: float  # when the session began: what came before the first repetition is its start-up
+    at_once: int = 1
+
+    def measure(self, points: list[Point], todo: dict[str, list[int]], progress: Progress) -> None:
+        sweep = self.sweep
+        sweep.progress = progress
+        # iperf3s a killed sweep left running in the lab (they live in their own sessions).
+        for node in sweep.handle.lab.nodes:
+            if stop_stale_iperf3(sweep.handle, node.name):
+                sweep.say(f"  stopped iperf3 left running on {node.name} by an interrupted sweep")
+        sweep.totals.add("startup", time.monotonic() - self.started)
+        self.order(sweep, points, todo)
+
+    def finish(self) -> dict[str, Any]:
+        sweep = self.sweep
         try:
             sweep.recording.close()  # the last repetition written whole, whatever stopped the loop
         finally:
             sweep.servers.stop()
-        sweep.progress.close()
         with sweep.totals.phase("restore"):
             # Put the lab back the way the user left it, whatever happened.
             lab.set_params(sweep.handle.name, sweep.base_overrides, replace=True, lock=False, say=lambda *_: None,
                            backend=sweep.handle.backend)
             lab.forget_base_overrides(sweep.handle.name)
-        store.write_table()
-        store.update_manifest(timing={"seconds": {k: round(v, 3) for k, v in sweep.totals.seconds.items()},
-                                      "sweep_wall_s": round(time.monotonic() - started, 3),
-                                      "record_background_s": round(sweep.recording.background_s, 3)})
-    if not store.failed() or not opts.retry_failed:
-        store.mark_complete()
+        return {"timing": {"seconds": {k: round(v, 3) for k, v in sweep.totals.seconds.items()},
+                           "record_background_s": round(sweep.recording.background_s, 3)}}
 
 
 @dataclass

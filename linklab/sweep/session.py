@@ -1,7 +1,9 @@
 """A sweep session, whatever executes it — a lab here (engine.py, each point in turn or stepwise),
 no lab (dry.py), a Ray cluster (linklab/cluster/run.py): what it was asked (Options), the
 experiment and points it runs, and the run it fills, in one place: its fingerprint (what must be
-the same for two sessions to fill one run), its manifest (what was run), and finding or making it.
+the same for two sessions to fill one run), its manifest (what was run), finding or making it,
+and filling it (`fill`: what is left to measure, progress, the table, the manifest's timing and
+`complete`), whichever Executor measures.
 
 Each caller says only where the lab is: `where` holds the lab's part of the fingerprint (its
 settings, scale and placement, the kernel and tools it measured with; or the dry run's seconds;
@@ -13,9 +15,10 @@ from __future__ import annotations
 
 import platform
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from linklab import __version__
 from linklab.errors import StateError, UsageError
@@ -23,6 +26,7 @@ from linklab.results.store import ResultsStore
 from linklab.sweep.experiment import Experiment, file_sha256, load_experiment, topology_path
 from linklab.sweep import shard
 from linklab.sweep.matrix import Point, expand
+from linklab.sweep.progress import Progress
 
 
 def fingerprint_text(parts: dict[str, Any]) -> str:
@@ -160,3 +164,46 @@ def refuse_mismatched_resume(latest: ResultsStore, parts: dict[str, Any]) -> Non
     raise StateError(f"{latest.path} is unfinished but was made under other conditions ({'; '.join(diff)}); "
                      "resuming would mix its rows with these",
                      hint="restore those conditions to resume it, or --force to start a new run")
+
+
+class Executor(Protocol):
+    """What measures a session's missing repetitions, a module each: the lab here, its points in
+    turn or as `linklab ab` asks (engine.LabExecutor), no lab (dry.DryExecutor), a Ray cluster's
+    workers (linklab/cluster/run.Driver). It records each repetition in the run itself; `fill`
+    does what is the same for all around it, so a new executor needs no change here."""
+
+    at_once: int  # how many repetitions it measures at the same time (the progress line's ETA)
+
+    def measure(self, points: list[Point], todo: dict[str, list[int]], progress: Progress) -> None:
+        """Measure `todo` ({point id: [rep, ...]}, every point of `points` listed), telling `progress`."""
+
+    def finish(self) -> dict[str, Any]:
+        """After `measure`, whatever happened: put away what it used (servers, the lab's settings,
+        a cluster's labs); what the manifest adds (its `timing` joins the session's)."""
+
+
+def fill(store: ResultsStore, exp: Experiment, points: list[Point], opts: Options, executor: Executor,
+         started: float, say) -> None:
+    """The run's missing repetitions, measured by `executor`: partial results removed, failed ones
+    set aside to be measured again (unless --no-retry); after it, whatever happened, the table and
+    the manifest's timing (`started`: when the session began); `complete` once nothing failed (or
+    failures are accepted)."""
+    for leftover in store.clean_partial():
+        say(f"  removed partial result {leftover}")
+    if opts.retry_failed:
+        for point_id, rep in sorted(store.failed()):
+            say(f"  retrying failed repetition (first attempt kept in {store.set_aside_failed(point_id, rep)})")
+    done = store.completed()
+    todo = {p.id: [r for r in range(1, exp.repetitions + 1) if (p.id, r) not in done] for p in points}
+    total = len(points) * exp.repetitions
+    progress = Progress(total, already_done=total - sum(map(len, todo.values())), workers=executor.at_once)
+    try:
+        executor.measure(points, todo, progress)
+    finally:
+        progress.close()
+        extra = executor.finish()
+        store.write_table()
+        store.update_manifest(**{**extra, "timing": {**extra.get("timing", {}),
+                                                     "sweep_wall_s": round(time.monotonic() - started, 3)}})
+    if not store.failed() or not opts.retry_failed:
+        store.mark_complete()

@@ -42,7 +42,7 @@ def protocol_stream() -> IO[str]:
 
 def serve(sweep: Sweep, points: list[Point], todo: dict[str, list[int]],
           commands: IO[str] | None = None, replies: IO[str] | None = None) -> None:
-    """The stepwise executor (engine.Executor): hello, then one reply per command until "end"."""
+    """The stepwise order (engine.Order): hello, then one reply per command until "end"."""
     commands = commands if commands is not None else sys.stdin
     replies = replies if replies is not None else protocol_stream()
     by_id = {p.id: p for p in points}

@@ -152,3 +152,8 @@ def test_every_way_of_running_a_sweep_builds_its_run_through_the_one_session_and
     assert "linklab.sweep.engine" not in by_module["linklab.sweep.session"]
     # the stepwise executor plugs into the engine without the session knowing it
     assert "linklab.sweep.stepwise" not in by_module["linklab.sweep.session"] | by_module["linklab.sweep.engine"]
+    # what surrounds measuring (partial results removed, failed ones retried, the run marked
+    # complete) is the session's `fill` alone: no executor writes it again
+    for module in ("linklab/sweep/engine.py", "linklab/sweep/dry.py", "linklab/cluster/run.py"):
+        text = (PACKAGE.parent / module).read_text()
+        assert "fill(" in text and "clean_partial(" not in text and "mark_complete(" not in text, module
