@@ -61,11 +61,17 @@ def _shown(path: Path, root: Path) -> str:
 
 def runs_table(loaded: list[tuple[Run, str, str]]) -> str:
     """Which run each experiment's rows come from: its size and the sweep's wall time (from its
-    manifest: created to finished, so a resumed run counts its pauses too)."""
+    manifest: created to finished, so a resumed run counts its pauses too; a run left incomplete
+    by repetitions that failed: its sweep's own wall time, and how many failed)."""
     lines = ["| experiment | stored run | kind | points × repetitions | sweep took |", "|---|---|---|---|---|"]
     for run, shown, kind in loaded:
         m = run.manifest
         took = _wall(m.get("created_at"), m.get("finished_at"))
+        failed = len(run.rows) - len(run.ok_rows())
+        if not m.get("complete") and (m.get("timing") or {}).get("sweep_wall_s"):
+            took = _seconds(float(m["timing"]["sweep_wall_s"]))
+        if failed:
+            took += f" ({failed} repetition{'s' if failed > 1 else ''} failed{'' if m.get('complete') else ': the run is incomplete'})"
         lines.append(f"| {m.get('experiment')} | `{shown}` | {kind} | {m.get('points')} × {m.get('repetitions')} | {took} |")
     return "\n".join(lines) + "\n"
 
@@ -76,6 +82,10 @@ def _wall(start: str | None, end: str | None) -> str:
         s = (datetime.fromisoformat(str(end)) - datetime.fromisoformat(str(start))).total_seconds()
     except ValueError:
         return "—"
+    return _seconds(s)
+
+
+def _seconds(s: float) -> str:
     return f"{int(s // 3600)} h {int(s % 3600 // 60):02d} min" if s >= 3600 else f"{int(s // 60)} min {int(s % 60):02d} s"
 
 

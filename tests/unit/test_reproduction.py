@@ -64,3 +64,15 @@ def test_wall_time_reads_the_manifest():
     assert reproduction._wall("2026-11-25T17:16:00+00:00", "2026-11-25T17:45:19+00:00") == "29 min 19 s"
     assert reproduction._wall("2026-11-25T17:16:00+00:00", "2026-11-25T19:17:00+00:00") == "2 h 01 min"
     assert reproduction._wall(None, "2026-11-25T17:45:19+00:00") == "—"
+
+
+def test_a_run_left_incomplete_by_failed_repetitions_shows_its_sweeps_time_and_how_many_failed(tmp_path):
+    from linklab.report.runs import Run
+    m = {"experiment": "e3", "points": 2, "repetitions": 2, "created_at": "2026-11-29T07:33:27+00:00",
+         "timing": {"sweep_wall_s": 1753.5}}
+    rows = [{"rep": 1}, {"rep": 2}, {"rep": 1, "error": "iperf3: Connection timed out"}, {"rep": 2}]
+    text = reproduction.runs_table([(Run(tmp_path, m, rows), "reproductions/e3", "full")])
+    assert "| e3 | `reproductions/e3` | full | 2 × 2 | 29 min 13 s (1 repetition failed: the run is incomplete) |" in text
+    done = {**m, "complete": True, "finished_at": "2026-11-29T08:03:27+00:00"}
+    text = reproduction.runs_table([(Run(tmp_path, done, rows), "reproductions/e3", "full")])
+    assert "| 30 min 00 s (1 repetition failed) |" in text
