@@ -317,7 +317,30 @@ def frame_time(points: list[Point], ctx: Context) -> str:
     return "; ".join(parts) + " → jitter of about a frame time: the link's pacing at the rate run" if parts else ""
 
 
-MECHANISMS = {"bound": bound, "emulator": emulator, "frame_time": frame_time}
+def one_member(points: list[Point], ctx: Context) -> str:
+    """Repetitions of a flow of several streams that all left by one bond member (a transmit hash
+    put them together, so the flow had one link): where, how many, and what they carried against
+    the point's other repetitions. The bond's sender counts each member's frames (bond_counters)."""
+    parts, alone_n = [], 0
+    for p in _distinct(points):
+        streams = metrics.num(axis_value(p.ok[0], "streams")) if p.ok else None
+        if not streams or streams < 2:
+            continue
+        alone = [r for r in p.ok if metrics.num(r.get("client_member_tx_active")) == 1]
+        if not alone:
+            continue
+        alone_n += len(alone)
+        spread = [r for r in p.ok if r not in alone]
+        mbps = [sum(float(r.get("throughput_bps") or 0) for r in rs) / len(rs) / 1e6 for rs in (alone, spread) if rs]
+        parts.append(f"{p.label}: {len(alone)} of {len(p.ok)} repetitions on one member ({mbps[0]:.3g} Mbit/s"
+                     + (f"; the others on two: {mbps[1]:.3g}" if spread else "") + ")")
+    if not parts:
+        return "every repetition of several streams left by more than one member"
+    return "; ".join(parts) + (f" → {alone_n} repetition{'s' if alone_n > 1 else ''} whose streams all hashed onto one "
+                               "member carried one link: the published runs where that happened were discarded")
+
+
+MECHANISMS = {"bound": bound, "emulator": emulator, "frame_time": frame_time, "one_member": one_member}
 
 
 def evaluate(ref: dict[str, Any], points: list[Point], scale: float) -> list[Verdict]:

@@ -343,3 +343,26 @@ def test_ratio_over_a_derived_key_pairs_points_of_a_mapping_axis(tmp_path):
              "bottom": {"bond_mode": "balance-tlb"}, "stat": "min", "op": ">=", "value": 10}
     assert verdicts(run, check) == ["agrees"]
     assert verdicts(run, dict(check, value=1000)) == ["differs"]
+
+
+def test_one_member_mechanism_finds_the_repetitions_whose_streams_all_hashed_onto_one_member(tmp_path):
+    """E5's four-stream gap: a balance-tlb repetition whose four streams all left by one member
+    carries one link (95 Mbit/s at scale 0.1) where its point's other carried two."""
+    run = run_of(tmp_path, {"bond_mode": 0, "streams": 0}, [
+        {"bond_mode": "balance-rr", "streams": 4, "rep": 1, "throughput_bps": 189e6, "client_member_tx_active": 2},
+        {"bond_mode": "balance-tlb", "streams": 4, "rep": 1, "throughput_bps": 190e6, "client_member_tx_active": 2},
+        {"bond_mode": "balance-tlb", "streams": 1, "rep": 1, "throughput_bps": 95e6, "client_member_tx_active": 1}])
+    tlb2 = {"bond_mode": "balance-tlb", "streams": 4, "rep": 2, "throughput_bps": 95.2e6, "client_member_tx_active": 1,
+            "point_index": 1, "point_id": "p1"}
+    run.rows.append(tlb2)
+    ratio = {"kind": "ratio", "metric": "throughput_mbps", "top": {"bond_mode": "balance-rr"},
+             "bottom": {"bond_mode": "balance-tlb"}, "where": {"streams": 4}, "stat": "all", "op": "between",
+             "value": [0.85, 1.15]}
+    got = _mechanism(run, "one_member", ratio)
+    assert got.startswith("balance-tlb streams=4: 1 of 2 repetitions on one member (95.2 Mbit/s; the others on two: 190)"), got
+    assert got.endswith("→ 1 repetition whose streams all hashed onto one member carried one link: the published runs "
+                        "where that happened were discarded")
+    spread = run_of(tmp_path, {"bond_mode": 0, "streams": 0}, [
+        {"bond_mode": "balance-rr", "streams": 4, "throughput_bps": 189e6, "client_member_tx_active": 2},
+        {"bond_mode": "balance-tlb", "streams": 4, "throughput_bps": 190e6, "client_member_tx_active": 2}])
+    assert _mechanism(spread, "one_member", ratio) == "every repetition of several streams left by more than one member"
