@@ -184,15 +184,18 @@ def apply_steps(lab_name: str, steps: list[tuple[str, Any]], say: Callable[[str]
     """Each step in turn. `replace`: the lab first goes back to its starting settings, and the
     leading `set` steps are applied with that in one reconfiguration (a bond rebuilt, a
     controller restarted once, not once to go back and again per step): the same lab."""
+    def announce(arg: list[tuple[str, Any]]) -> None:
+        say("    linklab set " + " ".join(f"{p}={v}" for p, v in arg))
+
     if replace:
         k = next((i for i, (verb, _) in enumerate(steps) if verb != "set"), len(steps))
         for _, arg in steps[:k]:
-            say("    linklab set " + " ".join(f"{p}={v}" for p, v in arg))
+            announce(arg)
         lablib.set_params(lab_name, [o for _, arg in steps[:k] for o in arg], replace=True, say=lambda _m: None)
         steps = steps[k:]
     for verb, arg in steps:
         if verb == "set":
-            say("    linklab set " + " ".join(f"{p}={v}" for p, v in arg))
+            announce(arg)
             lablib.set_params(lab_name, arg, say=lambda _m: None)
         else:
             node, argv = arg

@@ -50,7 +50,7 @@ from linklab.report.points import Point, axis_value
 from linklab.report.published import same
 
 AGREES, DIFFERS, EXPLAINED, NOT_MEASURED = "agrees", "differs", "explained", "not measured"
-# How a differing finding's variant fared, in its `measured` text (the findings table reads them)
+# How a differing finding's variant fared, in words in its `measured` text
 VARIANT_NOT_RUN, VARIANT_NO_EFFECT = "not measured in this run", "does not remove it"
 
 
@@ -64,6 +64,7 @@ class Verdict:
     expected: str = ""   # what the check asks of it, e.g. "max > 1.05"
     published: str = ""  # the published figure, as the reference file quotes it
     tried: str = ""      # a differing finding's causes tested and ruled out, as the reference file states them
+    variant: str = ""    # the verdict of the finding's variant, where it was checked (a finding that differed)
 
 
 @dataclass
@@ -353,16 +354,16 @@ def evaluate(ref: dict[str, Any], points: list[Point], scale: float) -> list[Ver
         fid = str(f.get("id") or f"finding-{i + 1}")
         check = f.get("check") or {}
         verdict, measured, expected, used = _judge(check, ctx, i, fid)
-        mech = ""
+        mech, v_verdict = "", ""
         if f.get("mechanism") and used:
             fn = MECHANISMS.get(f["mechanism"])
             if fn is None:
                 raise UsageError(f"findings[{i}] ({fid}): unknown mechanism {f['mechanism']!r} (valid: {', '.join(MECHANISMS)})")
             mech = fn(used, ctx)
         if f.get("variant") is not None and verdict == DIFFERS:
-            verdict, measured, mech = _with_variant(f["variant"], check, every, variants, i, fid, measured, mech)
+            verdict, measured, mech, v_verdict = _with_variant(f["variant"], check, every, variants, i, fid, measured, mech)
         out.append(Verdict(fid, str(f.get("says", fid)), verdict, measured, mech, expected,
-                           str(f.get("published") or ""), str(f.get("tried") or "")))
+                           str(f.get("published") or ""), str(f.get("tried") or ""), v_verdict))
     return out
 
 
@@ -394,8 +395,9 @@ def _of_variant(p: Point, variants: dict[str, list[Any]]) -> bool:
 
 
 def _with_variant(variant: Any, check: dict[str, Any], every: Context, variants: dict[str, list[Any]],
-                  i: int, fid: str, measured: str, mech: str) -> tuple[str, str, str]:
-    """A differing finding checked again on its variant's points: (verdict, measured, mechanism)."""
+                  i: int, fid: str, measured: str, mech: str) -> tuple[str, str, str, str]:
+    """A differing finding checked again on its variant's points: (verdict, measured, mechanism,
+    the variant's own verdict)."""
     given = {k: variant.get(k) for k in ("where", "top", "bottom")} if isinstance(variant, dict) else {}
     given = {k: v for k, v in given.items() if v is not None}
     if not given or not all(isinstance(v, dict) and v for v in given.values()):
@@ -414,10 +416,10 @@ def _with_variant(variant: Any, check: dict[str, Any], every: Context, variants:
     name = "; ".join(f"{_sel(sel)}" if k == "where" else f"{k} {_sel(sel)}" for k, sel in given.items())
     if v_verdict == AGREES:
         return EXPLAINED, f"{measured}; with variant {name}: {v_measured}", \
-            "; ".join(x for x in (f"{cause} (measured: variant {name} agrees)" if cause else "", mech) if x)
+            "; ".join(x for x in (f"{cause} (measured: variant {name} agrees)" if cause else "", mech) if x), v_verdict
     if v_verdict == NOT_MEASURED:
-        return DIFFERS, f"{measured}; variant {name} {VARIANT_NOT_RUN}", mech
-    return DIFFERS, f"{measured}; variant {name} {VARIANT_NO_EFFECT}: {v_measured}", mech
+        return DIFFERS, f"{measured}; variant {name} {VARIANT_NOT_RUN}", mech, v_verdict
+    return DIFFERS, f"{measured}; variant {name} {VARIANT_NO_EFFECT}: {v_measured}", mech, v_verdict
 
 
 def _varied(check: dict[str, Any], given: dict[str, dict[str, Any]]) -> dict[str, Any]:

@@ -113,9 +113,9 @@ def mechanism(v: findings.Verdict) -> str:
             return f"measured: {v.mechanism}" + (f"; ruled out: {v.tried}" if v.tried else "")
         if v.tried:
             return f"not found; ruled out: {v.tried}"
-        if findings.VARIANT_NOT_RUN in v.measured:
+        if v.variant == findings.NOT_MEASURED:
             return "its variant is not in this run"
-        return "its variant does not remove it" if findings.VARIANT_NO_EFFECT in v.measured else "not investigated yet"
+        return "its variant does not remove it" if v.variant == findings.DIFFERS else "not investigated yet"
     bounds = re.findall(r"→ ([^;]+)", v.mechanism)
     return ", ".join(f"{b} ({bounds.count(b)} points)" if bounds.count(b) > 1 else b
                      for b in dict.fromkeys(bounds)) if bounds else ""

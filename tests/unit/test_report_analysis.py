@@ -200,6 +200,9 @@ def test_a_differing_finding_is_explained_only_by_its_variant_measured_in_the_ru
         assert got[0].mechanism.startswith("RACK (measured: variant sysctl_profile=paper_kernel agrees)")
     if variant_mbps is None:
         assert "variant sysctl_profile=paper_kernel not measured in this run" in got[0].measured
+    # the variant's own verdict, where it was checked (only for a finding that differed)
+    assert got[0].variant == {"explained": "agrees", "agrees": ""}.get(expected, "not measured" if variant_mbps is None
+                                                                        else "differs")
     # The variant's points are no finding's own: the least over every profile is the default's, not
     # the variant's 0.7 (which would make this finding differ).
     assert got[1].verdict == "agrees" and f"min {default_mbps / 100:.3g} (" in got[1].measured

@@ -30,8 +30,10 @@ def _v(verdict: str, mechanism: str = "", tried: str = "") -> findings.Verdict:
     (_v("explained", "RACK off (measured: variant agrees)"), "RACK off (measured: variant agrees)"),
     (_v("differs"), "not investigated yet"),
     (_v("differs", tried="TSO/GSO off"), "not found; ruled out: TSO/GSO off"),
-    (findings.Verdict("x", "s", "differs", "max 1.67; variant a=b not measured in this run"), "its variant is not in this run"),
-    (findings.Verdict("x", "s", "differs", "max 1.67; variant a=b does not remove it: max 1.5"), "its variant does not remove it"),
+    (findings.Verdict("x", "s", "differs", "max 1.67; variant a=b not measured in this run", variant="not measured"),
+     "its variant is not in this run"),
+    (findings.Verdict("x", "s", "differs", "max 1.67; variant a=b does not remove it: max 1.5", variant="differs"),
+     "its variant does not remove it"),
     (_v("agrees", "a: 99 % → link-bound; b: 98 % → link-bound; c: 40 % → CPU-bound"), "link-bound (2 points), CPU-bound"),
     (_v("agrees"), ""),
 ])
