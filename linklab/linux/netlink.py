@@ -397,8 +397,9 @@ def _replies(data: bytes, kind: int, what: str) -> tuple[bool, list[tuple[int, i
 
 
 def links(name: str | None) -> list[dict]:
-    """Every interface of namespace `name`: index, ifname, mtu, up (IFF_UP), master index and
-    the 64-bit counters (stats64: STATS64_FIELDS). One raw RTM_GETLINK dump with only these
+    """Every interface of namespace `name`: index, ifname, mtu, up (IFF_UP), master index, kind
+    (IFLA_INFO_KIND: veth, bond...; None for a device without one, lo) and the 64-bit counters
+    (stats64: STATS64_FIELDS). One raw RTM_GETLINK dump with only these
     attributes picked out of each reply: pyroute2 decodes every attribute of every link, ~15 ms
     per namespace under software emulation, and a build reads each namespace's links twice."""
     return _dump(name, RTM_GETLINK, _ifinfo(), parse_link_dump)
@@ -408,12 +409,15 @@ def parse_link_dump(data: bytes) -> tuple[bool, list[dict]]:
     """Pure: one recv() of an RTM_GETLINK dump -> (dump finished, the links in it)."""
     def link(off: int, length: int) -> dict:
         _family, _type, index, flags, _change = _IFINFOMSG.unpack_from(data, off + _NLMSG_HDR.size)
-        out = {"index": index, "up": bool(flags & IFF_UP), "ifname": None, "mtu": None, "master": None, "stats64": None}
+        out = {"index": index, "up": bool(flags & IFF_UP), "ifname": None, "mtu": None, "master": None, "kind": None,
+               "stats64": None}
         for atype, value in _attrs(data, off + _NLMSG_HDR.size + _IFINFOMSG.size, off + length):
             if atype == IFLA_IFNAME:
                 out["ifname"] = _string(value)
             elif atype in (IFLA_MTU, IFLA_MASTER):
                 out["mtu" if atype == IFLA_MTU else "master"] = _U32.unpack_from(value)[0]
+            elif atype == IFLA_LINKINFO:
+                out["kind"] = next((_string(v) for t, v in _attrs(value, 0, len(value)) if t == IFLA_INFO_KIND), None)
             elif atype == IFLA_STATS64 and len(value) >= _STATS64.size:
                 out["stats64"] = dict(zip(STATS64_FIELDS, _STATS64.unpack_from(value)))
         return out

@@ -217,6 +217,8 @@ class ResultsStore:
                 if include_failed or not _failed(rdir)}
 
     def failed(self) -> set[tuple[str, int]]:
+        if self._rows_cache is not None:  # every row read already (and each readable), kept true
+            return {key for key, row in self._rows_cache.items() if row.get("error")}
         return {(pdir.name, rep) for pdir, rep, rdir in self._rep_dirs() if _failed(rdir)}
 
     def set_aside_failed(self, point_id: str, rep: int, why: str = "failed") -> Path:

@@ -90,9 +90,9 @@ def cmd_sweep(args, argv) -> int:
         run(args.experiment, opts, say=say)
         return 0
     if args.stepwise:
-        return _stepwise(args, opts)
+        return _stepwise(args, opts, exp)
     if kernel.in_lab_vm():  # forwarded here: the host that forwarded it writes the report
-        run(args.experiment, opts, say=say)
+        run(args.experiment, opts, say=say, loaded=exp)
         return 0
     lab_name = args.lab or raw_data(topology_path(args.experiment, exp))["name"]
     # A lab that went with its stopped VM is built again, where `linklab up` would, as one never up.
@@ -102,7 +102,7 @@ def cmd_sweep(args, argv) -> int:
     # No lab yet: the sweep brings it up where `linklab up` would.
     use_vm, why = (False, "") if in_vm or state.load(lab_name) is not None else placement.want_vm_for_up(False, False)
     if not (in_vm or use_vm):
-        store = run(args.experiment, opts, say=say)
+        store = run(args.experiment, opts, say=say, loaded=exp)
         if args.points is None:
             write_report(store.path)
         return 0
@@ -119,7 +119,7 @@ def cmd_sweep(args, argv) -> int:
     return rc
 
 
-def _stepwise(args, opts) -> int:
+def _stepwise(args, opts, exp) -> int:
     """`--stepwise`: here, natively or inside the lab VM already (its stdin is a driver's
     commands, which forwarding into the VM would not carry); no report (its driver makes one)."""
     from linklab import kernel, placement
@@ -132,7 +132,7 @@ def _stepwise(args, opts) -> int:
                          hint="run it inside the VM (`linklab ab` does), e.g. `linklab vm run -- linklab sweep ... --stepwise`")
     replies = stepwise.protocol_stream()  # first: from here on nothing else can print to stdout
     run(args.experiment, opts, say=lambda msg: print(msg, file=sys.stderr, flush=True),
-        order=lambda sweep, points, todo: stepwise.serve(sweep, points, todo, replies=replies))
+        order=lambda sweep, points, todo: stepwise.serve(sweep, points, todo, replies=replies), loaded=exp)
     return 0
 
 

@@ -38,14 +38,16 @@ RECORDED_SYSCTLS = ("net.ipv4.tcp_congestion_control", "net.ipv4.tcp_reordering"
                     "net.ipv4.tcp_sack", "net.ipv4.tcp_timestamps")
 
 
-def run(exp_path: str | Path, opts: Options, say=print, order: Order | None = None) -> ResultsStore:
+def run(exp_path: str | Path, opts: Options, say=print, order: Order | None = None,
+        loaded: Experiment | None = None) -> ResultsStore:
     """Run (or resume) the experiment; returns its results. The caller writes the report.
-    `order`: in what order the lab measures the missing repetitions (default: every point in turn)."""
+    `order`: in what order the lab measures the missing repetitions (default: every point in turn);
+    `loaded`: the experiment file as the caller loaded it with opts.quick (session.load_for)."""
     started = time.monotonic()
     if opts.dry_run is not None:
         from linklab.sweep import dry
         return dry.run(exp_path, opts, say)
-    exp = load_for(exp_path, opts)
+    exp = load_for(exp_path, opts, loaded)
     tpath = topology_path(exp_path, exp)
     topo_raw = raw_data(tpath)
     lab_name = opts.lab_name or topo_raw["name"]

@@ -105,9 +105,10 @@ class Options:
     stepwise: bool = False
 
 
-def load_for(exp_path: str | Path, opts: Options) -> Experiment:
-    """The experiment as this session runs it (its quick variant, the repetitions asked for)."""
-    exp = load_experiment(exp_path, quick=opts.quick)
+def load_for(exp_path: str | Path, opts: Options, loaded: Experiment | None = None) -> Experiment:
+    """The experiment as this session runs it (its quick variant, the repetitions asked for);
+    `loaded`: the file as load_experiment gave it already (validating every point is not free)."""
+    exp = loaded if loaded is not None else load_experiment(exp_path, quick=opts.quick)
     if opts.repetitions:
         exp = exp.model_copy(update={"repetitions": opts.repetitions})
     return exp

@@ -262,6 +262,7 @@ def test_a_raw_link_dump_gives_names_indexes_mtus_states_and_masters():
     assert (by["vq1"]["mtu"], by["vq1"]["up"], by["vq1"]["master"]) == (1500, False, by["brq"]["index"])
     assert by["lo"]["index"] == 1 and by["lo"]["mtu"] == 65536
     assert len({x["index"] for x in got}) == 4
+    assert {n: x["kind"] for n, x in by.items()} == {"brq": "bridge", "lo": None, "vq0": "veth", "vq1": "veth"}
 
 
 def _dump_messages(path, parse):
@@ -303,11 +304,15 @@ def test_a_raw_link_dump_gives_the_counters_pyroute2_decodes():
     done, got, chunks = _dump_messages(data, netlink.parse_link_dump)
     assert len(chunks) == 3
     assert done
-    oracle = {m.get_attr("IFLA_IFNAME"): m.get_attr("IFLA_STATS64")
-              for m in _decoded_by_pyroute2(chunks, RTM_NEWLINK, ifinfmsg)}
+    decoded = list(_decoded_by_pyroute2(chunks, RTM_NEWLINK, ifinfmsg))
+    oracle = {m.get_attr("IFLA_IFNAME"): m.get_attr("IFLA_STATS64") for m in decoded}
+    kinds = {m.get_attr("IFLA_IFNAME"): (info.get_attr("IFLA_INFO_KIND") if (info := m.get_attr("IFLA_LINKINFO")) else None)
+             for m in decoded}
     assert sorted(oracle) == sorted(x["ifname"] for x in got)
     for x in got:
         assert x["stats64"] == {f: oracle[x["ifname"]][f] for f in netlink.STATS64_FIELDS}, x["ifname"]
+        assert x["kind"] == kinds[x["ifname"]], x["ifname"]
+    assert {kinds["bond0"], kinds["bond0-m0"]} == {"bond", "veth"}
     by = {x["ifname"]: x["stats64"] for x in got}
     assert (by["bond0-m0"]["tx_packets"], by["bond0-m0"]["tx_bytes"], by["bond0"]["rx_packets"]) == (16, 1452, 33)
 

@@ -65,10 +65,11 @@ class Build:
         # trip, slow under emulation); forgotten whenever a link is removed anywhere (removing
         # a veth end removes its peer in another namespace). Adding one changes no index.
         self._indexes: dict[tuple[str, str], int] = {}
+        self._link_kinds: dict[tuple[str, str], str | None] = {}  # the same dumps' IFLA_INFO_KIND
         # Nodes whose interfaces were all read with one dump since the last change: a name
         # missing there does not exist (no request per name asked for).
         self._dumped: set[str] = set()
-        self.ipr = {node: _IndexKeeping(h, self._indexes, self._dumped) for node, h in ipr.items()}
+        self.ipr = {node: _IndexKeeping(h, self._indexes, self._dumped, self._link_kinds) for node, h in ipr.items()}
         self.created: set[tuple[str, str]] = set()
         self.fresh: set[str] = set()
         self.begun: dict[tuple[str, str], Any] = {}
@@ -81,8 +82,19 @@ class Build:
         if key not in self._indexes and node not in self._dumped:
             for x in netlink.links(self.ns[node]):
                 self._indexes[(node, x["ifname"])] = x["index"]
+                self._link_kinds[(node, x["ifname"])] = x["kind"]
             self._dumped.add(node)
         return self._indexes.get(key)
+
+    def link_kind(self, node: str, ifname: str) -> str | None:
+        """What kind of interface `node`'s `ifname` is (veth, bond...), as its namespace's dump
+        said; asked of the kernel when the dump is older than the interface."""
+        if self.idx(node, ifname) is None:
+            return None
+        if (node, ifname) not in self._link_kinds:
+            info = self.ipr[node].get_links(self.idx(node, ifname))[0].get_attr("IFLA_LINKINFO")
+            self._link_kinds[(node, ifname)] = info.get_attr("IFLA_INFO_KIND") if info is not None else None
+        return self._link_kinds[(node, ifname)]
 
     def batch(self, node: str) -> netlink.Batch:
         """Requests for `node`'s namespace sent back to back by `send_batches` (see netlink.Batch)."""
@@ -186,9 +198,7 @@ def veth_pairs(b: Build) -> None:
 
 
 def _peers(b: Build, pair, ia: int) -> bool:
-    link = b.ipr[pair.a.node].get_links(ia)[0]
-    info = link.get_attr("IFLA_LINKINFO")
-    return info is not None and info.get_attr("IFLA_INFO_KIND") == "veth"
+    return b.link_kind(pair.a.node, pair.a.ifname) == "veth"
 
 
 def remove_stale(b: Build) -> None:
@@ -220,7 +230,7 @@ def bonds(b: Build) -> None:
             wanted = bondopt.desired_options(bond.mode, bond.options)
             names = {i: n for n, i in members.items()}
             diff = bondopt.differs(actual, bond.mode, wanted, names)
-            enslaved = {x["index"] for x in ipr.get_links() if x.get_attr("IFLA_MASTER") == bi}
+            enslaved = {x["index"] for x in netlink.links(b.ns[bond.node]) if x["master"] == bi}
             if diff:
                 # Mode and many options can change only on a downed bond without members.
                 for m in enslaved:
@@ -283,13 +293,15 @@ def qdiscs(b: Build) -> None:
     roots: dict[str, dict[int, list]] = {}  # node -> index -> its root qdiscs: one dump per namespace
     for link, end, _, q in b.lab.egress_queues():
         key = f"{end.node}/{end.ifname}"
-        sig = json.dumps([q.model_dump() if q else None, link.mtu], sort_keys=True)
+        # What tc is told to build, as the signature: an MTU change that leaves every queue's
+        # commands alike (the bucket holds several frames at either MTU) rebuilds nothing.
+        sig = json.dumps(tc.plan(q, link.mtu, end.ifname))
         created = (end.node, end.ifname) in b.created
         if created:
             mine = []  # the kernel's default: nothing to dump
         else:
             if end.node not in roots:
-                roots[end.node] = _root_qdiscs(b.ipr[end.node])
+                roots[end.node] = _root_qdiscs(b.ns[end.node])
             mine = roots[end.node].get(b.idx(end.node, end.ifname), [])
         if created or b.previous.get("qdiscs", {}).get(key) != sig or not _root_kind_matches(mine, q):
             has_root = any(x["handle"] != 0 for x in mine)  # the kernel's default has handle 0
@@ -297,7 +309,7 @@ def qdiscs(b: Build) -> None:
                 changes.setdefault(end.node, []).append((end.ifname, q, link.mtu, has_root))
         b.owned["qdiscs"][key] = sig
     # One tc process per namespace, side by side: each is mostly its own start (~0.1 s under
-    # software emulation), and a sweep point that changes the MTU rebuilds every shaped queue.
+    # software emulation), and a sweep point that changes a bucket rebuilds that queue.
     with ThreadPoolExecutor(max_workers=max(1, len(changes))) as pool:
         list(pool.map(lambda item: tc.apply_many(b.ns[item[0]], item[1]), changes.items()))
 
@@ -339,8 +351,8 @@ class _IndexKeeping:
     """A node's IPRoute, opened on first use, that empties the build's index cache when it
     removes a link."""
 
-    def __init__(self, open_ipr: Callable[[], IPRoute], indexes: dict, dumped: set):
-        self._open, self._handle, self._indexes, self._dumped = open_ipr, None, indexes, dumped
+    def __init__(self, open_ipr: Callable[[], IPRoute], indexes: dict, dumped: set, kinds: dict):
+        self._open, self._handle, self._indexes, self._dumped, self._kinds = open_ipr, None, indexes, dumped, kinds
 
     @property
     def _ipr(self) -> IPRoute:
@@ -353,6 +365,7 @@ class _IndexKeeping:
             self._indexes.clear()
         if command in ("del", "delete", "remove", "add"):
             self._dumped.clear()  # a dump no longer lists every interface there is
+            self._kinds.clear()  # nor says what each name is
         return self._ipr.link(command, **kwargs)
 
     def __getattr__(self, name: str):
@@ -364,17 +377,17 @@ def _info_data(link_msg):
     return info.get_attr("IFLA_INFO_DATA") if info is not None else None
 
 
-def _root_qdiscs(ipr: IPRoute) -> dict[int, list]:
-    """Every interface's root qdisc(s) in a namespace, by interface index (one dump)."""
+def _root_qdiscs(ns: str) -> dict[int, list]:
+    """Every interface's root qdisc(s) in a namespace, by interface index (one raw dump)."""
     out: dict[int, list] = {}
-    for x in ipr.get_qdiscs():
+    for x in netlink.qdiscs(ns):
         if x["parent"] == 0xFFFFFFFF:
-            out.setdefault(x["index"], []).append(x)
+            out.setdefault(x["ifindex"], []).append(x)
     return out
 
 
 def _root_kind_matches(root_qdiscs: list, q) -> bool:
     want = None if q is None else (q.shaper if q.shaper in ("tbf", "htb") else "netem")
-    roots = [x.get_attr("TCA_KIND") for x in root_qdiscs]
+    roots = [x["kind"] for x in root_qdiscs]
     have = roots[0] if roots and roots[0] in ("netem", "tbf", "htb") else None
     return have == want
