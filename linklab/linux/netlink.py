@@ -176,7 +176,7 @@ STATS64_FIELDS = ("rx_packets", "tx_packets", "rx_bytes", "tx_bytes", "rx_errors
 _STATS64 = struct.Struct("8Q")
 # linux/rtnetlink.h, linux/pkt_sched.h, linux/gen_stats.h
 _TCMSG = struct.Struct("BxxxiIII")  # struct tcmsg: family, ifindex, handle, parent, info
-TCA_KIND, TCA_STATS2 = 1, 7
+TCA_KIND, TCA_OPTIONS, TCA_STATS2 = 1, 2, 7
 TCA_STATS_BASIC, TCA_STATS_QUEUE = 1, 3
 _GNET_BASIC = struct.Struct("QI")  # struct gnet_stats_basic: bytes, packets
 _GNET_QUEUE = struct.Struct("5I")  # struct gnet_stats_queue: qlen, backlog, drops, requeues, overlimits
@@ -284,6 +284,14 @@ class Batch:
             body += _nla(IFA_LOCAL, ip.packed)
         body += _nla(IFA_ADDRESS, ip.packed)
         self._push(RTM_NEWADDR, NLM_F_CREATE | NLM_F_EXCL, f"add address {address}/{prefixlen} on index {index}", body)
+
+    def fifo_limit(self, index: int, handle: int, parent: int, limit: int, kind: str = "bfifo") -> None:
+        """Change the limit of the FIFO qdisc `handle` under `parent` on interface `index` in place
+        (what `tc qdisc change ... bfifo limit N` sends: no create flag, so an existing qdisc is
+        changed, and its queued packets stay); options: struct tc_fifo_qopt, one u32."""
+        body = _TCMSG.pack(socket.AF_UNSPEC, index, handle, parent, 0)
+        body += _nla_str(TCA_KIND, kind) + _nla(TCA_OPTIONS, _U32.pack(limit))
+        self._push(RTM_NEWQDISC, 0, f"change {kind} {handle:#x} on index {index}: limit {limit}", body)
 
     def __len__(self) -> int:
         return len(self._msgs)

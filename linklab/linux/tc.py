@@ -97,6 +97,27 @@ def plan(q: Qdisc | None, mtu: int, dev: str) -> list[list[str]]:
     return cmds
 
 
+def fifo_limit_change(old: Any, new: list[list[str]]) -> tuple[int, int, int] | None:
+    """(handle, parent, limit) when the plan `new` differs from the plan `old` an interface was
+    built from only in its byte FIFO's limit (E1's queue at MTU 450 against 1500): that FIFO is
+    changed in place, nothing rebuilt. None for any other difference, or a signature of another
+    form. Pure."""
+    if not (isinstance(old, list) and len(old) == len(new) and new and all(isinstance(c, list) for c in old)):
+        return None
+    if old[:-1] != new[:-1] or old[-1][:-1] != new[-1][:-1] or old[-1] == new[-1]:
+        return None
+    last = new[-1]
+    if "bfifo" not in last or last[-2] != "limit" or "handle" not in last or "parent" not in last:
+        return None
+    return (tc_handle(last[last.index("handle") + 1]), tc_handle(last[last.index("parent") + 1]), int(last[-1]))
+
+
+def tc_handle(text: str) -> int:
+    """tc's "major:minor" (hexadecimal, minor omitted = 0) as the kernel's 32-bit handle. Pure."""
+    major, _, minor = text.partition(":")
+    return (int(major or "0", 16) << 16) | int(minor or "0", 16)
+
+
 def same_structure(old: Qdisc | None, new: Qdisc | None) -> bool:
     """Whether `new` is built of the same qdiscs and classes as `old` (same shaper, same netem
     and FIFO stages), so it can be changed in place. Pure."""

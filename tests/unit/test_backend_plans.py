@@ -1,10 +1,14 @@
 """Pure parts of the Linux backend: tc call plans and bond option translation."""
 
+from pathlib import Path
+
 from linklab.backends.linux import bond as b
 from linklab.linux import tc
 from linklab.backends.linux.inspect import bond_summary
 from linklab.backends.linux.names import mark, parse_mark
 from linklab.model.resolved import Qdisc
+
+ROOT_TOPOLOGIES = Path(__file__).resolve().parents[2] / "topologies"
 
 
 def test_netem_only_plan_uses_netem_rate():
@@ -344,3 +348,45 @@ def test_a_raw_qdisc_dump_gives_the_counters_pyroute2_and_tc_show():
     assert kinds.count("htb") == 2 and kinds.count("bfifo") == 2 and "noqueue" in kinds
     assert [(q["ifindex"], q["stats"]["bytes"], q["stats"]["packets"]) for q in got if q["kind"] == "htb"] == \
         [(2, 1312, 14), (3, 1092, 12)]
+
+
+def test_a_plan_that_differs_only_in_its_fifo_limit_is_a_change_in_place():
+    from linklab.lab import build_lab
+    from linklab.linux import tc
+
+    def plans(mtu):
+        lab = build_lab(ROOT_TOPOLOGIES / "bond2.yaml", [("links[*].mtu", mtu)], name="x", scale=0.1)
+        return [tc.plan(q, link.mtu, end.ifname) for link, end, _, q in lab.egress_queues()]
+
+    at450, at1500, at9200 = plans(450), plans(1500), plans(9200)
+    assert at1500 == at9200  # the bucket and the FIFO alike: nothing to change
+    for old, new in zip(at1500, at450):
+        # the byte FIFO under htb's class 1:1 (handle 10:, hexadecimal as tc reads it) holds less at 450
+        handle, parent, limit = tc.fifo_limit_change(old, new)
+        assert (handle, parent) == (0x10 << 16, (1 << 16) | 1)
+        assert limit == int(new[-1][-1]) < int(old[-1][-1])
+    assert tc.fifo_limit_change(at1500[0], at1500[0]) is None  # no difference
+    shaped_slower = [c if c[:3] != ["tc", "class", "add"] else [*c[:10], "rate", "50000000bit", *c[12:]]
+                     for c in at450[0]]
+    assert tc.fifo_limit_change(at1500[0], shaped_slower) is None  # the class differs too: rebuilt
+    assert tc.fifo_limit_change([{"shaper": "htb"}, 1500], at450[0]) is None  # a signature of the older form
+    assert tc.fifo_limit_change(at1500[0], []) is None
+    assert tc.tc_handle("1:1") == 0x10001 and tc.tc_handle("ffff:") == 0xFFFF0000 and tc.tc_handle(":a") == 0xA
+
+
+def test_a_fifo_limit_change_is_one_rtm_newqdisc_without_create():
+    import struct
+
+    from linklab.linux import netlink
+
+    b = netlink.Batch("ns")
+    b.fifo_limit(7, 0x100000, 0x10001, 46400)
+    (seq, what, msg), = b._msgs
+    length, kind, flags = struct.unpack_from("IHH", msg)
+    assert length == len(msg) and kind == 36  # RTM_NEWQDISC
+    assert flags == netlink.NLM_F_REQUEST | netlink.NLM_F_ACK  # no NLM_F_CREATE: change what exists
+    family, index, handle, parent, _info = struct.unpack_from("BxxxiIII", msg, 16)
+    assert (index, handle, parent) == (7, 0x100000, 0x10001)
+    attrs = dict(netlink._attrs(msg, 16 + 20, len(msg)))
+    assert netlink._string(attrs[netlink.TCA_KIND]) == "bfifo"
+    assert struct.unpack("I", attrs[netlink.TCA_OPTIONS]) == (46400,)
