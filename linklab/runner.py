@@ -127,11 +127,12 @@ def start(
     env: dict[str, str] | None = None,
     stdin=None,
     cwd: str | os.PathLike | None = None,
+    names: bool = True,
 ) -> subprocess.Popen:
     """Start a long-running program (an iperf3 server, a controller) in the background.
     The caller owns the Popen and must stop it; lab teardown also kills every process
-    left in a lab namespace."""
-    full = netns_argv(argv, netns)
+    left in a lab namespace. names=False: it resolves no lab host name (netns_argv)."""
+    full = netns_argv(argv, netns, names)
     log.debug("start%s: %s", f" [{netns}]" if netns else "", full)
     return subprocess.Popen(full, stdin=stdin, stdout=stdout, stderr=stderr, start_new_session=True,
                             env={**os.environ, **env} if env else None, cwd=cwd)

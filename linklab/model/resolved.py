@@ -146,6 +146,11 @@ class Node(Resolved):
     hosts: list[tuple[str, str]] = []  # /etc/hosts entries seen from this node: (address, name)
     exec: list[list[str]] = []  # commands run in the node once the lab is up, in order (argv lists)
 
+    def address_of(self, name: str) -> str | None:
+        """The address this node's hosts file gives `name` (its first line for it, as the
+        resolver reads it); None when it names no such host."""
+        return next((addr for addr, n in self.hosts if n == name), None)
+
     @model_serializer(mode="wrap")
     def _without_no_container(self, handler):
         # A node that is no container, or runs no commands, is written as before it could:

@@ -88,8 +88,10 @@ def traffic_for(plan: PointPlan, handle: LabHandle, omit: float, events: Sequenc
     report (the receiver's series, which linklab/measure/timeline.py prefers)."""
     tool = plan.tool
     interval = report_interval(plan, events)
+    name = plan.server if tool.ip == 4 else f"{plan.server}-v6"
     client = Iperf3Client(
-        server=plan.server if tool.ip == 4 else f"{plan.server}-v6", port=tool.port, duration=tool.duration,
+        # by the address the client's hosts file gives the server: no name to resolve at start
+        server=handle.lab.node(plan.client).address_of(name) or name, port=tool.port, duration=tool.duration,
         streams=tool.streams, protocol=tool.protocol,
         bitrate=parse_rate(tool.udp_rate) * handle.lab.scale if tool.protocol == "udp" else None,
         mss=tool.mss, length=tool.length, congestion=plan.cc, ipv6=tool.ip == 6, omit=omit,

@@ -2,6 +2,8 @@
 which probes an experiment's `measure` list asks for, in which order their steps run, and what
 a failure keeps. Fakes only: nothing here starts a process or reads a kernel."""
 
+import dataclasses
+import ipaddress
 from pathlib import Path
 
 import pytest
@@ -115,6 +117,30 @@ def test_a_series_makes_servers_and_clients_report_every_interval_and_the_client
     from linklab.measure.iperf3 import Iperf3Server
     server = Iperf3Server.fleet(1, json_output=want is not None, interval=want)[0].argv()
     assert ("-J" in server) == (want is not None) and ("-i" in server) == (want is not None)
+
+
+@pytest.mark.parametrize("ip", [4, 6])
+def test_the_client_reaches_the_server_by_the_address_its_hosts_file_gives_and_starts_without_names(ip, monkeypatch):
+    from linklab import runner
+    from linklab.measure import traffic
+
+    h = handle()
+    plan = type("P", (TcpPlan,), {"tool": type("tool", (TcpPlan.tool,), {"ip": ip})})
+    name = "h2" if ip == 4 else "h2-v6"
+    want = h.lab.node("h1").address_of(name)
+    assert want and ipaddress.ip_address(want).version == ip  # what /etc/hosts in h1 says h2 is
+    t = measure_rep.traffic_for(plan, h, 0)
+    argv = t.client.argv()
+    assert argv[argv.index("-c") + 1] == want
+    started = []
+    monkeypatch.setattr(runner.subprocess, "Popen", lambda full, **kw: started.append(full))
+    t.start(type("Rep", (), {"client_ns": "ns-h1"})())
+    # no name to resolve: entered with nsenter, not `ip netns exec` (no mounts)
+    assert started[0][:2] == ["nsenter", "--net=/var/run/netns/ns-h1"]
+    by_name = traffic.Traffic(dataclasses.replace(t.client, server=name), processes=None, parallel="threads", timeout=5)
+    by_name.start(type("Rep", (), {"client_ns": "ns-h1"})())
+    assert started[1][:4] == ["ip", "netns", "exec", "ns-h1"]  # a name: the hosts file bound over /etc/hosts
+    assert h.lab.node("h1").address_of("nobody") is None
 
 
 class Recorder(Probe):
