@@ -6,6 +6,7 @@ through here so that every call is logged, time-bounded and namespace-explicit.
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import os
 import subprocess
@@ -57,6 +58,16 @@ def container_pid(where: str | None) -> int | None:
 # `ip netns exec`): given their own flag, no `ip netns exec` process runs on top of them (~0.2 s
 # apiece in the lab VM).
 ENTERS_NETNS_ITSELF = {"ip": "-n", "ss": "-N"}
+
+
+def is_address(text: str) -> bool:
+    """Whether a command's target is an IP address, not a lab host name (a name needs the node's
+    hosts file, which only `ip netns exec` puts in place). Pure."""
+    try:
+        ipaddress.ip_address(text)
+        return True
+    except ValueError:
+        return False
 
 
 def netns_argv(argv: list[str] | tuple[str, ...], netns: str | None, names: bool = True) -> list[str]:

@@ -9,7 +9,6 @@ reads the client node's default when the point does not set one.
 from __future__ import annotations
 
 import dataclasses
-import ipaddress
 import re
 import subprocess
 import time
@@ -45,7 +44,7 @@ class Traffic:
             # A client given the server's address resolves no name: entered with nsenter, not
             # `ip netns exec` (its mounts cost ~0.05-0.2 s a start under software emulation).
             self.running.append(runner.start(c.argv(), netns=rep.client_ns, stdout=subprocess.PIPE,
-                                             stderr=subprocess.PIPE, names=not _is_address(c.server)))
+                                             stderr=subprocess.PIPE, names=not runner.is_address(c.server)))
 
     def wait(self, rep: Repetition) -> None:
         """Until every client has ended (killed past the timeout); their output kept in rep.raw."""
@@ -141,11 +140,3 @@ def wait_listening(ns: str, ports: list[int], deadline_s: float = 15.0) -> None:
         if all(p in listening for p in ports):
             return
         time.sleep(0.05)
-
-
-def _is_address(host: str) -> bool:
-    try:
-        ipaddress.ip_address(host)
-        return True
-    except ValueError:
-        return False

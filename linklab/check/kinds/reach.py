@@ -20,7 +20,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, model_validator
 
-from linklab import units
+from linklab import runner, units
 from linklab.check.kinds.base import FAIL, PASS, Context, Judgement, Kind, as_list, node_problem, ping_target
 from linklab.check.spec import Check
 from linklab.measure.ping import Ping, PingError, PingResult, parse_ping
@@ -92,7 +92,7 @@ class Reach(Kind):
         names = {n.name for n in lab.nodes}
         for i, b in enumerate(as_list(p.dst)):
             loc = ("to",) if isinstance(p.dst, str) else ("to", i)
-            if b not in names and not _is_address(b):
+            if b not in names and not runner.is_address(b):
                 out += node_problem(lab, b, loc, "host")
         if not out and not pairs(p):
             out.append((("to",), "no pair to probe: every node of to: is the node of from:"))
@@ -130,12 +130,3 @@ class Reach(Kind):
             if reached != (p.expect == "reachable"):
                 wrong.append(f"{a}->{b} {'unreachable' if p.expect == 'reachable' else 'reached'}")
         return Judgement(FAIL if wrong else PASS, "; ".join(shown), "; ".join(wrong))
-
-
-def _is_address(text: str) -> bool:
-    import ipaddress
-    try:
-        ipaddress.ip_address(text)
-        return True
-    except ValueError:
-        return False
