@@ -167,11 +167,10 @@ def main() -> int:
         # iperf3's own start and end (the anchor) and the bonds' negotiation that pre-flight
         # waited for (LACP's time, the lab's, not linklab's): what is left is linklab's own.
         negotiation = sum(negotiation_beyond_settle(r, exp.settle) for r in rows)
-        own_all = b["overhead_s"] - bare * len(rows) - negotiation
-        print(f"linklab's own per repetition, every phase of the engine shared out: {own_all / max(len(rows), 1):.2f} s "
+        own_per_rep = (b["overhead_s"] - bare * len(rows) - negotiation) / max(len(rows), 1)
+        print(f"linklab's own per repetition, every phase of the engine shared out: {own_per_rep:.2f} s "
               f"({b['overhead_s']:.2f} s beyond the asked waits, less iperf3's own {bare * len(rows):.2f} s and the "
               f"bonds' negotiation {negotiation:.2f} s, over {len(rows)} repetitions)\n")
-        own_per_rep = own_all / max(len(rows), 1)
     if not args.no_report:
         from linklab.report.build import write_report
         print(write_report(run_dir)[1])  # per point, and beside the published figures

@@ -56,11 +56,13 @@ class Unit:
     last_event: float = field(default_factory=time.monotonic)
 
 
-def run_on_cluster(exp_path: str | Path, opts: Options, cluster: str, allow: set[str], say=print) -> ResultsStore:
+def run_on_cluster(exp_path: str | Path, opts: Options, cluster: str, allow: set[str], say=print,
+                   loaded: Experiment | None = None) -> ResultsStore:
+    """`loaded`: the experiment file as the caller loaded it (session.load_for)."""
     address = parse(cluster)  # bad input before anything starts
     require_ray()
     started = time.monotonic()
-    exp = load_for(exp_path, opts)
+    exp = load_for(exp_path, opts, loaded)
     points = select_points(exp, opts)
     parts = _fingerprint_parts(exp_path, exp, opts)
     store, complete = open_results(exp, parts, lambda fp: _manifest(exp_path, exp, points, fp, opts, parts, address),

@@ -82,12 +82,13 @@ def cmd_sweep(args, argv) -> int:
         raise UsageError(f"--dry-run {args.dry_run:g}: seconds from 0 to 3600")
     if args.cluster:
         from linklab.cluster.run import run_on_cluster
-        store = run_on_cluster(args.experiment, opts, args.cluster, _allowed(args.allow_different), say=say)
+        store = run_on_cluster(args.experiment, opts, args.cluster, _allowed(args.allow_different), say=say,
+                               loaded=exp)
         if args.dry_run is None and store.manifest.get("complete"):
             write_report(store.path)
         return 0 if store.manifest.get("complete") else 1
     if args.dry_run is not None:  # no lab: runs here, wherever the lab would
-        run(args.experiment, opts, say=say)
+        run(args.experiment, opts, say=say, loaded=exp)
         return 0
     if args.stepwise:
         return _stepwise(args, opts, exp)

@@ -66,11 +66,11 @@ class DryExecutor:
         return {}
 
 
-def run(exp_path: str | Path, opts, say=print) -> ResultsStore:
-    """A dry sweep into the results store, resumable like a measured one."""
+def run(exp_path: str | Path, opts, say=print, loaded=None) -> ResultsStore:
+    """A dry sweep into the results store, resumable like a measured one (`loaded`: as engine.run)."""
     from linklab.sweep import session
     started = time.monotonic()
-    exp = session.load_for(exp_path, opts)
+    exp = session.load_for(exp_path, opts, loaded)
     points = session.select_points(exp, opts)
     parts = fingerprint_parts(exp_path, exp, opts)
     store, complete = session.open_results(exp, parts, lambda fp: manifest(exp_path, exp, points, fp, opts, parts),

@@ -46,7 +46,7 @@ def run(exp_path: str | Path, opts: Options, say=print, order: Order | None = No
     started = time.monotonic()
     if opts.dry_run is not None:
         from linklab.sweep import dry
-        return dry.run(exp_path, opts, say)
+        return dry.run(exp_path, opts, say, loaded)
     exp = load_for(exp_path, opts, loaded)
     tpath = topology_path(exp_path, exp)
     topo_raw = raw_data(tpath)

@@ -89,10 +89,11 @@ class Build:
     def link_kind(self, node: str, ifname: str) -> str | None:
         """What kind of interface `node`'s `ifname` is (veth, bond...), as its namespace's dump
         said; asked of the kernel when the dump is older than the interface."""
-        if self.idx(node, ifname) is None:
+        i = self.idx(node, ifname)
+        if i is None:
             return None
         if (node, ifname) not in self._link_kinds:
-            info = self.ipr[node].get_links(self.idx(node, ifname))[0].get_attr("IFLA_LINKINFO")
+            info = self.ipr[node].get_links(i)[0].get_attr("IFLA_LINKINFO")
             self._link_kinds[(node, ifname)] = info.get_attr("IFLA_INFO_KIND") if info is not None else None
         return self._link_kinds[(node, ifname)]
 
