@@ -95,32 +95,38 @@ def test_quick_sweep_is_complete_and_physically_plausible(results, cleanup_labs)
     ad_room = steal.room(ad)
     stolen = f"{steal.words(rr)} / {steal.words(ad)}"
     # Round robin over two members with different delays: one stream beats one member (by 10 %
-    # at least), never the two members' sum (2 % tolerance for iperf3's interval edges), and the
-    # reordering costs retransmits.
+    # at least), never the two members' sum (2 % tolerance for iperf3's interval edges).
     assert 1.1 * MEMBER_BPS < float(rr["throughput_bps"]) <= 2 * 1.02 * MEMBER_BPS, (rr["throughput_bps"], stolen)
-    # The 300 us skew puts ~5 segments out of order at this rate (beyond TCP's dupthresh of 3):
-    # at least 10 retransmits in 5 s (E1's balance-rr: 288-1144), at most 5 % of the segments
-    # sent (more would have cut the rate below the bound above). 802.3ad's one member does not
-    # reorder: the sender's reordering count (SACKs that showed a segment out of order) is an
-    # order of magnitude below round robin's (measured 7-8 vs 1120-1194). Retransmits do not
-    # tell them apart: 802.3ad's come from the emulator's stalls and queue drops (fc18: 106,
-    # against round robin's 359; quiet reruns 18-65 with 0-4 drops).
+    # The 300 us skew puts ~5 segments out of order at this rate: the sender's reordering count
+    # (SACKs that showed a segment out of order) is in the hundreds, and an order of magnitude
+    # above 802.3ad's, whose one member does not reorder (measured 1120-2669 vs 0-8). Whether the
+    # reordering also costs retransmits is TCP's choice, not the path's: RACK calls a segment lost
+    # only after a wait (a quarter of the smallest RTT, widened with each spurious retransmit the
+    # receiver reports, up to the smoothed RTT), and where that wait covers the skew from the
+    # start nothing is retransmitted (a CI run: 0 retransmits in 98234 segments, at the members'
+    # sum; quiet reruns 634-779). So retransmits are bounded above only here (at most 5 % of the
+    # segments sent: more would have cut the rate below the bound above); that reordering reads
+    # as loss is checked below, where E2's variant turns RACK off.
     rr_rtx, rr_segs = int(rr["retransmits"]), int(rr["client_nstat_TcpOutSegs"])
-    assert 10 <= rr_rtx <= 0.05 * rr_segs, (rr_rtx, rr_segs)
     rr_reorder, ad_reorder = (int(r.get("client_nstat_TcpExtTCPSACKReorder") or 0) for r in (rr, ad))
-    assert rr_reorder >= 100 and rr_reorder >= 10 * ad_reorder, (rr_reorder, ad_reorder, rr_rtx, ad["retransmits"])
+    why = (f"reordering seen {rr_reorder} vs 802.3ad {ad_reorder}; retransmits {rr_rtx} of {rr_segs} segments "
+           f"(802.3ad {ad['retransmits']}); smallest RTT {rr.get('rtt_min_us')} us; {stolen}")
+    assert rr_reorder >= 100 and rr_reorder >= 10 * ad_reorder, why
+    assert rr_rtx <= 0.05 * rr_segs, why
     # E2's variant (experiments/e2_rr_tuning.yaml), at E2's 500 us skew: with RACK off and the
     # reordering threshold held at 3 duplicate ACKs, reordering reads as loss, and round robin's
     # one stream, which beat one member, carries less than one (the paper's "no gain over one
     # link"; measured 0.45-0.62 of a member's goodput; at this lab's 300 us skew 0.85), with more
-    # retransmits than the adaptive threshold's (1641 and 1804 against 609 and 740). Bounded by the finding,
-    # not by a run: above a twentieth of a member (a real stream), below one member's goodput
-    # (TCP's payload share at MTU 1500, 1448 / 1514).
+    # retransmits than the adaptive threshold's (1641 and 1804 against 609 and 740; 1709-2233
+    # against 634-779). Bounded by the finding, not by a run: above a twentieth of a member (a
+    # real stream), below one member's goodput (TCP's payload share at MTU 1500, 1448 / 1514);
+    # at least 100 retransmits in 5 s (nothing adapts: every reordering past the third segment
+    # is a loss), more than the default's.
     (fixed,) = variant
     steal.quiet(fixed)
     assert 0.05 * MEMBER_BPS < float(fixed["throughput_bps"]) < MEMBER_BPS * 1448 / 1514, \
         (fixed["throughput_bps"], rr["throughput_bps"], fixed["retransmits"], steal.words(fixed))
-    assert int(fixed["retransmits"]) > rr_rtx, (fixed["retransmits"], rr_rtx)
+    assert int(fixed["retransmits"]) >= max(100, rr_rtx + 1), (fixed["retransmits"], why)
     # 802.3ad hashes a flow onto one member: that member's rate, never more (2 % tolerance) and
     # not far less (at least 80 %; TCP goodput over a 100 Mbit/s member is 95.6 % in theory).
     assert (0.80 - ad_room) * MEMBER_BPS <= float(ad["throughput_bps"]) <= 1.02 * MEMBER_BPS, (ad["throughput_bps"], stolen)
