@@ -147,7 +147,7 @@ METRICS: tuple[Metric, ...] = (
     # cost lands (the stack's per-packet work after a process's send returns) and what a host's CPU
     # counter shows. Every namespace of a lab shares one kernel, so both ends are in it. Not judged:
     # the verdict judges the busiest core, which moves with it.
-    Metric("machine_cpu_pct", "machine CPU (every core)", "% of all cores", col("cpu_all_busy_pct"), ".0f", "lower",
+    Metric("machine_cpu_pct", "machine CPU", "% of all cores", col("cpu_all_busy_pct"), ".0f", "lower",
            scale="abs", judged=False),
     # The sender's tx share, for the tables; the verdict judges every side and direction below.
     Metric("member_max_share", "busiest bond member's share", "of bytes", col("client_member_tx_max_share"), ".2f",
