@@ -59,6 +59,8 @@ class VMConfig:
     kvm_stall: float = 15.0  # under KVM a healthy boot never goes this long without console output
     verbose_console: bool = True  # kernel messages in console.log, for diagnosing boots that fail
     qemu_args: tuple[str, ...] = ()  # extra QEMU arguments, appended last (so they override)
+    # Guest kernel options (virtme-run --kopt), under software emulation only: see TCG_KERNEL_ARGS.
+    tcg_kernel_args: tuple[str, ...] = ()
     warm_preload: tuple[str, ...] = PRELOAD  # what the guest's zygote imports once for warm runs; () = none
     # The interpreter's stdlib and site-packages shared again read-only and cached in the guest
     # (linklab/vm/pylibs.py: ~14 s of 9p stats per os-ken start under TCG).
@@ -314,6 +316,8 @@ class LabVM:
                 "--cpus", str(self.config.cpus), "--memory", str(self.config.memory)]
         if accel == "tcg":
             cmd.append("--disable-kvm")
+            for opt in self.config.tcg_kernel_args:
+                cmd += ["--kopt", opt]
         if self.config.verbose_console:
             cmd += ["--show-boot-console", "--verbose"]
         return cmd + ["--qemu-opts", *qemu, *self.config.qemu_args]
