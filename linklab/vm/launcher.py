@@ -59,7 +59,8 @@ class VMConfig:
     kvm_stall: float = 15.0  # under KVM a healthy boot never goes this long without console output
     verbose_console: bool = True  # kernel messages in console.log, for diagnosing boots that fail
     qemu_args: tuple[str, ...] = ()  # extra QEMU arguments, appended last (so they override)
-    # Guest kernel options (virtme-run --kopt), under software emulation only: see TCG_KERNEL_ARGS.
+    # Guest kernel options (virtme-run --kopt) under software emulation. None by default:
+    # bench/vm_kernel_args.py measured tsc=reliable, no5lvl, mitigations=off speeding up clock reads only.
     tcg_kernel_args: tuple[str, ...] = ()
     warm_preload: tuple[str, ...] = PRELOAD  # what the guest's zygote imports once for warm runs; () = none
     # The interpreter's stdlib and site-packages shared again read-only and cached in the guest
