@@ -56,7 +56,6 @@ class Capper:
         self.dir = CGROUP / f"linklab-slow-{os.getpid()}"
         self.dir.mkdir()
         self.followed: set[int] = {root_pid}
-        self.placed: set[int] = set()
         self.stopping = threading.Event()
         self.thread = threading.Thread(target=self._loop, daemon=True)
 
@@ -80,7 +79,7 @@ class Capper:
                 self.followed.discard(pid)
                 continue
             for tid in map(int, tids):
-                if tid not in self.placed:
+                if not (self.dir / str(tid)).is_dir():  # a group per live thread: none yet, not placed
                     self._place(tid)
         self._prune()
 
@@ -91,7 +90,6 @@ class Capper:
             (g / "cpu.cfs_period_us").write_text(str(PERIOD_US))
             (g / "cpu.cfs_quota_us").write_text(str(self.quota))
             (g / "tasks").write_text(str(tid))
-            self.placed.add(tid)
         except OSError:
             pass  # the thread ended meanwhile
 

@@ -13,7 +13,8 @@ from _fresh_vm import run_in_fresh_vm
 from linklab.vm.launcher import VMConfig
 
 SCRIPT = r'''
-t() { local t0=$(date +%s.%N); "$@" >/dev/null 2>&1; echo "RESULT $1_s $(echo "$(date +%s.%N)-$t0"|bc)"; }
+# t NAME COMMAND...: its wall time as RESULT NAME_s
+t() { local name=$1 t0=$(date +%s.%N); shift; "$@" >/dev/null 2>&1; echo "RESULT ${name}_s $(echo "$(date +%s.%N)-$t0"|bc)"; }
 echo "RESULT clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)"
 .venv/bin/python - <<'PY'
 import time
@@ -22,7 +23,7 @@ t0 = time.perf_counter(); [time.monotonic_ns() for _ in range(n)]; dt = time.per
 print(f"RESULT clock_read_us {dt / n * 1e6:.3f}")
 t0 = time.perf_counter(); sum(i * i for i in range(3_000_000)); print(f"RESULT python_loop_s {time.perf_counter() - t0:.3f}")
 PY
-for i in 1 2; do t .venv/bin/python -m linklab --help; done
+for i in 1 2; do t cli_help .venv/bin/python -m linklab --help; done
 export LINKLAB_STATE_DIR=/tmp/kab-state  # the guest's own /tmp: not the checkout's labs
 for i in 1 2; do
   t0=$(date +%s.%N); .venv/bin/python -m linklab up topologies/bond2.yaml --name kab >/dev/null 2>&1
