@@ -40,36 +40,71 @@ tier() {
 tier unit $PY -m pytest tests/unit -n 2 "$@"
 tier golden $PY -m pytest tests/golden "$@"
 tier fuzz $PY -m pytest tests/fuzz -n 2 "$@"
-tier host $PY -m pytest tests/integration/host "$@"
-# The lab VM stops after the kernel tier, unless LINKLAB_TEST_KEEP_VM=1 (.ci/run: its gate measures
-# both arms in the VM the tier leaves, a boot saved; .ci/run stops it after). Each test that
-# passes is written down as it ends (--passed-log), for the second run below. The slowest tests
-# are listed (the guest does not see CI's PYTEST_ADDOPTS): where the tier's time goes.
+# Host integration on two workers: each boots a lab VM of its own (the checkout's, and
+# test_vm.py's private one; tests sharing one carry one xdist_group), waits mostly on those boots.
+tier host $PY -m pytest tests/integration/host -n 2 --dist loadgroup "$@"
+# The kernel tier, in one lab VM boot and two phases: first the tests marked `concurrent`
+# (pyproject.toml says what that promises) two at a time (pytest-xdist, a worker per vCPU; tests of
+# one xdist_group on one worker), then the rest one at a time. Most of the tier waits on what it
+# asked for (flows' windows, settles, timeouts) with the VM's CPU mostly idle; the concurrent ones
+# wait side by side. The lab VM stops after the tier, unless LINKLAB_TEST_KEEP_VM=1 (.ci/run: its
+# gate measures both arms in the VM the tier leaves, a boot saved; .ci/run stops it after). Each
+# test that passes is written down as it ends (--passed-log), for the second run below. The
+# slowest tests are listed (the guest does not see CI's PYTEST_ADDOPTS): where the tier's time goes.
 PASSED=$REPORTS/kernel-passed.txt
 stop_after=(--stop-after)
 [ "${LINKLAB_TEST_KEEP_VM:-}" = 1 ] && stop_after=()
-kernel_tier=(tier kernel $PY -m linklab vm run --if-needed "${stop_after[@]}" -- $PY -m pytest tests/integration/kernel
-             --passed-log "$PASSED" --durations=25 "$@")
-rc_before_kernel=$rc
-"${kernel_tier[@]}"
-# A lab VM whose kernel locked up (a vCPU stuck for minutes: QEMU's under software emulation, seen
-# in ~1 of 15 runs) is stopped by linklab at once; that says nothing of linklab, so the tests that
-# had not passed run once more in a new VM (what passed before is counted, not measured again).
-# The dead VM's labs are cleaned first: their state files would otherwise outlive it.
-if [ "$(tail -n1 "$REPORTS/times.txt" | cut -d' ' -f2)" != 0 ] && $PY -c '
+in_vm=($PY -m linklab vm run --if-needed)
+kernel_pytest=($PY -m pytest tests/integration/kernel --passed-log "$PASSED")
+
+# locked_up: whether the lab VM's kernel locked up (a vCPU stuck for minutes: QEMU's under software
+# emulation, seen in ~1 of 15 runs; linklab stops such a VM at once), saying so.
+locked_up() {
+  $PY -c '
 import sys
 from linklab import placement
 from linklab.vm.launcher import console_lockup
 line = console_lockup(placement.lab_vm().console_log)
 print(f"make test: the lab VM locked up during the kernel tier ({line}): running what had not passed in a new VM" if line else "")
-sys.exit(0 if line else 1)'; then
+sys.exit(0 if line else 1)'
+}
+
+# kernel_phases PYTEST-ARGS... --junitxml=FILE: both phases; the first failing exit code. A phase
+# with no test to run (pytest's 5, e.g. under -k) is no failure: make test's count below says
+# whether the tier ran any.
+kernel_phases() {
+  local code=0 c concurrent_args=() a
+  for a in "$@"; do
+    case $a in --junitxml=*) concurrent_args+=("--junitxml=$REPORTS/kernel-concurrent.xml") ;; *) concurrent_args+=("$a") ;; esac
+  done
+  "${in_vm[@]}" -- "${kernel_pytest[@]}" -m concurrent -n 2 --dist loadgroup --durations=10 "${concurrent_args[@]}"
+  c=$?
+  [ "$c" = 5 ] && c=0
+  [ "$c" = 0 ] || code=$c
+  # A lock-up in the first phase: the second runs in a new VM, and the lock-up is told from the
+  # console log of the one that died.
+  [ "$c" = 0 ] || ! locked_up || : > "$REPORTS/kernel-locked-up"
+  "${in_vm[@]}" "${stop_after[@]}" -- "${kernel_pytest[@]}" -m "not concurrent" --durations=25 "$@"
+  c=$?
+  [ "$c" = 5 ] && c=0
+  [ "$code" = 0 ] && code=$c
+  return "$code"
+}
+rc_before_kernel=$rc
+rm -f "$REPORTS/kernel-locked-up"
+tier kernel kernel_phases "$@"
+# After a lock-up the tests that had not passed run once more, one at a time, in a new VM (what
+# passed before is counted, not measured again): it says nothing of linklab. The dead VM's labs
+# are cleaned first: their state files would otherwise outlive it.
+if [ "$(tail -n1 "$REPORTS/times.txt" | cut -d' ' -f2)" != 0 ] && { [ -e "$REPORTS/kernel-locked-up" ] || locked_up; }; then
   sed -i 's/^kernel /kernel-locked-up /' "$REPORTS/times.txt"
   LINKLAB_STATE_DIR="$PWD/.linklab/test-state" $PY -m linklab clean
   mv -f "$PASSED" "$REPORTS/kernel-passed-before.txt" 2>/dev/null || : > "$REPORTS/kernel-passed-before.txt"
+  rm -f "$REPORTS/kernel-concurrent.xml"  # its passes are counted from the list, its failures run again
   deselect=()
   while read -r id; do deselect+=(--deselect "$id"); done < "$REPORTS/kernel-passed-before.txt"
   rc=$rc_before_kernel
-  "${kernel_tier[@]}" "${deselect[@]}"
+  tier kernel "${in_vm[@]}" "${stop_after[@]}" -- "${kernel_pytest[@]}" --durations=25 "$@" "${deselect[@]}"
 fi
 
 # Did every tier run tests? Count the cases in each tier's JUnit report; print the times.
@@ -87,12 +122,14 @@ print("make test: tier     tests ran  skipped  failed  exit  time")
 for tier in ("unit", "golden", "fuzz", "host", "kernel"):
     path = d / f"{tier}.xml"
     code, secs = times.get(tier, (None, 0))
+    # The kernel tier's first phase (its concurrent tests) writes a report of its own.
+    paths = [p for p in (d / f"{tier}-concurrent.xml", path) if p.exists()]
     if not path.exists():
         problems.append(f"{tier} tier did not run: no report {path}" + (" (the lab VM did not start?)"
                                                                         if tier == "kernel" else ""))
         print(f"make test: {tier:8} {'-':>9}  {'-':>7}  {'-':>6}  {code!s:>4}  {secs // 60}:{secs % 60:02d}")
         continue
-    cases = list(ET.parse(path).iter("testcase"))
+    cases = [c for p in paths for c in ET.parse(p).iter("testcase")]
     skipped = sum(1 for c in cases if c.find("skipped") is not None)
     failed = sum(1 for c in cases if c.find("failure") is not None or c.find("error") is not None)
     ran = len(cases) - skipped

@@ -50,5 +50,6 @@ class _PassedLog:
 
 
 def pytest_configure(config):
-    if log := config.getoption("passed_log", None):
+    # Under pytest-xdist the controller sees every worker's reports: it alone writes the log.
+    if (log := config.getoption("passed_log", None)) and not hasattr(config, "workerinput"):
         config.pluginmanager.register(_PassedLog(Path(log).resolve()), "linklab-passed-log")

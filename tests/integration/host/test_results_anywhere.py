@@ -19,7 +19,8 @@ from linklab import kernel, state
 ROOT = Path(__file__).resolve().parents[3]
 EXPERIMENT = "tests/integration/data/kill.yaml"  # 2 points x 2 repetitions of 1 s, lab onelink
 LAB = "onelink"
-pytestmark = [pytest.mark.timeout(900),
+# xdist_group: the checkout's lab VM, which test_cli_lifecycle.py starts and stops too (one after the other).
+pytestmark = [pytest.mark.timeout(900), pytest.mark.xdist_group("default-vm"),
               pytest.mark.skipif(not kernel.missing_features(), reason="the lab runs natively: no lab VM to stop")]
 
 

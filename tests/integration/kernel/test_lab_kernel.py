@@ -49,6 +49,7 @@ def _shares(deltas, field):
     return {m: d[field] / total for m, d in deltas.items()} if total else {}
 
 
+@pytest.mark.concurrent
 def test_every_back_to_back_mode_spreads_frames_as_it_says(make_lab):
     # Per-member counters on h1 during a 50-request ping burst (plus a little ARP/LACP/IPv6
     # housekeeping, hence the tolerances):
@@ -86,6 +87,7 @@ def test_every_back_to_back_mode_spreads_frames_as_it_says(make_lab):
             assert "DUP!" not in out, (mode, out[-300:])
 
 
+@pytest.mark.concurrent
 def test_tlb_spreads_what_it_sends_and_alb_what_it_receives(make_lab):
     # h1 bonded to a switch with two peers (tests/integration/data/alb_peers.yaml).
     # balance-tlb (static hashing: tlb_dynamic_lb off, layer3+4): four flows from consecutive
@@ -138,6 +140,7 @@ def _rx_from_peers(lb):
     return counters.delta(before, counters.read_counters(lb.ns("h1"), MEMBERS))
 
 
+@pytest.mark.concurrent
 def test_802_3ad_negotiates_one_aggregator_with_partner(make_lab):
     lb = make_lab("bond2.yaml", "itlacp", [("links[bond].bond.mode", "802.3ad")])
     deadline = time.monotonic() + 20
@@ -181,6 +184,7 @@ def test_after_preflight_an_802_3ad_bond_spreads_flows_from_their_first_second(m
     assert all(0.40 <= v <= 0.60 for v in share.values()), share
 
 
+@pytest.mark.concurrent
 @pytest.mark.parametrize("mtu", [450, 1500, 9200])
 def test_mtu_applied_on_the_whole_path_and_df_pings_bound_it(make_lab, mtu):
     lb = make_lab("bond2.yaml", f"itmtu{mtu}", [("links[*].mtu", mtu)])
@@ -195,6 +199,7 @@ def test_mtu_applied_on_the_whole_path_and_df_pings_bound_it(make_lab, mtu):
     assert re.search(r"message too long|Frag needed", too_big.stdout + too_big.stderr), too_big.stderr
 
 
+@pytest.mark.concurrent
 def test_ipv6_comes_back_when_the_mtu_rises_again(make_lab):
     lb = make_lab("bond2.yaml", "itv6")
     lb.set(("links[*].mtu", 1000))
@@ -255,6 +260,7 @@ def test_clean_finds_a_crashed_lab_by_its_marks(make_lab):
     assert [ns for ns in netns.listnetns() if ns.startswith("ll-itcrash-")] == []
 
 
+@pytest.mark.concurrent
 def test_two_labs_with_different_names_coexist(make_lab):
     a = make_lab("bond2.yaml", "itone")
     b = make_lab("bond2.yaml", "ittwo")
@@ -266,6 +272,7 @@ def test_two_labs_with_different_names_coexist(make_lab):
     assert " 0% packet loss" in res.stdout
 
 
+@pytest.mark.concurrent
 def test_up_is_idempotent_and_set_changes_only_what_differs(make_lab):
     lb = make_lab("bond2.yaml", "itidem")
     before = {i["ifname"]: i["mac"] for i in lb.live()["nodes"]["h1"]["interfaces"]}

@@ -235,6 +235,7 @@ def test_host_802_3ad_bond_to_ovs_through_the_lacp_app(make_lab):
     assert all(0.4 <= v / total <= 0.6 for v in sent.values()), f"two of the 4 streams on each member: {sent}"
 
 
+@pytest.mark.concurrent
 def test_host_802_3ad_bond_to_an_ovs_lacp_bond(make_lab):
     lb = make_lab(f"{DATA_REL}/sdn_ovsbond.yaml", "itsdnovsb")
     s = _aggregated(lb)
@@ -293,6 +294,8 @@ def test_host_active_backup_bond_to_an_ovs_active_backup_bond_fails_over(make_la
 # all-members-active OVS would drop every ARP broadcast the host hashed to its non-active member
 # (measured: h1 -> h2 100 % loss in 2 of 3 labs). An active-backup host fits too once it takes
 # frames on its backup member, where OVS sends h2's MAC half of the time.
+@pytest.mark.concurrent
+@pytest.mark.xdist_group("itsdnslb")  # both parameters build lab itsdnslb: one after the other
 @pytest.mark.parametrize("host_mode", ["balance-xor", "active-backup"])
 def test_host_bond_to_an_ovs_balance_slb_bond(make_lab, host_mode):
     over = [] if host_mode == "balance-xor" else [("links[bond].bond.mode", host_mode),
@@ -308,6 +311,7 @@ def test_host_bond_to_an_ovs_balance_slb_bond(make_lab, host_mode):
         assert lb.run("h1", ["cat", "/sys/class/net/bond0/bonding/all_slaves_active"]).stdout.strip() == "1"
 
 
+@pytest.mark.concurrent
 def test_multipath_keeps_one_flow_on_one_path_and_spreads_many(make_lab):
     from linklab.measure import counters
     lb = make_lab(f"{DATA_REL}/sdn_multipath.yaml", "itsdnmp")
