@@ -40,12 +40,12 @@ tier() {
 tier unit $PY -m pytest tests/unit -n 2 "$@"
 tier golden $PY -m pytest tests/golden "$@"
 tier fuzz $PY -m pytest tests/fuzz -n 2 "$@"
-# Host integration on two workers: each boots a lab VM of its own (the checkout's, and
-# test_vm.py's private one; tests sharing one carry one xdist_group), waits mostly on those boots.
-tier host $PY -m pytest tests/integration/host -n 2 --dist loadgroup "$@"
+# Host integration two files at a time (each file on one worker: its module fixtures once); it
+# waits mostly on lab VM boots, and the files that boot one each use a state directory of their own.
+tier host $PY -m pytest tests/integration/host -n 2 --dist loadfile "$@"
 # The kernel tier, in one lab VM boot and two phases: first the tests marked `concurrent`
-# (pyproject.toml says what that promises) two at a time (pytest-xdist, a worker per vCPU; tests of
-# one xdist_group on one worker), then the rest one at a time. Most of the tier waits on what it
+# (pyproject.toml says what that promises) two at a time (pytest-xdist, a worker per vCPU), then
+# the rest one at a time. Most of the tier waits on what it
 # asked for (flows' windows, settles, timeouts) with the VM's CPU mostly idle; the concurrent ones
 # wait side by side. The lab VM stops after the tier, unless LINKLAB_TEST_KEEP_VM=1 (.ci/run: its
 # gate measures both arms in the VM the tier leaves, a boot saved; .ci/run stops it after). Each
@@ -77,7 +77,9 @@ kernel_phases() {
   for a in "$@"; do
     case $a in --junitxml=*) concurrent_args+=("--junitxml=$REPORTS/kernel-concurrent.xml") ;; *) concurrent_args+=("$a") ;; esac
   done
-  "${in_vm[@]}" -- "${kernel_pytest[@]}" -m concurrent -n 2 --dist loadgroup --durations=10 "${concurrent_args[@]}"
+  # worksteal: a worker that runs out takes tests queued for the other (the selftests take minutes,
+  # most others seconds).
+  "${in_vm[@]}" -- "${kernel_pytest[@]}" -m concurrent -n 2 --dist worksteal --durations=10 "${concurrent_args[@]}"
   c=$?
   [ "$c" = 5 ] && c=0
   [ "$c" = 0 ] || code=$c

@@ -13,9 +13,6 @@ from linklab import kernel
 
 ROOT = Path(__file__).resolve().parents[3]
 LAB = "itcli"
-# The lab VM of this checkout's state (started by `up`, stopped by the last `down`) is shared
-# with test_results_anywhere.py: make test runs the tier two files at a time, these one after the other.
-pytestmark = pytest.mark.xdist_group("default-vm")
 
 
 def linklab(*args, timeout=600):

@@ -6,6 +6,7 @@ completes it; after the VM stops, DIR has every repetition (linklab/results/spoo
 import csv
 import json
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -19,9 +20,21 @@ from linklab import kernel, state
 ROOT = Path(__file__).resolve().parents[3]
 EXPERIMENT = "tests/integration/data/kill.yaml"  # 2 points x 2 repetitions of 1 s, lab onelink
 LAB = "onelink"
-# xdist_group: the checkout's lab VM, which test_cli_lifecycle.py starts and stops too (one after the other).
-pytestmark = [pytest.mark.timeout(900), pytest.mark.xdist_group("default-vm"),
+pytestmark = [pytest.mark.timeout(900),
               pytest.mark.skipif(not kernel.missing_features(), reason="the lab runs natively: no lab VM to stop")]
+# A state directory of its own, so a lab VM of its own (inside the checkout, which the VM shares):
+# the one it stops under the sweep is not the checkout's, which test_cli_lifecycle.py may be using
+# at the same time (make test runs this tier two files at a time).
+STATE_DIR = ROOT / ".linklab" / f"test-anywhere-{os.getpid()}"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _own_state_dir():
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("LINKLAB_STATE_DIR", str(STATE_DIR))
+        yield
+        linklab("vm", "stop", timeout=120)  # the test stopped it already, unless it failed first
+    shutil.rmtree(STATE_DIR, ignore_errors=True)
 
 
 def linklab(*args, timeout=600):

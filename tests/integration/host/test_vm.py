@@ -22,8 +22,7 @@ from linklab.vm.client import Channel
 from linklab.vm import protocol as P
 from linklab.vm.launcher import LabVM, VMConfig, find_orphan_vms, marker_for
 
-# One worker boots this module's own VM (make test runs the tier two files at a time).
-pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("private-vm")]
+pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[2]
 
