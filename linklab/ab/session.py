@@ -139,8 +139,10 @@ def match_points(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> Plan:
                 {"a": [p for p in a if key(p) not in b_by], "b": [p for p in b if key(p) not in a_keys]})
 
 
-def drive(arms: list[Arm], run_dir: Path, pairs: int, quick: bool, say=print, keep_labs: bool = False) -> dict[str, Any]:
-    """Measure both arms interleaved; the A/B manifest (also written to run_dir/ab.json)."""
+def drive(arms: list[Arm], run_dir: Path, pairs: int, quick: bool, say=print, keep_labs: bool = False,
+          only: dict[str, set[str]] | None = None) -> dict[str, Any]:
+    """Measure both arms interleaved; the A/B manifest (also written to run_dir/ab.json). `only`:
+    the points whose axes take these values (as written in the matrix), the others not measured."""
     started = time.monotonic()
     manifest: dict[str, Any] = json.loads((run_dir / AB_FILE).read_text())
     for arm in arms:
@@ -151,6 +153,8 @@ def drive(arms: list[Arm], run_dir: Path, pairs: int, quick: bool, say=print, ke
         hellos = {name: p.greet() for name, p in procs_.items()}
         manifest["runs"] = {name: h["run"] for name, h in hellos.items()}
         plan = match_points(hellos["a"]["points"], hellos["b"]["points"])
+        if only:
+            plan.common = [(pa, pb) for pa, pb in plan.common if selected(pa["axes"], only)]
         if not plan.common:
             raise StateError("the arms have no point in common: their experiments' matrices differ")
         for name, only in plan.only.items():
@@ -195,6 +199,11 @@ def drive(arms: list[Arm], run_dir: Path, pairs: int, quick: bool, say=print, ke
                         finished_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
         fsutil.write_json_atomic(run_dir / AB_FILE, manifest)
     return manifest
+
+
+def selected(axes: dict[str, Any], only: dict[str, set[str]]) -> bool:
+    """Whether a point (its axes) is one `--only` keeps."""
+    return all(str(axes.get(axis)) in values for axis, values in only.items())
 
 
 def _take_down(arm: Arm, say) -> None:

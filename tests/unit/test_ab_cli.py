@@ -29,6 +29,7 @@ def _nowhere_to_boot(monkeypatch):
     (["ab", str(E1), "--quick", "--b", "links[*].mtu=huge"], "mtu"),
     (["ab", str(E1), "--quick", "--a-rev", "no-such-revision-anywhere"], "unknown revision"),
     (["ab", str(E1), "--quick", "--pairs", "0"], "--pairs 0"),
+    (["ab", str(E1), "--quick", "--only", "mtu=1000"], "valid: 450, 1500, 9200"),  # the quick matrix's
     (["ab", "experiments/none.yaml"], "none.yaml"),
 ])
 def test_bad_input_is_exit_2_before_any_vm_or_arm(argv, says, tmp_path, capsys, monkeypatch):
@@ -99,3 +100,24 @@ def test_a_results_directory_the_lab_vm_cannot_write_is_refused_before_anything(
     err = capsys.readouterr().err
     assert "not shared with the lab VM" in err and str(ROOT) in err
     assert not (tmp_path / "results").exists()
+
+
+MATRIX = {"bond_mode": ["802.3ad", "balance-rr"], "mtu": [450, 1500, 9200], "streams": [1, 20]}
+
+
+def test_only_keeps_the_values_named_as_the_matrix_writes_them():
+    assert ab_cli.parse_only(["mtu=450,9200"], MATRIX) == {"mtu": {"450", "9200"}}
+    assert ab_cli.parse_only(["mtu=450,9200", "mtu=9200", "bond_mode=802.3ad"], MATRIX) == {
+        "mtu": {"9200"}, "bond_mode": {"802.3ad"}}
+    assert ab_cli.parse_only([], MATRIX) == {}
+
+
+def test_only_names_every_bad_axis_and_value_with_the_valid_ones():
+    with pytest.raises(ab_cli.UsageError) as e:
+        ab_cli.parse_only(["speed=1", "mtu=450,1000", "streams"], MATRIX)
+    msg = str(e.value)
+    assert "unknown axis 'speed' (valid: bond_mode, mtu, streams)" in msg
+    assert "mtu has no value '1000' (valid: 450, 1500, 9200)" in msg
+    assert "--only 'streams': AXIS=VALUE" in msg
+    with pytest.raises(ab_cli.UsageError, match="leaves no value of mtu"):
+        ab_cli.parse_only(["mtu=450", "mtu=9200"], MATRIX)

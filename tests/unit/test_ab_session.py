@@ -84,6 +84,18 @@ def test_points_matched_by_axes_and_measured_interleaved(tmp_path):
                                                                                ("p2-id", 1), ("p2-id", 2)]
 
 
+def test_only_the_points_whose_axes_take_the_kept_values_are_prepared_and_measured(tmp_path):
+    _manifest(tmp_path)
+    a = _arm(tmp_path, "a", ["p1", "p2", "p3"])
+    b = _arm(tmp_path, "b", ["p3", "p2", "p1"])
+    manifest = session.drive([a, b], tmp_path, pairs=1, quick=True, say=lambda *_: None, only={"x": {"p1", "p3"}})
+    assert manifest["complete"] and manifest["points"] == 2
+    for arm in (a, b):
+        assert [c.get("point") for c in _commands(arm) if c["do"] == "prepare"] == ["p1-id", "p3-id"]
+    assert session.selected({"x": "p2", "y": 1}, {"y": {"1"}}) and not session.selected({"x": "p2"}, {"x": {"p1"}})
+    assert session.selected({"mtu": 450, "streams": 20}, {"mtu": {"450", "9200"}, "streams": {"20"}})
+
+
 def test_an_arm_that_dies_ends_the_run_with_its_last_words_and_stops_the_other(tmp_path):
     _manifest(tmp_path)
     a = _arm(tmp_path, "a", ["p1", "p2"])
