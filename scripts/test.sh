@@ -45,9 +45,8 @@ tier fuzz $PY -m pytest tests/fuzz -n 2 "$@"
 tier host $PY -m pytest tests/integration/host -n 2 --dist loadfile "$@"
 # The kernel tier, in one lab VM boot and two phases: first the tests marked `concurrent`
 # (pyproject.toml says what that promises) two at a time (pytest-xdist, a worker per vCPU), then
-# the rest one at a time. Most of the tier waits on what it
-# asked for (flows' windows, settles, timeouts) with the VM's CPU mostly idle; the concurrent ones
-# wait side by side. The lab VM stops after the tier, unless LINKLAB_TEST_KEEP_VM=1 (.ci/run: its
+# the rest one at a time. Most of the tier waits on what it asked for (flows' windows, settles,
+# timeouts) with the VM's CPU mostly idle; the concurrent ones wait side by side. The lab VM stops after the tier, unless LINKLAB_TEST_KEEP_VM=1 (.ci/run: its
 # gate measures both arms in the VM the tier leaves, a boot saved; .ci/run stops it after). Each
 # test that passes is written down as it ends (--passed-log), for the second run below. The
 # slowest tests are listed (the guest does not see CI's PYTEST_ADDOPTS): where the tier's time goes.
@@ -77,7 +76,7 @@ kernel_phases() {
   for a in "$@"; do
     case $a in --junitxml=*) concurrent_args+=("--junitxml=$REPORTS/kernel-concurrent.xml") ;; *) concurrent_args+=("$a") ;; esac
   done
-  # --dist load (a test to a worker as it frees up): measured, 395 s of it on cores twice as slow
+  # --dist load (a test to a worker as it frees up): measured, 380 s of it on cores twice as slow
   # against 431 s with worksteal, which splits the list in halves first (the long selftests in one).
   "${in_vm[@]}" -- "${kernel_pytest[@]}" -m concurrent -n 2 --dist load --durations=10 "${concurrent_args[@]}"
   c=$?
