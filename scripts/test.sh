@@ -46,10 +46,11 @@ tier host $PY -m pytest tests/integration/host -n 2 --dist loadfile "$@"
 # The kernel tier, in one lab VM boot and two phases: first the tests marked `concurrent`
 # (pyproject.toml says what that promises) two at a time (pytest-xdist, a worker per vCPU), then
 # the rest one at a time. Most of the tier waits on what it asked for (flows' windows, settles,
-# timeouts) with the VM's CPU mostly idle; the concurrent ones wait side by side. The lab VM stops after the tier, unless LINKLAB_TEST_KEEP_VM=1 (.ci/run: its
-# gate measures both arms in the VM the tier leaves, a boot saved; .ci/run stops it after). Each
-# test that passes is written down as it ends (--passed-log), for the second run below. The
-# slowest tests are listed (the guest does not see CI's PYTEST_ADDOPTS): where the tier's time goes.
+# timeouts) with the VM's CPU mostly idle; the concurrent ones wait side by side. The lab VM stops
+# after the tier, unless LINKLAB_TEST_KEEP_VM=1 (.ci/run: its gate measures both arms in the VM the
+# tier leaves, a boot saved; .ci/run stops it after). Each test that passes is written down as it
+# ends (--passed-log), for the second run below. The slowest tests are listed (the guest does not
+# see CI's PYTEST_ADDOPTS): where the tier's time goes.
 PASSED=$REPORTS/kernel-passed.txt
 stop_after=(--stop-after)
 [ "${LINKLAB_TEST_KEEP_VM:-}" = 1 ] && stop_after=()

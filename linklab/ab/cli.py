@@ -111,7 +111,7 @@ def cmd_ab(args, argv) -> int:
         raise UsageError(f"--pairs {args.pairs}: a whole number from 1 to 20")
     exp_path = Path(args.experiment)
     exp = load_experiment(exp_path, quick=args.quick)  # bad input stops here, before any VM boots
-    only = parse_only(args.only, exp.matrix)
+    subset = parse_only(args.only, exp.matrix)
     tpath = topology_path(exp_path, exp)
     specs = [arms_mod.ArmSpec("a", args.a_rev, tuple(args.a_set)), arms_mod.ArmSpec("b", args.b_rev, tuple(args.b_set))]
     for spec in specs:
@@ -121,7 +121,7 @@ def cmd_ab(args, argv) -> int:
     if args.run_dir:  # the VM's half: measure into the run the host made
         run_dir = Path(args.run_dir)
         arms = arms_mod.prepare(specs, exp_path, base_lab, run_dir)
-        drive(arms, run_dir, args.pairs, args.quick, say=say, keep_labs=args.keep_labs, only=only)
+        drive(arms, run_dir, args.pairs, args.quick, say=say, keep_labs=args.keep_labs, subset=subset)
         return 0
     use_vm, why = placement.want_vm_for_up(False, False)
     use_vm = use_vm and not kernel.in_lab_vm()
@@ -131,7 +131,7 @@ def cmd_ab(args, argv) -> int:
     arms = arms_mod.prepare(specs, exp_path, base_lab, run_dir)
     manifest = {"format": 1, "kind": "ab", "experiment": exp.name, "experiment_file": str(exp_path),
                 "quick": args.quick, "pairs": args.pairs, "order": "ABBA per point, BAAB at every other point",
-                "subset": {k: sorted(v) for k, v in only.items()},  # --only: the points measured
+                "subset": {k: sorted(v) for k, v in subset.items()},  # --only: the points measured
                 "arms": {a.name: a.describe() for a in arms}, "command": ["linklab", *argv],
                 "created_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "complete": False}
     from linklab.fsutil import write_json_atomic
@@ -145,14 +145,14 @@ def cmd_ab(args, argv) -> int:
         if rc != 0:
             return rc
     else:
-        drive(arms, run_dir, args.pairs, args.quick, say=say, keep_labs=args.keep_labs, only=only)
+        drive(arms, run_dir, args.pairs, args.quick, say=say, keep_labs=args.keep_labs, subset=subset)
     return judge_run(run_dir, as_json=args.json, report=not args.no_report)
 
 
 def parse_only(specs: list[str], matrix: dict[str, list]) -> dict[str, set[str]]:
-    """--only AXIS=V,V (repeatable) against the experiment's matrix: {axis: the values kept},
-    each value as the matrix writes it; every problem at once, with the valid choices (exit 2)."""
-    only: dict[str, set[str]] = {}
+    """--only AXIS=V,V (repeatable) against the experiment's matrix: the subset, {axis: the values
+    kept}, each value as the matrix writes it; every problem at once, with the valid choices (exit 2)."""
+    subset: dict[str, set[str]] = {}
     problems = []
     for spec in specs:
         axis, sep, values = spec.partition("=")
@@ -169,13 +169,13 @@ def parse_only(specs: list[str], matrix: dict[str, list]) -> dict[str, set[str]]
         if bad:
             problems.append(f"--only {spec!r}: {axis} has no value {', '.join(map(repr, bad))} (valid: {', '.join(valid)})")
             continue
-        only[axis] = only.get(axis, set(valid)) & set(wanted)
+        subset[axis] = subset.get(axis, set(valid)) & set(wanted)
     if problems:
         raise UsageError("; ".join(problems))
-    empty = [a for a, v in only.items() if not v]
+    empty = [a for a, v in subset.items() if not v]
     if empty:
         raise UsageError(f"--only leaves no value of {', '.join(empty)}: no point to measure")
-    return only
+    return subset
 
 
 def _as_a(spec):

@@ -140,9 +140,10 @@ def match_points(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> Plan:
 
 
 def drive(arms: list[Arm], run_dir: Path, pairs: int, quick: bool, say=print, keep_labs: bool = False,
-          only: dict[str, set[str]] | None = None) -> dict[str, Any]:
-    """Measure both arms interleaved; the A/B manifest (also written to run_dir/ab.json). `only`:
-    the points whose axes take these values (as written in the matrix), the others not measured."""
+          subset: dict[str, set[str]] | None = None) -> dict[str, Any]:
+    """Measure both arms interleaved; the A/B manifest (also written to run_dir/ab.json). `subset`
+    (--only): the points whose axes take these values (as written in the matrix), the others not
+    measured."""
     started = time.monotonic()
     manifest: dict[str, Any] = json.loads((run_dir / AB_FILE).read_text())
     for arm in arms:
@@ -153,8 +154,8 @@ def drive(arms: list[Arm], run_dir: Path, pairs: int, quick: bool, say=print, ke
         hellos = {name: p.greet() for name, p in procs_.items()}
         manifest["runs"] = {name: h["run"] for name, h in hellos.items()}
         plan = match_points(hellos["a"]["points"], hellos["b"]["points"])
-        if only:
-            plan.common = [(pa, pb) for pa, pb in plan.common if selected(pa["axes"], only)]
+        if subset:
+            plan.common = [(pa, pb) for pa, pb in plan.common if selected(pa["axes"], subset)]
         if not plan.common:
             raise StateError("the arms have no point in common: their experiments' matrices differ")
         for name, only in plan.only.items():
@@ -201,9 +202,9 @@ def drive(arms: list[Arm], run_dir: Path, pairs: int, quick: bool, say=print, ke
     return manifest
 
 
-def selected(axes: dict[str, Any], only: dict[str, set[str]]) -> bool:
-    """Whether a point (its axes) is one `--only` keeps."""
-    return all(str(axes.get(axis)) in values for axis, values in only.items())
+def selected(axes: dict[str, Any], subset: dict[str, set[str]]) -> bool:
+    """Whether a point (its axes) is in the subset `--only` keeps."""
+    return all(str(axes.get(axis)) in values for axis, values in subset.items())
 
 
 def _take_down(arm: Arm, say) -> None:

@@ -88,7 +88,8 @@ def test_only_the_points_whose_axes_take_the_kept_values_are_prepared_and_measur
     _manifest(tmp_path)
     a = _arm(tmp_path, "a", ["p1", "p2", "p3"])
     b = _arm(tmp_path, "b", ["p3", "p2", "p1"])
-    manifest = session.drive([a, b], tmp_path, pairs=1, quick=True, say=lambda *_: None, only={"x": {"p1", "p3"}})
+    manifest = session.drive([a, b], tmp_path, pairs=1, quick=True, say=lambda *_: None,
+                             subset={"x": {"p1", "p3"}})
     assert manifest["complete"] and manifest["points"] == 2
     for arm in (a, b):
         assert [c.get("point") for c in _commands(arm) if c["do"] == "prepare"] == ["p1-id", "p3-id"]
