@@ -4,8 +4,8 @@
 A path h1 - s1 - ... - sN - h2 (N = 0 is a direct link), every link `rate: 1gbit` (100 Mbit/s
 at the lab VM's scale 0.1), for Linux bridges and Open vSwitch (standalone, kernel datapath),
 at several MTUs, one stream and several. Each case reports goodput / theory, where theory is
-the bottleneck rate x (MTU - 52) / (MTU + 14) (TCP/IP headers with timestamps over an Ethernet
-frame, as the shapers count it), the sender's retransmits, the packets the lab's queues
+the bottleneck rate x linklab's goodput theory (linklab/model/paths.py: goodput_fraction, the
+TCP payload per wire byte at the MTU, as the shapers count a frame), the sender's retransmits, the packets the lab's queues
 dropped on the way, and the RTT a ping h1 -> h2 gains under the load (median, +RTT ms).
 
 "Before and after" in one run: every `--variant NAME=REV` builds its labs with linklab's code as
@@ -34,14 +34,12 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # this tree's goodput theory; each variant's labs run from its own sources
+
+from linklab.model.paths import goodput_bps as theory_bps  # noqa: E402
+
 RESULTS = ROOT / "bench" / "results"
 RATE_WRITTEN = 1e9  # every link's `rate:`
-HEADERS = 52  # IPv4 20 + TCP 20 + timestamps 12
-ETH = 14
-
-
-def theory_bps(rate_bps: float, mtu: int) -> float:
-    return rate_bps * (mtu - HEADERS) / (mtu + ETH)
 
 
 def topology(kind: str, hops: int, mtu: int, lag: bool) -> str:
@@ -271,7 +269,6 @@ def main() -> int:
     RESULTS.mkdir(parents=True, exist_ok=True)
     if args.inside:
         return inside(args)
-    sys.path.insert(0, str(ROOT))
     from linklab.kernel import missing_features  # noqa: E402
     argv = [sys.executable, str(Path(__file__).resolve()), "--inside", *sys.argv[1:]]
     if missing_features():

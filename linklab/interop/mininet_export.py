@@ -19,6 +19,7 @@ from linklab.linux import tc as tcplan
 from linklab import controllers
 from linklab.interop.common import (bond_ip_args, controller_ports, kbit, ovs_plan, ovs_switches, ping_checks,
                                     switch_ifname)
+from linklab.model import paths
 from linklab.model.resolved import Lab, Qdisc
 
 RUNTIME = Path(__file__).with_name("mininet_runtime.py")
@@ -157,8 +158,9 @@ def lab_table(lab: Lab) -> dict[str, Any]:
         "iface_settings": settings, "ovs": ovs,
         # each node's `exec:` commands, run in the node (node.cmd) once the lab is built, in order
         "exec": {n.name: n.exec for n in lab.nodes if n.exec},
-        "checks": [{"from": c.src, "to": c.dst, "to_addr": c.dst_addr, "mtu": c.mtu, "via": c.via}
-                   for c in ping_checks(lab)],
+        # size: the don't-fragment ping's payload that fills the path's MTU
+        "checks": [{"from": c.src, "to": c.dst, "to_addr": c.dst_addr, "mtu": c.mtu, "via": c.via,
+                    "size": c.mtu - paths.headers(4, "icmp")} for c in ping_checks(lab)],
         "notes": notes, "mininet_shaping_notes": mn_notes,
     }
 

@@ -374,7 +374,7 @@ def checks(net):
         failures += 1
     for c in LAB["checks"]:
         rc, out = run(net[c["from"]], ["ping", "-c", "3", "-i", "0.05", "-W", "2", "-M", "do", "-s",
-                                       c["mtu"] - 28, c["to_addr"]], check=False)
+                                       c["size"], c["to_addr"]], check=False)
         ok = rc == 0 and " 0% packet loss" in out
         print("*** %s -> %s (%s) at MTU %d via %s: %s" % (c["from"], c["to"], c["to_addr"], c["mtu"],
                                                           c["via"], "ok" if ok else "FAILED"), flush=True)

@@ -238,7 +238,7 @@ class Ping(Tool):
     target: str
     count: int = 10
     interval: float | None = None  # -i seconds; below 0.2 needs root (we are)
-    size: int | None = None  # -s payload bytes (IPv4 packet = size + 28, IPv6 = size + 48)
+    size: int | None = None  # -s payload bytes (the packet adds IP and ICMP headers: model/paths.py headers)
     dont_fragment: bool = False  # -M do: refuse rather than fragment (path-MTU checks)
     family: int | None = None  # 4 or 6
     # -w: stop after this many seconds. With -w, iputils reads count as replies to wait for, so

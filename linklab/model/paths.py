@@ -14,9 +14,32 @@ from collections import deque
 
 from linklab.model.resolved import Lab, Qdisc
 
-# A default ping's frame: 56 bytes of data, ICMP 8, IPv4 20, Ethernet 14. A slow link's shaper
-# takes this long to send it, and that is asked for too.
-PING_FRAME_BYTES = 98
+# The header sizes linklab counts, bytes: what lies between a link's MTU and the payload a flow
+# carries, and what a frame adds to its IP packet. One set, for the sweeps' theory, the checks',
+# the published findings', the queues' frame sizes, the pre-flight's pings, bench and tests.
+ETHERNET_HEADER = 14  # a frame's header beyond its IP packet: what tc's shapers count in a packet's length
+IP_HEADER = {4: 20, 6: 40}  # IPv4 without options, IPv6 without extension headers
+TCP_HEADER = 20
+TCP_TIMESTAMPS = 12  # the timestamp option (with its padding), which Linux sends by default
+UDP_HEADER = 8
+ICMP_HEADER = 8  # an echo request's, ICMP's and ICMPv6's alike
+PING_DATA = 56  # a default ping's data
+
+
+def headers(family: int = 4, protocol: str = "tcp", timestamps: bool = True) -> int:
+    """IP and transport headers of one packet: what an MTU-sized packet carries besides its
+    payload. protocol: tcp (with the timestamp option unless `timestamps` is False), udp or icmp."""
+    transport = {"tcp": TCP_HEADER + (TCP_TIMESTAMPS if timestamps else 0), "udp": UDP_HEADER, "icmp": ICMP_HEADER}
+    return IP_HEADER.get(family, IP_HEADER[4]) + transport[protocol]
+
+
+def frame_bytes(mtu: float) -> float:
+    """A full-sized packet's length as a shaper counts it: the MTU and the Ethernet header."""
+    return mtu + ETHERNET_HEADER
+
+
+# A default ping's frame (IPv4). A slow link's shaper takes this long to send it, and that is asked for too.
+PING_FRAME_BYTES = frame_bytes(PING_DATA + headers(4, "icmp"))
 
 
 def _hop_s(q: Qdisc | None) -> float:
@@ -103,21 +126,30 @@ def beyond_bottleneck(lab: Lab, src: str, dst: str) -> dict[str, str]:
     return out
 
 
-# Bytes a TCP segment carries besides its payload: IP and TCP headers with the timestamp option
-# (which Linux sends by default), and the Ethernet header a shaper's rate counts.
-TCP_HEADERS = {4: 20 + 20 + 12, 6: 40 + 20 + 12}
-ETHERNET_HEADER = 14
+def goodput_fraction(mtu: float, family: int = 4, mss: int | None = None, protocol: str = "tcp",
+                     timestamps: bool = True) -> float:
+    """Goodput theory: payload per byte a shaped link carries, at full-sized packets of the path's
+    MTU (for TCP, or of iperf3's -M, which counts the timestamp option in: its payload is mss less
+    the option). (MTU - 52) / (MTU + 14) for TCP over IPv4 with timestamps, (MTU - 28) / (MTU + 14)
+    for UDP. What netem's and htb's rates deliver, measured within 1 % in the lab VM."""
+    over = headers(family, protocol, timestamps)
+    payload = mtu - over
+    if mss and protocol == "tcp":
+        payload = min(payload, mss - (TCP_TIMESTAMPS if timestamps else 0))
+    return max(0.0, payload / frame_bytes(payload + over))
 
 
-def goodput_fraction(mtu: float, family: int = 4, mss: int | None = None) -> float:
-    """TCP payload per byte a shaped link carries, at full-sized segments of the path's MTU (or of
-    iperf3's -M, which counts the timestamp option in: its payload is mss - 12). What netem's and
-    htb's rates deliver, measured within 1 % in the lab VM."""
-    headers = TCP_HEADERS.get(family, TCP_HEADERS[4])
-    payload = mtu - headers
-    if mss:
-        payload = min(payload, mss - 12)
-    return max(0.0, payload / (payload + headers + ETHERNET_HEADER))
+def goodput_bps(wire_bps: float, mtu: float, family: int = 4, mss: int | None = None, protocol: str = "tcp",
+                timestamps: bool = True) -> float:
+    """What a flow can deliver through a bottleneck that carries `wire_bps` on the wire (frames
+    counted whole): that rate times goodput_fraction."""
+    return wire_bps * goodput_fraction(mtu, family, mss, protocol, timestamps)
+
+
+def tcp_timestamps(lab: Lab, src: str, dst: str) -> bool:
+    """Whether a TCP connection src -> dst carries the timestamp option: both ends must allow it
+    (net.ipv4.tcp_timestamps, for IPv6 too; the kernel's default allows it)."""
+    return all(str(lab.node(n).sysctls.get("net.ipv4.tcp_timestamps", 1)).strip() != "0" for n in (src, dst))
 
 
 def path_mtu(lab: Lab, src: str, dst: str) -> int | None:
@@ -181,7 +213,7 @@ def tcp_goodput_bps(lab: Lab, src: str, dst: str, family: int = 4, mss: int | No
     cap, mtu = tcp_capacity_bps(lab, src, dst, src_members, dst_members), path_mtu(lab, src, dst)
     if cap is None or mtu is None:
         return None
-    return cap[0] * goodput_fraction(mtu, family, mss)
+    return goodput_bps(cap[0], mtu, family, mss, timestamps=tcp_timestamps(lab, src, dst))
 
 
 def bottleneck_bps(lab: Lab, src: str, dst: str) -> float | None:

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-ETH_HEADER = 14  # bytes a frame adds to the MTU, as the shapers count packet length
+from linklab.model.paths import frame_bytes  # a frame as the shapers count its length
 
 # A host's NIC: Linux's default txqueuelen, 1000 frames, at the original rate (12.1 ms of
 # 1500-byte frames at 1 Gbit/s), at most 10 ms (a slow or jumbo link would otherwise get a
@@ -59,7 +59,7 @@ def bucket_bytes(shaper: str | None, rate_bps: float, mtu: int, asked: int | Non
     """The bucket of an htb or tbf shaper at `rate_bps` (as it runs: scaled). Pure."""
     if asked:
         return int(asked)
-    frame = mtu + ETH_HEADER
+    frame = frame_bytes(mtu)
     if shaper == "tbf":
         return max(2 * frame, int(rate_bps / 8 * BUCKET_S), TBF_BUCKET_FLOOR)
     return max(4 * frame, int(rate_bps / 8 * BUCKET_S), HTB_BUCKET_FLOOR)
@@ -69,7 +69,7 @@ def switch_floor(bucket: int, mtu: int) -> int:
     """The least a switch port queues: one burst of the shaper before it (taken as its own
     bucket: a chain's links share their rate, and a faster link before a slower port makes that
     port a real bottleneck anyway) plus a segment pair. Pure."""
-    return bucket + 2 * (mtu + ETH_HEADER)
+    return bucket + 2 * frame_bytes(mtu)
 
 
 @dataclass(frozen=True)
@@ -83,7 +83,7 @@ def size(spec: tuple[str, float] | None, rate_bps: float, scale: float, mtu: int
          bucket: int | None = None) -> QueueSize:
     """The queue of a port shaped to `rate_bps` (as written; the lab runs it at rate*scale) by a
     shaper whose bucket is `bucket` bytes (None: bucket_bytes of the default shaper). Pure."""
-    frame = mtu + ETH_HEADER
+    frame = frame_bytes(mtu)
     if spec is None:
         if port == "switch":
             spec, why = ("bytes", float(SWITCH_PORT_BYTES)), "default switch port: 256kb at the original rate, drops when full"
@@ -119,6 +119,6 @@ def size(spec: tuple[str, float] | None, rate_bps: float, scale: float, mtu: int
 def packets(q: QueueSize, mtu: int, rate_bps_scaled: float = 0.0, hold_s: float = 0.0) -> int:
     """The same bound in frames, for a qdisc that counts packets (netem), plus what its delay
     line holds in flight (netem's limit counts packets still being delayed)."""
-    frame = mtu + ETH_HEADER
+    frame = frame_bytes(mtu)
     in_flight = int(rate_bps_scaled * hold_s / 8 / frame) + 1 if hold_s and rate_bps_scaled else 0
     return max(1, -(-q.bytes // frame)) + in_flight

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from linklab.errors import UsageError
-from linklab.model.paths import goodput_fraction
+from linklab.model.paths import frame_bytes, goodput_bps
 from linklab.report import metrics
 from linklab.report.points import Point, axis_value
 from linklab.report.published import same
@@ -267,7 +267,7 @@ def bound(points: list[Point], ctx: Context) -> str:
             continue
         # The interfaces' MTU sets the wire overhead (a write length -l does not change it).
         mtu = point_mean(p, lambda row: metrics.num(axis_value(row, "mtu"))) or 1500
-        capacity = ctx.link_bps * ctx.scale * max(1, round(active)) * goodput_fraction(mtu)
+        capacity = goodput_bps(ctx.link_bps * ctx.scale * max(1, round(active)), mtu)
         share = bps / capacity if capacity else math.nan
         what = ("link-bound" if share >= 0.9 else "CPU-bound" if core is not None and core >= 90
                 else "neither link- nor CPU-bound")
@@ -311,7 +311,7 @@ def frame_time(points: list[Point], ctx: Context) -> str:
             by_mtu.setdefault(mtu, []).append(jitter)
     parts = []
     for mtu, jitters in sorted(by_mtu.items()):
-        run_ms = (mtu + 14) * 8 / (ctx.link_bps * ctx.scale) * 1e3
+        run_ms = frame_bytes(mtu) * 8 / (ctx.link_bps * ctx.scale) * 1e3
         parts.append(f"MTU {mtu:g}: jitter {_span(jitters)} ms, {_span([j / run_ms for j in jitters])} frame times "
                      f"({run_ms:.2g} ms at {ctx.link_bps * ctx.scale / 1e6:g} Mbit/s; {run_ms * ctx.scale:.2g} ms at the "
                      f"written {ctx.link_bps / 1e6:g})")

@@ -21,9 +21,9 @@ from typing import Any
 from linklab.backends.base import bond_summary
 from linklab.handle import LabHandle
 from linklab.measure.ping import Ping
+from linklab.model import paths
 from linklab.model.resolved import Lab
 
-IP_HEADER = {4: 28, 6: 48}  # IPv4+ICMP, IPv6+ICMPv6 header bytes before the ping payload
 PING_GAP_S = 0.02
 NEXT_WAIT_S = 0.5
 
@@ -125,7 +125,7 @@ def run(handle: LabHandle, client: str, server: str, ip: int, deadline_s: float 
         return pf
     ns = handle.ns(client)
     target = server if ip == 4 else f"{server}-v6"
-    size = mtu - IP_HEADER[ip]
+    size = mtu - paths.headers(ip, "icmp")  # the ping payload that fills the MTU
     # 20 ms apart (root may go below ping's 200 ms floor): 0.7 s less per point under emulation.
     res = Ping(target=target, count=3, interval=PING_GAP_S, size=size, dont_fragment=True, family=ip, wait=2).run(
         netns=ns, timeout=15)

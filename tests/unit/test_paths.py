@@ -119,6 +119,49 @@ def test_goodput_fraction_counts_headers_per_family_and_mss():
     assert goodput_fraction(40) == 0.0
 
 
+@pytest.mark.parametrize("family, protocol, timestamps, payload", [
+    (4, "tcp", True, 1500 - 20 - 20 - 12),   # IPv4, TCP, its timestamp option (Linux's default)
+    (4, "tcp", False, 1500 - 20 - 20),
+    (6, "tcp", True, 1500 - 40 - 20 - 12),   # IPv6's header is 40 bytes
+    (6, "tcp", False, 1500 - 40 - 20),
+    (4, "udp", True, 1500 - 20 - 8),         # UDP carries no timestamps: the flag changes nothing
+    (6, "udp", False, 1500 - 40 - 8),
+])
+def test_goodput_theory_against_headers_counted_by_hand(family, protocol, timestamps, payload):
+    # Every full-sized packet of MTU 1500 leaves as a frame of 1514 bytes (14 of Ethernet header),
+    # and carries `payload` of the flow's data. No VLAN tag: linklab's links carry none.
+    from linklab.model.paths import goodput_bps, goodput_fraction, headers
+    assert headers(family, protocol, timestamps) == 1500 - payload
+    assert goodput_fraction(1500, family, protocol=protocol, timestamps=timestamps) == pytest.approx(payload / 1514)
+    assert goodput_bps(100e6, 1500, family, protocol=protocol, timestamps=timestamps) == pytest.approx(
+        100e6 * payload / 1514)
+
+
+def test_goodput_theory_with_iperf3s_mss_and_the_pings_frame():
+    from linklab.model.paths import PING_FRAME_BYTES, frame_bytes, goodput_fraction, headers
+    # -M 1000 without timestamps: 1000-byte payloads behind 40 bytes of IPv4 and TCP headers
+    assert goodput_fraction(1500, mss=1000, timestamps=False) == pytest.approx(1000 / 1054)
+    assert goodput_fraction(1500, family=6, mss=1000) == pytest.approx(988 / 1074)
+    assert goodput_fraction(1500, protocol="udp", mss=1000) == pytest.approx(1472 / 1514)  # -M is TCP's
+    assert goodput_fraction(28, protocol="udp") == 0.0
+    # ping: 56 bytes of data, ICMP 8, IPv4 20 (-s fills an MTU of 1500 with 1472, IPv6 1452)
+    assert PING_FRAME_BYTES == 98 and frame_bytes(1500) == 1514
+    assert 1500 - headers(4, "icmp") == 1472 and 1500 - headers(6, "icmp") == 1452
+
+
+def test_tcp_theory_leaves_the_timestamps_out_where_an_end_turns_them_off(tmp_path):
+    # Both ends must allow the option for a connection to carry it.
+    from linklab.model.paths import tcp_goodput_bps, tcp_timestamps
+    text = ("name: w\nhosts: {h1: {}, h2: {SYSCTLS}}\nlinks: [{name: wire, endpoints: [h1, h2], "
+            "impair: {rate: 100mbit}}]\n")
+    on = lab_from(tmp_path, text.replace("SYSCTLS", ""))
+    off = lab_from(tmp_path, text.replace("SYSCTLS", "sysctls: {net.ipv4.tcp_timestamps: 0}"))
+    assert tcp_timestamps(on, "h1", "h2") and not tcp_timestamps(off, "h1", "h2")
+    assert tcp_goodput_bps(on, "h1", "h2") == pytest.approx(100e6 * 1448 / 1514)
+    assert tcp_goodput_bps(off, "h1", "h2") == pytest.approx(100e6 * 1460 / 1514)
+    assert tcp_goodput_bps(off, "h2", "h1", family=6) == pytest.approx(100e6 * 1440 / 1514)
+
+
 def test_one_delayed_jumbo_link(tmp_path):
     from linklab.model.paths import goodput_fraction, path_mtu, tcp_goodput_bps
     lab = lab_from(tmp_path, "name: w\nhosts: {h1: {}, h2: {}}\nlinks: [{name: wire, endpoints: [h1, h2], "

@@ -4,7 +4,7 @@ import pytest
 
 from linklab import units
 from linklab.linux import tc
-from linklab.model import Context, load_topology, queues, resolve
+from linklab.model import Context, load_topology, paths, queues, resolve
 
 
 def lab_from(tmp_path, text, scale):
@@ -53,7 +53,7 @@ def test_a_switch_port_holds_a_burst_of_the_shaper_before_it():
     # three bridges at MTU 9000: 0.36-0.46 of theory with 26 KB, 0.996 with bucket + 2 frames.
     for mtu in (1500, 9000):
         sw = queues.size(None, 1e9, 0.1, mtu, "switch")
-        assert sw.bytes == queues.HTB_BUCKET_FLOOR + 2 * (mtu + 14)
+        assert sw.bytes == queues.HTB_BUCKET_FLOOR + 2 * (mtu + paths.ETHERNET_HEADER)
         assert sw.seconds == pytest.approx(sw.bytes * 8 / 1e8) and "a burst of the shaper before it" in sw.source
     # The same floor holds against a queue asked in time; a host port keeps its own (2 frames).
     asked = queues.size(("time", 0.002), 1e9, 0.1, 9000, "switch", bucket=64000)

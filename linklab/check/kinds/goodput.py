@@ -1,7 +1,7 @@
 """goodput: what a TCP or UDP flow from one host to another delivers, as a fraction of theory or
 in absolute terms. Theory is what the path's slowest hop carries (a bond's members add up; the
-lab's scale applied) times the payload per wire byte at the path's MTU: (MTU - 52) / (MTU + 14)
-for TCP with timestamps, (MTU - 28) / (MTU + 14) for UDP. Absolute rates are written as a
+lab's scale applied) times the payload per wire byte at the path's MTU for the check's protocol
+and family (linklab/model/paths.py: goodput_fraction). Absolute rates are written as a
 topology writes them and scaled like its links.
 
     - {id: goodput, kind: goodput, from: h1, to: h2, streams: 8, min_fraction: 0.8}
@@ -22,7 +22,6 @@ from linklab.model import paths
 from linklab.model.resolved import Lab
 
 Rate = Annotated[float, BeforeValidator(lambda v: None if v is None else units.parse_rate(v)), Field(gt=0)]
-OVERHEAD = {"tcp": 52, "udp": 28}  # IPv4 + TCP with timestamps / IPv4 + UDP headers
 
 
 class Params(MeasuredParams):
@@ -44,14 +43,14 @@ class Params(MeasuredParams):
         return self
 
 
-def theory_bps(lab: Lab, src: str, dst: str, protocol: str, mtu: int | None = None) -> float | None:
+def theory_bps(lab: Lab, src: str, dst: str, protocol: str, mtu: int | None = None, family: int = 4) -> float | None:
+    """The goodput the path's links allow: the sweeps' goodput theory on the slowest hop's rate."""
     rate = paths.bottleneck_bps(lab, src, dst)
     mtu = mtu or paths.path_mtu(lab, src, dst)
     if rate is None or mtu is None:
         return None
-    if protocol == "tcp":
-        return rate * paths.goodput_fraction(mtu)  # the sweeps' theory too (linklab/model/paths.py)
-    return rate * max(0.0, (mtu - OVERHEAD[protocol]) / (mtu + 14))
+    timestamps = protocol != "tcp" or paths.tcp_timestamps(lab, src, dst)
+    return paths.goodput_bps(rate, mtu, family, protocol=protocol, timestamps=timestamps)
 
 
 class Goodput(MeasuredKind):
@@ -62,11 +61,12 @@ class Goodput(MeasuredKind):
 
     def problems(self, p: Params, lab: Lab) -> list[tuple[tuple, str]]:
         out = super().problems(p, lab)
-        if not out and p.min is None and p.max is None and theory_bps(lab, p.src, p.dst, p.protocol, p.mtu) is None:
+        theory = None if out else theory_bps(lab, p.src, p.dst, p.protocol, p.mtu, p.family)
+        if not out and p.min is None and p.max is None and theory is None:
             out.append((("min_fraction" if p.min_fraction is not None else "max_fraction",),
                         f"no link on the path {p.src} -> {p.dst} has a rate, so there is no theory to take a "
                         "fraction of: give min:/max: as rates instead"))
-        if not out and p.protocol == "udp" and p.udp_rate is None and theory_bps(lab, p.src, p.dst, "udp", p.mtu) is None:
+        if not out and p.protocol == "udp" and p.udp_rate is None and theory is None:
             out.append((("udp_rate",), "no link on the path has a rate to send UDP at: give udp_rate"))
         return out
 
@@ -76,13 +76,13 @@ class Goodput(MeasuredKind):
     def bounds(self, p: Params, lab: Lab) -> tuple[float | None, float | None]:
         if p.min is not None or p.max is not None:
             return (p.min * lab.scale if p.min else None, p.max * lab.scale if p.max else None)
-        t = theory_bps(lab, p.src, p.dst, p.protocol, p.mtu) or 0.0
+        t = theory_bps(lab, p.src, p.dst, p.protocol, p.mtu, p.family) or 0.0
         return (p.min_fraction * t if p.min_fraction else None, p.max_fraction * t if p.max_fraction else None)
 
     def expected(self, p: Params, lab: Lab) -> str:
         text = super().expected(p, lab)
         if p.min_fraction is not None or p.max_fraction is not None:
-            t = theory_bps(lab, p.src, p.dst, p.protocol, p.mtu)
+            t = theory_bps(lab, p.src, p.dst, p.protocol, p.mtu, p.family)
             band = "-".join(f"{f:g}" for f in (p.min_fraction, p.max_fraction) if f is not None)
             text += f"; {band} of theory {self.show(t)}"
         return text
@@ -90,7 +90,7 @@ class Goodput(MeasuredKind):
     def client(self, p: Params, lab: Lab) -> Iperf3Client:
         rate = None
         if p.protocol == "udp":
-            rate = p.udp_rate * lab.scale if p.udp_rate else theory_bps(lab, p.src, p.dst, "udp", p.mtu)
+            rate = p.udp_rate * lab.scale if p.udp_rate else theory_bps(lab, p.src, p.dst, "udp", p.mtu, p.family)
         return Iperf3Client(server=ping_target(lab, p.dst, p.family), port=p.port, duration=p.duration,
                             streams=p.streams, protocol=p.protocol, bitrate=rate, ipv6=p.family == 6, omit=p.warmup)
 

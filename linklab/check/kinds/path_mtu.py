@@ -3,8 +3,8 @@ fragmenting, and refuses one byte more: proved with don't-fragment pings (ping -
 of `mtu` bytes must get `need` of `count` replies (bursts retried until `timeout`, as reach
 does); packets of mtu + 1 bytes must get no reply to two bursts, refused (ICMP fragmentation
 needed / packet too big, or the sender's own route) or dropped silently (a switch port with a
-smaller MTU sends no ICMP). Sizes are IP packet sizes: the payload is mtu - 28 (IPv4) or
-mtu - 48 (IPv6).
+smaller MTU sends no ICMP). Sizes are IP packet sizes: the payload is mtu less the IP and ICMP
+headers (linklab/model/paths.py: 28 bytes for IPv4, 48 for IPv6).
 
     - {id: path-mtu, kind: path_mtu, from: h1, to: h2, mtu: 9000}
 """
@@ -20,9 +20,9 @@ from linklab import units
 from linklab.check.kinds.base import FAIL, PASS, Context, Judgement, Kind, node_problem, ping_target
 from linklab.check.spec import Check
 from linklab.measure.ping import Ping, PingError, PingResult, parse_ping
+from linklab.model import paths
 from linklab.model.resolved import Lab
 
-HEADER = {4: 28, 6: 48}
 INTERVAL_S = 0.1
 WAIT_S = 1.0
 REFUSED_BURSTS = 2
@@ -41,7 +41,7 @@ class Params(Check):
     def _sizes(self):
         if self.need > self.count:
             raise ValueError(f"need {self.need} replies of a burst of count {self.count}: need must be at most count")
-        if self.mtu - HEADER[self.family] < 0 or (self.family == 6 and self.mtu < 1280):
+        if self.mtu - paths.headers(self.family, "icmp") < 0 or (self.family == 6 and self.mtu < 1280):
             raise ValueError(f"an IPv{self.family} path MTU of {self.mtu} cannot be probed "
                              f"({'IPv6 needs at least 1280' if self.family == 6 else 'below the header size'})")
         return self
@@ -49,7 +49,7 @@ class Params(Check):
 
 def probe(p: Params, lab: Lab, size: int) -> Ping:
     return Ping(target=ping_target(lab, p.dst, p.family), count=p.count, interval=INTERVAL_S, wait=WAIT_S,
-                size=size - HEADER[p.family], dont_fragment=True, family=p.family)
+                size=size - paths.headers(p.family, "icmp"), dont_fragment=True, family=p.family)
 
 
 def _parse(b: dict[str, str]) -> PingResult | str:

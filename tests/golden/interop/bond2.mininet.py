@@ -52,8 +52,8 @@ LAB = {
     'ovs': [],
     'exec': {},
     'checks': [
-        {'from': 'h1', 'to': 'h2', 'to_addr': '10.77.0.2', 'mtu': 1500, 'via': 'bond'},
-        {'from': 'h2', 'to': 'h1', 'to_addr': '10.77.0.1', 'mtu': 1500, 'via': 'bond'},
+        {'from': 'h1', 'to': 'h2', 'to_addr': '10.77.0.2', 'mtu': 1500, 'via': 'bond', 'size': 1472},
+        {'from': 'h2', 'to': 'h1', 'to_addr': '10.77.0.1', 'mtu': 1500, 'via': 'bond', 'size': 1472},
     ],
     'notes': [
         "names resolve through Mininet's CLI (`h1 ping h2`), not /etc/hosts as in linklab",

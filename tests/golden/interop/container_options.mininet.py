@@ -45,10 +45,10 @@ LAB = {
     'ovs': [],
     'exec': {},
     'checks': [
-        {'from': 'r1', 'to': 'r2', 'to_addr': '10.77.0.2', 'mtu': 1500, 'via': 'r1-r2'},
-        {'from': 'r2', 'to': 'r1', 'to_addr': '10.77.0.1', 'mtu': 1500, 'via': 'r1-r2'},
-        {'from': 'r2', 'to': 'h1', 'to_addr': '10.77.1.2', 'mtu': 1500, 'via': 'r2-h1'},
-        {'from': 'h1', 'to': 'r2', 'to_addr': '10.77.1.1', 'mtu': 1500, 'via': 'r2-h1'},
+        {'from': 'r1', 'to': 'r2', 'to_addr': '10.77.0.2', 'mtu': 1500, 'via': 'r1-r2', 'size': 1472},
+        {'from': 'r2', 'to': 'r1', 'to_addr': '10.77.0.1', 'mtu': 1500, 'via': 'r1-r2', 'size': 1472},
+        {'from': 'r2', 'to': 'h1', 'to_addr': '10.77.1.2', 'mtu': 1500, 'via': 'r2-h1', 'size': 1472},
+        {'from': 'h1', 'to': 'r2', 'to_addr': '10.77.1.1', 'mtu': 1500, 'via': 'r2-h1', 'size': 1472},
     ],
     'notes': [
         "names resolve through Mininet's CLI (`h1 ping h2`), not /etc/hosts as in linklab",

@@ -57,12 +57,12 @@ LAB = {
     'ovs': [],
     'exec': {},
     'checks': [
-        {'from': 'c1', 'to': 'c2', 'to_addr': '10.77.0.2', 'mtu': 1500, 'via': 'c1up+c2up'},
-        {'from': 'c1', 'to': 'h1', 'to_addr': '10.77.0.3', 'mtu': 1500, 'via': 'c1up+h1up'},
-        {'from': 'c2', 'to': 'c1', 'to_addr': '10.77.0.1', 'mtu': 1500, 'via': 'c2up+c1up'},
-        {'from': 'c2', 'to': 'h1', 'to_addr': '10.77.0.3', 'mtu': 1500, 'via': 'c2up+h1up'},
-        {'from': 'h1', 'to': 'c1', 'to_addr': '10.77.0.1', 'mtu': 1500, 'via': 'h1up+c1up'},
-        {'from': 'h1', 'to': 'c2', 'to_addr': '10.77.0.2', 'mtu': 1500, 'via': 'h1up+c2up'},
+        {'from': 'c1', 'to': 'c2', 'to_addr': '10.77.0.2', 'mtu': 1500, 'via': 'c1up+c2up', 'size': 1472},
+        {'from': 'c1', 'to': 'h1', 'to_addr': '10.77.0.3', 'mtu': 1500, 'via': 'c1up+h1up', 'size': 1472},
+        {'from': 'c2', 'to': 'c1', 'to_addr': '10.77.0.1', 'mtu': 1500, 'via': 'c2up+c1up', 'size': 1472},
+        {'from': 'c2', 'to': 'h1', 'to_addr': '10.77.0.3', 'mtu': 1500, 'via': 'c2up+h1up', 'size': 1472},
+        {'from': 'h1', 'to': 'c1', 'to_addr': '10.77.0.1', 'mtu': 1500, 'via': 'h1up+c1up', 'size': 1472},
+        {'from': 'h1', 'to': 'c2', 'to_addr': '10.77.0.2', 'mtu': 1500, 'via': 'h1up+c2up', 'size': 1472},
     ],
     'notes': [
         "names resolve through Mininet's CLI (`h1 ping h2`), not /etc/hosts as in linklab",

@@ -63,10 +63,10 @@ LAB = {
     'ovs': [],
     'exec': {},
     'checks': [
-        {'from': 'a', 'to': 'b', 'to_addr': '10.77.0.2', 'mtu': 9000, 'via': 'a-b-0'},
-        {'from': 'b', 'to': 'a', 'to_addr': '10.77.0.1', 'mtu': 9000, 'via': 'a-b-0'},
-        {'from': 'a', 'to': 'b', 'to_addr': '192.0.2.2', 'mtu': 1000, 'via': 'a-b-1'},
-        {'from': 'b', 'to': 'a', 'to_addr': '192.0.2.1', 'mtu': 1000, 'via': 'a-b-1'},
+        {'from': 'a', 'to': 'b', 'to_addr': '10.77.0.2', 'mtu': 9000, 'via': 'a-b-0', 'size': 8972},
+        {'from': 'b', 'to': 'a', 'to_addr': '10.77.0.1', 'mtu': 9000, 'via': 'a-b-0', 'size': 8972},
+        {'from': 'a', 'to': 'b', 'to_addr': '192.0.2.2', 'mtu': 1000, 'via': 'a-b-1', 'size': 972},
+        {'from': 'b', 'to': 'a', 'to_addr': '192.0.2.1', 'mtu': 1000, 'via': 'a-b-1', 'size': 972},
     ],
     'notes': [
         "names resolve through Mininet's CLI (`h1 ping h2`), not /etc/hosts as in linklab",

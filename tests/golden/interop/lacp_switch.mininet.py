@@ -60,10 +60,10 @@ LAB = {
     'ovs': [],
     'exec': {},
     'checks': [
-        {'from': 'h1', 'to': 'h2', 'to_addr': '10.77.0.2', 'mtu': 1500, 'via': 'h1-s1+h2-s1-1'},
-        {'from': 'h1', 'to': 'h2', 'to_addr': '10.77.0.3', 'mtu': 1500, 'via': 'h1-s1+h2-s1-2'},
-        {'from': 'h2', 'to': 'h1', 'to_addr': '10.77.0.1', 'mtu': 1500, 'via': 'h2-s1-1+h1-s1'},
-        {'from': 'h2', 'to': 'h1', 'to_addr': '10.77.0.1', 'mtu': 1500, 'via': 'h2-s1-2+h1-s1'},
+        {'from': 'h1', 'to': 'h2', 'to_addr': '10.77.0.2', 'mtu': 1500, 'via': 'h1-s1+h2-s1-1', 'size': 1472},
+        {'from': 'h1', 'to': 'h2', 'to_addr': '10.77.0.3', 'mtu': 1500, 'via': 'h1-s1+h2-s1-2', 'size': 1472},
+        {'from': 'h2', 'to': 'h1', 'to_addr': '10.77.0.1', 'mtu': 1500, 'via': 'h2-s1-1+h1-s1', 'size': 1472},
+        {'from': 'h2', 'to': 'h1', 'to_addr': '10.77.0.1', 'mtu': 1500, 'via': 'h2-s1-2+h1-s1', 'size': 1472},
     ],
     'notes': [
         "names resolve through Mininet's CLI (`h1 ping h2`), not /etc/hosts as in linklab",

@@ -57,12 +57,12 @@ LAB = {
         's1': [['bridge', 'link', 'show']],
     },
     'checks': [
-        {'from': 'pc1', 'to': 'c1', 'to_addr': '10.77.0.2', 'mtu': 1500, 'via': 'pc1-s1+c1-s1'},
-        {'from': 'pc1', 'to': 'pc2', 'to_addr': '10.77.0.3', 'mtu': 1500, 'via': 'pc1-s1+pc2-s1'},
-        {'from': 'c1', 'to': 'pc1', 'to_addr': '10.77.0.1', 'mtu': 1500, 'via': 'c1-s1+pc1-s1'},
-        {'from': 'c1', 'to': 'pc2', 'to_addr': '10.77.0.3', 'mtu': 1500, 'via': 'c1-s1+pc2-s1'},
-        {'from': 'pc2', 'to': 'pc1', 'to_addr': '10.77.0.1', 'mtu': 1500, 'via': 'pc2-s1+pc1-s1'},
-        {'from': 'pc2', 'to': 'c1', 'to_addr': '10.77.0.2', 'mtu': 1500, 'via': 'pc2-s1+c1-s1'},
+        {'from': 'pc1', 'to': 'c1', 'to_addr': '10.77.0.2', 'mtu': 1500, 'via': 'pc1-s1+c1-s1', 'size': 1472},
+        {'from': 'pc1', 'to': 'pc2', 'to_addr': '10.77.0.3', 'mtu': 1500, 'via': 'pc1-s1+pc2-s1', 'size': 1472},
+        {'from': 'c1', 'to': 'pc1', 'to_addr': '10.77.0.1', 'mtu': 1500, 'via': 'c1-s1+pc1-s1', 'size': 1472},
+        {'from': 'c1', 'to': 'pc2', 'to_addr': '10.77.0.3', 'mtu': 1500, 'via': 'c1-s1+pc2-s1', 'size': 1472},
+        {'from': 'pc2', 'to': 'pc1', 'to_addr': '10.77.0.1', 'mtu': 1500, 'via': 'pc2-s1+pc1-s1', 'size': 1472},
+        {'from': 'pc2', 'to': 'c1', 'to_addr': '10.77.0.2', 'mtu': 1500, 'via': 'pc2-s1+c1-s1', 'size': 1472},
     ],
     'notes': [
         "names resolve through Mininet's CLI (`h1 ping h2`), not /etc/hosts as in linklab",

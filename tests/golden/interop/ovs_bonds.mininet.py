@@ -68,10 +68,10 @@ LAB = {
     ],
     'exec': {},
     'checks': [
-        {'from': 'h1', 'to': 'h2', 'to_addr': '10.77.0.2', 'mtu': 1500, 'via': 'b1+b2'},
-        {'from': 'h2', 'to': 'h1', 'to_addr': '10.77.0.1', 'mtu': 1500, 'via': 'b2+b1'},
-        {'from': 'h2', 'to': 'h1', 'to_addr': '10.77.0.3', 'mtu': 1500, 'via': 'b2+b3'},
-        {'from': 'h1', 'to': 'h2', 'to_addr': '10.77.0.2', 'mtu': 1500, 'via': 'b3+b2'},
+        {'from': 'h1', 'to': 'h2', 'to_addr': '10.77.0.2', 'mtu': 1500, 'via': 'b1+b2', 'size': 1472},
+        {'from': 'h2', 'to': 'h1', 'to_addr': '10.77.0.1', 'mtu': 1500, 'via': 'b2+b1', 'size': 1472},
+        {'from': 'h2', 'to': 'h1', 'to_addr': '10.77.0.3', 'mtu': 1500, 'via': 'b2+b3', 'size': 1472},
+        {'from': 'h1', 'to': 'h2', 'to_addr': '10.77.0.2', 'mtu': 1500, 'via': 'b3+b2', 'size': 1472},
     ],
     'notes': [
         "names resolve through Mininet's CLI (`h1 ping h2`), not /etc/hosts as in linklab",

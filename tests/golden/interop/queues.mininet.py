@@ -69,10 +69,10 @@ LAB = {
     'ovs': [],
     'exec': {},
     'checks': [
-        {'from': 'a', 'to': 'b', 'to_addr': '10.77.0.2', 'mtu': 1500, 'via': 'a-b-0'},
-        {'from': 'b', 'to': 'a', 'to_addr': '10.77.0.1', 'mtu': 1500, 'via': 'a-b-0'},
-        {'from': 'a', 'to': 'b', 'to_addr': '10.77.1.2', 'mtu': 1500, 'via': 'a-b-1'},
-        {'from': 'b', 'to': 'a', 'to_addr': '10.77.1.1', 'mtu': 1500, 'via': 'a-b-1'},
+        {'from': 'a', 'to': 'b', 'to_addr': '10.77.0.2', 'mtu': 1500, 'via': 'a-b-0', 'size': 1472},
+        {'from': 'b', 'to': 'a', 'to_addr': '10.77.0.1', 'mtu': 1500, 'via': 'a-b-0', 'size': 1472},
+        {'from': 'a', 'to': 'b', 'to_addr': '10.77.1.2', 'mtu': 1500, 'via': 'a-b-1', 'size': 1472},
+        {'from': 'b', 'to': 'a', 'to_addr': '10.77.1.1', 'mtu': 1500, 'via': 'a-b-1', 'size': 1472},
     ],
     'notes': [
         "names resolve through Mininet's CLI (`h1 ping h2`), not /etc/hosts as in linklab",

@@ -51,8 +51,8 @@ LAB = {
     ],
     'exec': {},
     'checks': [
-        {'from': 'h1', 'to': 'h2', 'to_addr': '10.77.0.2', 'mtu': 1500, 'via': 'l1+l2'},
-        {'from': 'h2', 'to': 'h1', 'to_addr': '10.77.0.1', 'mtu': 1500, 'via': 'l2+l1'},
+        {'from': 'h1', 'to': 'h2', 'to_addr': '10.77.0.2', 'mtu': 1500, 'via': 'l1+l2', 'size': 1472},
+        {'from': 'h2', 'to': 'h1', 'to_addr': '10.77.0.1', 'mtu': 1500, 'via': 'l2+l1', 'size': 1472},
     ],
     'notes': [
         "names resolve through Mininet's CLI (`h1 ping h2`), not /etc/hosts as in linklab",

@@ -51,10 +51,10 @@ LAB = {
     'ovs': [],
     'exec': {},
     'checks': [
-        {'from': 'h1', 'to': 'h2', 'to_addr': '192.0.2.2', 'mtu': 1500, 'via': 'h1-h2'},
-        {'from': 'h2', 'to': 'h1', 'to_addr': '192.0.2.1', 'mtu': 1500, 'via': 'h1-h2'},
-        {'from': 'h1', 'to': 'h3', 'to_addr': '198.51.100.2', 'mtu': 1500, 'via': 'h1-s1+h3-s1'},
-        {'from': 'h3', 'to': 'h1', 'to_addr': '198.51.100.1', 'mtu': 1500, 'via': 'h3-s1+h1-s1'},
+        {'from': 'h1', 'to': 'h2', 'to_addr': '192.0.2.2', 'mtu': 1500, 'via': 'h1-h2', 'size': 1472},
+        {'from': 'h2', 'to': 'h1', 'to_addr': '192.0.2.1', 'mtu': 1500, 'via': 'h1-h2', 'size': 1472},
+        {'from': 'h1', 'to': 'h3', 'to_addr': '198.51.100.2', 'mtu': 1500, 'via': 'h1-s1+h3-s1', 'size': 1472},
+        {'from': 'h3', 'to': 'h1', 'to_addr': '198.51.100.1', 'mtu': 1500, 'via': 'h3-s1+h1-s1', 'size': 1472},
     ],
     'notes': [
         "names resolve through Mininet's CLI (`h1 ping h2`), not /etc/hosts as in linklab",

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from linklab.interop.common import resolved_lab
-from linklab.report.findings import goodput_fraction
+from linklab.model.paths import goodput_fraction
 from linklab.report.runs import Run
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -19,7 +19,7 @@ from linklab import lab, runner, state
 from linklab.docker import engine
 from linklab.errors import EnvironmentProblem, LinklabError
 from linklab.measure.ping import parse_ping
-from linklab.report.findings import goodput_fraction
+from linklab.model.paths import goodput_fraction
 from tests.integration import steal
 from linklab.sweep.engine import Options, run
 

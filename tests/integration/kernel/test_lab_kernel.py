@@ -9,6 +9,7 @@ from pyroute2 import netns
 from linklab import lab, procs, runner
 from linklab.backends.linux.inspect import bond_summary
 from linklab.measure.ping import Ping
+from linklab.model import paths
 
 BACK_TO_BACK_MODES = ["balance-rr", "active-backup", "balance-xor", "broadcast", "802.3ad"]
 
@@ -191,7 +192,7 @@ def test_mtu_applied_on_the_whole_path_and_df_pings_bound_it(make_lab, mtu):
     for node in ("h1", "h2"):
         for iface in lb.live()["nodes"][node]["interfaces"]:
             assert iface["mtu"] == mtu, (node, iface["ifname"], iface["mtu"])
-    fits = mtu - 28
+    fits = mtu - paths.headers(4, "icmp")  # the ping payload that fills the MTU
     res, _ = lb.ping_until_ok("h1", "h2", extra=["-M", "do", "-s", str(fits)])
     assert " 0% packet loss" in res.stdout, res.stdout[-300:]
     too_big = lb.run("h1", ["ping", "-n", "-c", "2", "-W", "1", "-M", "do", "-s", str(fits + 1), "h2"], check=False)

@@ -18,7 +18,7 @@ from linklab.backends.base import bond_summary
 from linklab.backends.linux import daemons, ovsd
 from linklab.backends.linux.daemons import netns_pids
 from linklab.linux import ovs as ovsparse
-from linklab.report.findings import goodput_fraction
+from linklab.model.paths import goodput_fraction, headers
 from tests.integration import steal
 
 DATA_REL = "../tests/integration/data"  # make_lab reads topologies/<name>: this reaches the test data
@@ -208,8 +208,7 @@ def _stolen_room_since(t0: float) -> float:
     return steal.room(probe.between(t0, time.time())) if probe else 0.0
 
 
-# TCP goodput over a shaped link at MTU 1500: payload (1500 - 52 bytes of IP, TCP and timestamp
-# headers) over the frame the shaper counts (+14 bytes of Ethernet header).
+# TCP goodput over a shaped link at MTU 1500: its payload over the frame the shaper counts.
 GOODPUT_1500 = goodput_fraction(1500)
 
 
@@ -405,8 +404,8 @@ def test_e3_quick_sweep_end_to_end_with_switch_evidence(tmp_path):
         assert int(r["switch_packet_ins"]) > 0, (r["point_id"], r["rep"], r.get("switch_flows"))
     learning, hub = pick("l2_learning", "null", 1500), pick("hub", "null", 1500)
 
-    def segments(r):  # TCP segments the window delivered, at most 1460 payload bytes each
-        return float(r["throughput_bps"]) * float(r["duration_s"]) / 8 / (int(r["mtu"]) - 40)
+    def segments(r):  # TCP segments the window delivered, at most MTU - IP and TCP headers of payload each
+        return float(r["throughput_bps"]) * float(r["duration_s"]) / 8 / (int(r["mtu"]) - headers(4, "tcp", timestamps=False))
 
     # The hub sends every packet through the controller: each delivered segment was a packet-in,
     # so its throughput is bounded above by its packet-ins, and it moved data (>= 0.1 Mbit/s;

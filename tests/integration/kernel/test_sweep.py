@@ -15,7 +15,7 @@ from linklab.measure.disturbance import FLAGS
 from linklab.model import load_topology
 from linklab.model.resolve import resolve
 from linklab.report import metrics
-from linklab.report.findings import goodput_fraction
+from linklab.model.paths import goodput_fraction
 from tests.integration import steal
 from linklab.sweep import preflight
 from linklab.sweep.engine import Options, run
@@ -174,8 +174,8 @@ def test_goodput_at_every_mtu_matches_theory_then_a_rerun_resumes_and_force_star
         by_mtu.setdefault(int(r["mtu"]), []).append(r)
     assert sorted(by_mtu) == [450, 1500, 9200] and all(len(v) == 3 for v in by_mtu.values())
     for mtu, reps in by_mtu.items():
-        # TCP payload per frame (IP 20 + TCP 20 + timestamps 12) over the bytes the shaper counts
-        # (the frame with its 14-byte Ethernet header): 17.2 / 19.1 / 19.9 Mbit/s at 20 Mbit/s.
+        # TCP payload per frame over the bytes the shaper counts (goodput_fraction): 17.2 / 19.1 /
+        # 19.9 Mbit/s at 20 Mbit/s.
         # The median within 2 % of it (issue 18's bound: 0.99-1.00 on a quiet machine; a slower
         # one measured 0.987 at MTU 9200 once, its emulated CPU stalling one window), every
         # repetition within 5 %: a wrong shaper or header count would move all three. Below, a

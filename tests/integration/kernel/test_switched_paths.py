@@ -32,7 +32,7 @@ import pytest
 
 from linklab import lab, state
 from linklab.model import load_topology
-from linklab.report.findings import goodput_fraction
+from linklab.model.paths import goodput_fraction
 from tests.integration import steal
 from linklab.sweep.engine import Options, run
 from linklab.sweep.experiment import load_experiment, topology_path
@@ -43,8 +43,7 @@ FLOOR = 0.85  # of theory: every repetition (the stalls above cost at most 9 %; 
 
 
 def theory(rate_bps: float, mtu: int) -> float:
-    # TCP payload (IPv4 20 + TCP 20 + timestamps 12 bytes of headers) over the frame the shaper
-    # counts (MTU + 14 bytes of Ethernet header): the report's own figure.
+    # TCP payload over the frame the shaper counts: the sweeps' own goodput theory.
     return rate_bps * goodput_fraction(mtu)
 
 
