@@ -13,9 +13,9 @@ Each flag comes with its evidence, so a report can mark the point and say why:
                    linklab/vm/hostcpu.py): the emulator was short of CPU, its neighbours were not
   host_stolen      the hypervisor under the host (the host is a VM, as CI machines are) took
                    >= HOST_STEAL_PCT of the host's cores away during the window (their steal time):
-                   the emulator ran on a slower machine for a while. Nothing on the host can stop
-                   it, so the repetition is not measured again; `linklab ab` measures both arms
-                   through it alike, and the flag stays in the row with its evidence
+                   the emulator ran on a slower machine for a while. What sweeps, checks and the
+                   verdict do with a repetition flagged about the host, and why only
+                   host_disturbed is measured again: linklab/measure/flags.py
   emulator_burst   a port beyond the path's bottleneck (linklab/model/paths.py: reached only after
                    a port no faster than itself) dropped >= QUEUE_DROP_PCT of its packets: traffic
                    that left the bottleneck at its rate needs no queue there on a real network, so
@@ -51,6 +51,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from linklab.measure.flags import HOST_DISTURBED, HOST_STOLEN, stored
+
 CORE_BUSY_PCT = 85.0  # E1 20-stream points reached 85-93 % in the lab VM
 HOST_OTHER_PCT = 25.0  # % of all host cores: on 2 cores, half a core of other work
 # % of all host cores: machines of this kind had 0-6 % steal when quiet, 14-26 % (vmstat) when the
@@ -72,7 +74,7 @@ INFLIGHT_PCT = 50.0
 
 # Every flag a row may carry, in the order flags() names them.
 LIMIT_FLAGS = ("rwnd_limited", "sndbuf_limited", "cwnd_limited", "below_theory")
-FLAGS = ("core_saturated", "queue_dropped", "emulator_burst", "host_disturbed", "host_stolen", "emulator_rtt",
+FLAGS = ("core_saturated", "queue_dropped", "emulator_burst", HOST_DISTURBED, HOST_STOLEN, "emulator_rtt",
          *LIMIT_FLAGS)
 
 _QDISC = re.compile(r"^qdisc (?P<kind>\S+) (?P<handle>\S+:)\S* (?:dev (?P<dev>\S+) )?(?P<where>root|parent \S+)")
@@ -174,13 +176,13 @@ def flags(row: Mapping[str, Any], drops: Mapping[str, int] | None = None,
                         f"that left it at its rate needs no queue there, the emulator delivered it in bursts")
     other = row.get("host_other_pct")
     if isinstance(other, (int, float)) and other >= HOST_OTHER_PCT:
-        names.append("host_disturbed")
+        names.append(HOST_DISTURBED)
         evidence.append(f"host {row.get('host_busy_pct')}% busy, lab VM {row.get('host_qemu_pct')}%, "
                         f"other work {other}% of {row.get('host_cpus')} cores (>= {HOST_OTHER_PCT:g}%)")
     steal = row.get("host_steal_pct")
     if isinstance(steal, (int, float)) and steal >= HOST_STEAL_PCT:
-        names.append("host_stolen")
-        # (no "; " inside: it separates one flag's evidence from the next, report/points.row_flags)
+        names.append(HOST_STOLEN)
+        # (no "; " inside: it separates one flag's evidence from the next, measure/flags.EVIDENCE_SEP)
         evidence.append(f"the hypervisor took {steal}% of the host's {row.get('host_cpus')} cores (steal, "
                         f">= {HOST_STEAL_PCT:g}%), lab VM {row.get('host_qemu_pct')}%")
     idle = row.get("ping_rtt_p50_ms")
@@ -194,7 +196,7 @@ def flags(row: Mapping[str, Any], drops: Mapping[str, int] | None = None,
     if named:
         names.append(named[0])
         evidence.append(named[1])
-    return {"flags": ";".join(names), "flag_evidence": "; ".join(evidence)}
+    return stored(zip(names, evidence))
 
 
 def _num(row: Mapping[str, Any], key: str) -> float | None:

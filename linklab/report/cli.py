@@ -121,8 +121,8 @@ def _add_baseline(sub) -> None:
     b.add_argument("--repetitions", type=int, metavar="N",
                    help=f"record: repetitions per point (default: the experiment's, at least {MIN_REPETITIONS})")
     b.add_argument("--min-repetitions", type=int, default=MIN_REPETITIONS, metavar="N",
-                   help=f"refuse a run with fewer repetitions measured on a quiet host at any point "
-                        f"(default {MIN_REPETITIONS}; 1 stores any run)")
+                   help=f"refuse a run with fewer repetitions measured on a quiet host (flagged neither "
+                        f"host_disturbed nor host_stolen) at any point (default {MIN_REPETITIONS}; 1 stores any run)")
     b.add_argument("--results", default="results", help="results root directory (default ./results)")
     b.set_defaults(handler=cmd_baseline)
 
@@ -259,7 +259,7 @@ def _sweep(argv: list[str]) -> int:
 
 def _thin_points(run, need: int) -> list[str]:
     from linklab.report.points import group
-    return [f"{p.label}: {len(p.clean)}" for p in group(run) if p.ok and len(p.clean) < need]
+    return [f"{p.label}: {len(p.quiet)}" for p in group(run) if p.ok and len(p.quiet) < need]
 
 
 def _wall(run) -> str:

@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from linklab.errors import UsageError
+from linklab.measure.flags import row_flags
 from linklab.model.paths import frame_bytes, goodput_bps
 from linklab.report import metrics
 from linklab.report.points import Point, axis_value
@@ -288,7 +289,7 @@ def emulator(points: list[Point], ctx: Context) -> str:
     idle = [v for p in pts if (v := point_mean(p, lambda r: metrics.num(r.get("ping_rtt_p50_ms")))) is not None]
     asked = [v for p in pts if (v := point_mean(p, lambda r: metrics.num(r.get("path_asked_rtt_ms")))) is not None]
     rows = [r for p in pts for r in p.ok]
-    flagged = sum(1 for r in rows if "emulator_rtt" in str(r.get("flags") or "").split(";"))
+    flagged = sum(1 for r in rows if "emulator_rtt" in row_flags(r))
     if not idle or not asked:
         return ""
     verdict = ("→ the delay measured is the emulator's own round trip" if flagged * 2 > len(rows)

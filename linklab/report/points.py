@@ -11,13 +11,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from linklab.measure.flags import quiet as quiet_rows, row_flags
 from linklab.report.runs import Run, row_ok
-
-# A repetition measured while other work held the host's CPU (linklab/measure/disturbance.py):
-# its figures say how busy the machine was, not how the link behaved.
-DISTURBED = "host_disturbed"
-STOLEN = "host_stolen"  # the hypervisor under the host took its CPU: a slower machine for a while
-HOST_FLAGS = (DISTURBED, STOLEN)  # flags about the host the lab ran on, not about the lab
 
 
 @dataclass
@@ -33,9 +28,10 @@ class Point:
         return [r for r in self.rows if row_ok(r)]
 
     @property
-    def clean(self) -> list[dict[str, Any]]:
-        """Measured repetitions not flagged host_disturbed."""
-        return [r for r in self.ok if DISTURBED not in row_flags(r)]
+    def quiet(self) -> list[dict[str, Any]]:
+        """Measured repetitions on a quiet host: flagged neither host_disturbed nor host_stolen
+        (linklab/measure/flags.py)."""
+        return quiet_rows(self.ok)
 
     @property
     def failed(self) -> int:
@@ -59,24 +55,6 @@ class Point:
     def key(self) -> tuple[tuple[str, str], ...]:
         """Matches the same point in another run: by parameters, not by order."""
         return tuple(sorted((a, canonical(v)) for a, v in self.axes.items()))
-
-
-def row_flags(row: dict[str, Any]) -> dict[str, str]:
-    """A row's flags, name -> evidence. The store writes one string, "core_saturated;queue_dropped",
-    with the evidence in `flag_evidence`; rows from elsewhere may carry a list of names or of
-    {name, evidence} mappings, or a mapping name -> evidence."""
-    val = row.get("flags")
-    if isinstance(val, dict):
-        return {str(k): str(v) for k, v in val.items()}
-    if isinstance(val, list):
-        return {str(x.get("name") or x.get("flag") or "?") if isinstance(x, dict) else str(x):
-                str(x.get("evidence", "")) if isinstance(x, dict) else "" for x in val if x}
-    names = [x for x in str(val or "").split(";") if x.strip()]
-    evidence = str(row.get("flag_evidence") or "")
-    parts = evidence.split("; ")  # measure/disturbance.py joins each flag's evidence in the flags' order
-    if len(parts) == len(names):
-        return dict(zip(names, parts))
-    return {n: evidence if i == 0 else "" for i, n in enumerate(names)}
 
 
 def canonical(value: Any) -> str:

@@ -10,9 +10,10 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from linklab.measure.flags import row_flags
 from linklab.report import metrics
 from linklab.report.findings import AGREES, DIFFERS, EXPLAINED
-from linklab.report.points import Point, row_flags
+from linklab.report.points import Point
 from linklab.report.stats import describe
 
 if TYPE_CHECKING:

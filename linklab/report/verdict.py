@@ -50,7 +50,8 @@ from typing import Any
 from linklab.measure.stats import t_quantile
 from linklab.report import metrics
 from linklab.report.aa import Spread
-from linklab.report.points import HOST_FLAGS, Point, group, row_flags
+from linklab.measure.flags import HOST_FLAGS, row_flags
+from linklab.report.points import Point, group
 from linklab.report.runs import Run, row_ok
 
 ALPHA = 0.05  # the chance that a run where nothing changed fails any check that is a test
@@ -148,9 +149,9 @@ def values(m: metrics.Metric, rows: list[dict[str, Any]]) -> list[float]:
 
 
 def quiet(p: Point) -> list[dict[str, Any]]:
-    """The repetitions measured while nothing else took the host's CPU (flagged neither
-    host_disturbed nor host_stolen: linklab/measure/disturbance.py)."""
-    return [r for r in p.ok if not set(row_flags(r)) & set(HOST_FLAGS)]
+    """The repetitions measured on a quiet host (linklab/measure/flags.py: flagged neither
+    host_disturbed nor host_stolen)."""
+    return p.quiet
 
 
 def judged_rows(p: Point) -> list[dict[str, Any]]:
@@ -268,8 +269,8 @@ def flag_counts(pairs: list[tuple[Point, Point]]) -> dict[str, list[tuple[str, i
     arm carried it (the points that say something about it); host flags are the host's, not the lab's."""
     out: dict[str, list[tuple[str, int, int, int, int]]] = {}
     for p, q in pairs:
-        a_flags = [set(row_flags(r)) - set(HOST_FLAGS) for r in p.ok]
-        b_flags = [set(row_flags(r)) - set(HOST_FLAGS) for r in q.ok]
+        a_flags = [set(row_flags(r)) - HOST_FLAGS for r in p.ok]
+        b_flags = [set(row_flags(r)) - HOST_FLAGS for r in q.ok]
         for f in sorted(set().union(*a_flags, *b_flags)):
             out.setdefault(f, []).append((p.label, sum(f in x for x in a_flags), len(a_flags),
                                           sum(f in x for x in b_flags), len(b_flags)))

@@ -15,6 +15,7 @@ from typing import Any, Callable
 from linklab import lab, runner, state
 from linklab.errors import LinklabError, StateError
 from linklab.handle import LabHandle
+from linklab.measure import flags
 from linklab.measure.iperf3 import Iperf3Client
 from linklab.measure.nstat import Nstat
 from linklab.measure.ping import Ping
@@ -32,7 +33,6 @@ from linklab.sweep.plan import PointPlan, plan_point
 from linklab.sweep.progress import Progress
 from linklab.sweep.recording import Recording
 
-DISTURBED_FLAG = "host_disturbed"  # linklab/measure/disturbance.py
 RECORDED_SYSCTLS = ("net.ipv4.tcp_congestion_control", "net.ipv4.tcp_reordering", "net.ipv4.tcp_rmem",
                     "net.ipv4.tcp_wmem", "net.core.rmem_max", "net.core.wmem_max", "net.core.netdev_max_backlog",
                     "net.ipv4.tcp_sack", "net.ipv4.tcp_timestamps")
@@ -240,11 +240,11 @@ def measure_point_rep(sweep: Sweep, prep: Prepared, rep: int, attempt: int = 1) 
 
 
 def measure_settled(sweep: Sweep, prep: Prepared, rep: int) -> dict[str, Any]:
-    """One repetition, measured once more if it was flagged host_disturbed and the sweep says so
-    (rerun_disturbed: the disturbed attempt is kept aside as rep<k>.disturbed-1, a second
-    disturbed attempt stays); the row that stands."""
+    """One repetition, measured once more if the policy for a busy host says so (linklab/measure/
+    flags.py: flagged host_disturbed) and the sweep does (rerun_disturbed: the disturbed attempt
+    is kept aside as rep<k>.disturbed-1, a second disturbed attempt stays); the row that stands."""
     row = measure_point_rep(sweep, prep, rep)
-    if sweep.rerun_disturbed and DISTURBED_FLAG in str(row.get("flags") or "").split(";"):
+    if sweep.rerun_disturbed and flags.measure_again(row):
         sweep.recording.wait()  # moved aside once it is written
         aside = sweep.store.set_aside_failed(prep.point.id, rep, why="disturbed")
         sweep.progress.log(f"  measuring rep {rep} once more: the host was busy ({aside.name} kept)")

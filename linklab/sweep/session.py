@@ -90,9 +90,9 @@ class Options:
     lab_name: str | None = None
     retry_failed: bool = True  # a resume measures failed reps again (their first attempt is kept aside)
     repetitions: int | None = None  # instead of the experiment's (e.g. `linklab baseline`: >= 5 per point)
-    # A repetition flagged host_disturbed (other work held the host's CPU during its window) is
-    # measured once more; the disturbed attempt is kept aside as rep<k>.disturbed-<n>. Its figure
-    # said how busy the machine was, not how the link behaved; a second disturbed attempt stays.
+    # A repetition the policy for a busy host measures again (linklab/measure/flags.py: flagged
+    # host_disturbed) is measured once more; the disturbed attempt is kept aside as
+    # rep<k>.disturbed-<n>, and a second disturbed attempt stays.
     rerun_disturbed: bool = True
     shard: tuple[int, int] | None = None  # (K, N): only the K-th of N parts of the points (shard.py)
     dry_run: float | None = None  # seconds each repetition sleeps instead of measuring (no lab: dry.py)

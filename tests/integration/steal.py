@@ -34,7 +34,7 @@ def room(*rows: dict) -> float:
     return worst / 100
 
 
-def quiet(*rows: dict) -> None:
+def not_stolen(*rows: dict) -> None:
     """For a bound that steal would void (a CPU-bound rate that must beat a link's): the test is
     inconclusive when any of these repetitions was flagged host_stolen."""
     worst = max((s for r in rows if (s := steal_pct(r)) is not None), default=None)

@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 from linklab.measure import disturbance as d
+from linklab.measure.flags import row_flags
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "tools"
 
@@ -97,9 +98,9 @@ def test_drops_beyond_the_paths_bottleneck_are_the_emulators_burst():
     beyond = {"s1/eth2": "h1/eth1", "s2/eth2": "h1/eth1"}
     f = d.flags({}, drops, sent=sent, beyond=beyond)
     assert f["flags"] == "queue_dropped;emulator_burst", f
-    burst = f["flag_evidence"].split("; ")[1]
+    burst = named(f)["emulator_burst"]
     assert "s1/eth2 bfifo 10:: 152 (2.5%)" in burst and "beyond the path's bottleneck (h1/eth1)" in burst
-    assert "h1/eth1 bfifo 10:: 9" in f["flag_evidence"].split("; ")[0]
+    assert "h1/eth1 bfifo 10:: 9" in named(f)["queue_dropped"]
     # the same drops without the path's knowledge are only a queue that dropped
     assert d.flags({}, drops, sent=sent)["flags"] == "queue_dropped"
     # a port beyond the bottleneck that dropped a handful (below QUEUE_DROP_PCT) is not flagged
@@ -133,7 +134,7 @@ def captured(iperf3: str, ss: str | None = None, **extra) -> dict:
 
 
 def named(f: dict) -> dict:
-    return dict(zip(f["flags"].split(";"), f["flag_evidence"].split("; ")))
+    return row_flags(f)
 
 
 def test_the_path_theory_of_the_captures(theory):
@@ -185,7 +186,7 @@ def test_another_flag_names_the_cause_unless_a_window_held_the_sender(theory):
     f = d.flags(captured("iperf3_tcp_mtu9000_loss.json", **busy), theory_bps=theory)
     assert f["flags"] == "core_saturated"
     f = d.flags(captured("iperf3_tcp_rwnd_limited.json", "ss_tcp_info_rwnd_limited.txt", **busy), theory_bps=theory)
-    assert f["flags"] == "core_saturated;rwnd_limited" and len(f["flag_evidence"].split("; ")) == 2
+    assert f["flags"] == "core_saturated;rwnd_limited" and len(named(f)) == 2 and all(named(f).values())
 
 
 def test_the_share_of_theory_is_two_sided_and_what_is_not_tcp_or_has_no_theory_is_not_judged(theory):

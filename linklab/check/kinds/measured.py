@@ -8,9 +8,9 @@ host_disturbed / host_stolen (other work or the hypervisor took the host's CPU),
 (drops beyond the path's bottleneck), emulator_rtt (the emulator's own round trip dominates). A
 median inside its bounds passes whatever the flags; one outside them, with any repetition
 flagged by what limits this kind's figure, is inconclusive: the measurement cannot tell a wrong
-lab from a slow emulator. A repetition measured while other work or the hypervisor took the
-host's CPU (host_disturbed, host_stolen) is measured once more and kept aside ("disturbed" in the
-raw output), up to `repeat` times: a quieter moment may follow.
+lab from a slow emulator. A repetition the policy for a busy host measures again (linklab/
+measure/flags.py: one flagged host_disturbed, as a sweep does) is measured once more, the first
+attempt kept aside ("disturbed" in the raw output); a second attempt flagged so stands.
 
 Repetitions stop once the verdict is decided (`decided`): none failed to measure, and more than
 half of the `repeat` planned are inside the bounds (the median of all of them would be inside,
@@ -37,6 +37,7 @@ from linklab import units
 from linklab.check.kinds.base import FAIL, INCONCLUSIVE, PASS, Context, Judgement, Kind, node_problem, ping_target
 from linklab.check.spec import Check
 from linklab.errors import LinklabError
+from linklab.measure import flags
 from linklab.measure.iperf3 import Iperf3Client
 from linklab.measure.stats import percentile
 from linklab.model.resolved import Lab
@@ -46,8 +47,8 @@ if TYPE_CHECKING:
 
 # Flags that can hold a throughput figure down (a saturated core, a starved or slowed emulator,
 # drops the emulator's bursts caused). queue_dropped is not one: a full queue is the link's.
-THROUGHPUT_LIMITS = frozenset({"core_saturated", "host_disturbed", "host_stolen", "emulator_burst"})
-DELAY_LIMITS = frozenset({"emulator_rtt", "core_saturated", "host_disturbed", "host_stolen"})
+THROUGHPUT_LIMITS = frozenset({"core_saturated", "emulator_burst"}) | flags.HOST_FLAGS
+DELAY_LIMITS = frozenset({"emulator_rtt", "core_saturated"}) | flags.HOST_FLAGS
 PORT = 5301  # the checks' iperf3 servers, apart from a sweep's (5201...)
 IDLE_PINGS, IDLE_INTERVAL_S = 5, 0.2
 
@@ -111,10 +112,10 @@ class MeasuredKind(Kind):
     def limiting(self, row: dict[str, Any]) -> set[str]:
         """The row's flags that can have held this kind's figure: a core kept busy by the lab's
         own controller and OVS (a hub sends every packet through them) is the lab's, not the emulator's."""
-        flags = set(str(row.get("flags") or "").split(";")) & self.limits
+        limited = set(flags.row_flags(row)) & self.limits
         if (row.get("lab_controller_cpu_pct") or 0) >= CONTROLLER_BUSY_PCT:
-            flags.discard("core_saturated")
-        return flags
+            limited.discard("core_saturated")
+        return limited
 
     def side(self, p: Any, v: float, lab: Lab) -> int:
         """Where one figure lies against the bounds widened by the tolerance: -1 below, 0 within, 1 above."""
@@ -196,7 +197,7 @@ class MeasuredKind(Kind):
         interval = self.report_interval(p)
         servers = start_servers(ctx.handle, p.dst, p.src, p.port, 1, interval)
         try:
-            k = len(rows)
+            k, again = len(rows), False
             while k < p.repeat:
                 ctx.say(f"  {p.id}: repetition {k + 1} of {p.repeat}")
                 rep = Repetition(ctx.handle, p.src, p.dst, p.family, omit=p.warmup)
@@ -206,14 +207,15 @@ class MeasuredKind(Kind):
                     row = measure(rep, traffic, self.probes(p, ctx, members))[1]
                 except LinklabError as e:
                     row = {"error": str(e)}
-                if _host_busy(row) and len(aside) < p.repeat:
-                    # Other work on the host, not the lab: measured once more, as a sweep does;
-                    # the disturbed repetition is kept aside, not judged.
+                if not again and flags.measure_again(row):
+                    # The host's doing, not the lab's (measure/flags.py): measured once more, as a
+                    # sweep does; the disturbed attempt is kept aside, not judged.
                     ctx.say(f"  {p.id}: repetition {k + 1} measured while the host was busy: once more")
                     aside.append(row)
+                    again = True
                     continue
                 rows.append(row)
-                k += 1
+                k, again = k + 1, False
                 if k < p.repeat and (done := self.decided(p, rows, ctx.lab)):
                     ctx.say(f"  {p.id}: {done} after {k} of {p.repeat} repetitions (the median is decided)")
                     break
@@ -243,9 +245,9 @@ class MeasuredKind(Kind):
         rows = raw.get("rows") or []
         values = [v for row in rows if not row.get("error") and (v := self.metric(p, row, lab)) is not None]
         errors = sorted({row["error"] for row in rows if row.get("error")})
-        flags = sorted({f for row in rows for f in self.limiting(row)})
+        limited = sorted({f for row in rows for f in self.limiting(row)})
         evidence = "; ".join(dict.fromkeys(e for row in rows for e in _evidence(row, self.limiting(row))))
-        lab_busy = [row for row in rows if "core_saturated" in str(row.get("flags") or "")
+        lab_busy = [row for row in rows if "core_saturated" in flags.row_flags(row)
                     and "core_saturated" not in self.limiting(row)]
         if not values:
             return Judgement(FAIL, "not measured: " + ("; ".join(errors) or "no repetition"),
@@ -256,9 +258,9 @@ class MeasuredKind(Kind):
         shown = f"{self.show(med)} (median of {len(values)}: {', '.join(self.show(v) for v in values)})"
         if errors:
             shown += f"; {len(errors)} failed: {errors[0]}"
-        verdict = PASS if ok and not errors else INCONCLUSIVE if flags else FAIL
-        detail = f"limited by {', '.join(flags)}: {evidence}" if verdict == INCONCLUSIVE else (
-            f"flagged {', '.join(flags)}" if flags else "")
+        verdict = PASS if ok and not errors else INCONCLUSIVE if limited else FAIL
+        detail = f"limited by {', '.join(limited)}: {evidence}" if verdict == INCONCLUSIVE else (
+            f"flagged {', '.join(limited)}" if limited else "")
         if raw.get("flow_of"):
             detail = "; ".join(x for x in (detail, f"measured with {raw['flow_of']}'s flow (the same command)") if x)
         if lab_busy:
@@ -266,7 +268,7 @@ class MeasuredKind(Kind):
                                            f"({max(r.get('lab_controller_cpu_pct') or 0 for r in lab_busy):.0f} % of a core): "
                                            "the lab's bottleneck, not the emulator's") if x)
         return Judgement(verdict, shown, detail, {"values": values, "median": med, "low": lo, "high": hi,
-                                                  "flags": flags, "errors": errors})
+                                                  "flags": limited, "errors": errors})
 
 
 @dataclass
@@ -284,15 +286,11 @@ class Flow:
         return all(sorted(self.members.get(node) or []) == sorted(m) for node, m in members.items() if m)
 
 
-def _evidence(row: dict[str, Any], flags: set[str]) -> list[str]:
-    """The evidence of these of a row's flags (disturbance.flags writes one piece per flag, in
-    the order of the names, separated by "; ")."""
-    names = str(row.get("flags") or "").split(";")
-    pieces = str(row.get("flag_evidence") or "").split("; ")
-    return [e for n, e in zip(names, pieces) if n in flags]
+def _evidence(row: dict[str, Any], names: set[str]) -> list[str]:
+    """The evidence of these of a row's flags."""
+    return [e for n, e in flags.row_flags(row).items() if n in names]
 
 
-HOST_BUSY = frozenset({"host_disturbed", "host_stolen"})
 # % of one core the lab's controllers and OVS daemons used in the window from which a saturated core is theirs
 CONTROLLER_BUSY_PCT = 50.0
 
@@ -345,7 +343,4 @@ class ControllerCpu:
         secs = time.monotonic() - self.t0
         return {"lab_controller_cpu_pct": round(100.0 * (self._ticks() - self.ticks0) / CLK_TCK / secs, 1) if secs > 0 else None}
 
-
-def _host_busy(row: dict[str, Any]) -> bool:
-    return bool(set(str(row.get("flags") or "").split(";")) & HOST_BUSY)
 

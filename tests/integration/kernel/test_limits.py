@@ -8,6 +8,7 @@ import pytest
 
 from linklab import lab, state
 from linklab.measure.disturbance import LIMITED_PCT, THEORY_SHARE
+from linklab.measure.flags import row_flags
 from linklab.sweep.engine import Options, run
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -59,9 +60,9 @@ def test_a_small_fixed_receive_buffer_is_flagged_window_limited_and_an_autotuned
         assert 0.8 * wnd * 8 / (num(r, "rtt_mean_us") / 1e6) <= bps <= 1.05 * wnd * 8 / asked_s, why
         assert bps < THEORY_SHARE * num(r, "path_goodput_bps"), why  # 64 kB of buffer: ~25 Mbit/s
         # The flag names the receiver's window, with the kernel's own figures.
-        assert "rwnd_limited" in r["flags"].split(";"), why
+        assert "rwnd_limited" in row_flags(r), why
         assert num(r, "sender_tcp_rwnd_limited_ms") >= 0.5 * num(r, "sender_tcp_busy_ms"), why
-        evidence = dict(zip(r["flags"].split(";"), r["flag_evidence"].split("; ")))["rwnd_limited"]
+        evidence = row_flags(r)["rwnd_limited"]
         assert "the receiver's window held the sender" in evidence and "rwnd_limited" in evidence, evidence
     for r in by["default"]:
         why = {k: r.get(k) for k in ("throughput_bps", "snd_wnd_max", "flags", "flag_evidence",
@@ -69,7 +70,7 @@ def test_a_small_fixed_receive_buffer_is_flagged_window_limited_and_an_autotuned
         # Autotuning opened the window past the path's bandwidth-delay product (125 kB), and the
         # window held the sender for no more than its first round trips.
         assert num(r, "snd_wnd_max") >= RATE_BPS * RTT_S / 8, why
-        assert "rwnd_limited" not in r["flags"].split(";"), why
+        assert "rwnd_limited" not in row_flags(r), why
         assert num(r, "sender_tcp_rwnd_limited_ms") < LIMITED_PCT / 100 * num(r, "sender_tcp_busy_ms"), why
     rep = next(p for p in (path / "points").iterdir()) / "rep1"
     assert "busy:" in (rep / "ss-sender.txt").read_text()

@@ -12,6 +12,7 @@ import pytest
 
 from linklab import lab, state
 from linklab.measure.disturbance import FLAGS
+from linklab.measure.flags import row_flags
 from linklab.model import load_topology
 from linklab.model.resolve import resolve
 from linklab.report import metrics
@@ -91,7 +92,7 @@ def test_quick_sweep_is_complete_and_physically_plausible(results, cleanup_labs)
     # measured 107 Mbit/s: "one stream beats one member" says nothing of a stolen repetition, so
     # one is inconclusive (tests/integration/steal.py); 802.3ad's one member may lose the steal's
     # share, at most 10 %.
-    steal.quiet(rr)
+    steal.not_stolen(rr)
     ad_room = steal.room(ad)
     stolen = f"{steal.words(rr)} / {steal.words(ad)}"
     # Round robin over two members with different delays: one stream beats one member (by 10 %
@@ -123,7 +124,7 @@ def test_quick_sweep_is_complete_and_physically_plausible(results, cleanup_labs)
     # at least 100 retransmits in 5 s (nothing adapts: every reordering past the third segment
     # is a loss), more than the default's.
     (fixed,) = variant
-    steal.quiet(fixed)
+    steal.not_stolen(fixed)
     assert 0.05 * MEMBER_BPS < float(fixed["throughput_bps"]) < MEMBER_BPS * 1448 / 1514, \
         (fixed["throughput_bps"], rr["throughput_bps"], fixed["retransmits"], steal.words(fixed))
     assert int(fixed["retransmits"]) >= max(100, rr_rtx + 1), (fixed["retransmits"], why)
@@ -228,7 +229,7 @@ def test_reordering_measured_directly_and_latency_under_load(results, cleanup_la
         assert 0.2 <= float(r["ping_rtt_p50_ms"]) <= 0.8 + 5.0, why
         assert -1.0 <= float(r["load_ping_added_p50_ms"]) <= queue_max_ms, why
         # Flags are the ones linklab knows, and a queue_dropped flag has drops behind it.
-        flags = {f for f in (r["flags"] or "").split(";") if f}
+        flags = set(row_flags(r))
         assert flags <= KNOWN_FLAGS, flags
         assert int(r["qdisc_dropped_pkts"]) >= (1 if "queue_dropped" in flags else 0), (flags, r["qdisc_dropped_pkts"])
     # One active member reorders next to nothing, but not strictly nothing: netem releases packets
