@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from linklab.console import say
-from linklab.errors import UsageError
+from linklab.errors import EXIT_INCONCLUSIVE, EXIT_OK, UsageError
 
 EPILOG = """\
 examples:
@@ -24,9 +24,8 @@ examples:
 
 verdicts: PASS, FAIL, WARN (a failed check of severity warn), INCONCLUSIVE (a measured check the
 emulator or a busy host limited: never FAIL), SKIP (a check it requires did not pass)
-exit codes: 0 all passed, 1 a check failed, 2 a bad checks file (every problem with its path
-            and line; nothing was run), 3 only warnings, 4 inconclusive (nothing failed);
-            also 3 when the lab is not up (the message says so)
+A bad checks file is refused with every problem, its path and line, before anything runs.
+exit codes: docs/commands.md#exit-codes (a check failed, inconclusive, only warnings, ...)
 """
 
 
@@ -43,7 +42,7 @@ def add_commands(sub) -> None:
     p.add_argument("--stage", type=int, metavar="N", help="only checks of stages 1..N")
     p.add_argument("--only", metavar="ID,ID", help="only these checks (and those they require)")
     p.add_argument("--student", action="store_true", help="leave hidden checks out (not run, not shown)")
-    p.add_argument("--json", metavar="FILE", help="write the results as JSON (schema linklab-check/1; "
+    p.add_argument("--json", metavar="FILE", help="write the results as JSON (schema linklab-check/2; "
                    "--selftest: each stage's, --roster: one row per student)")
     p.add_argument("--raw", action="store_true", help="with --json: keep what each tool printed")
     p.add_argument("--junit", metavar="FILE", help="write JUnit XML (a testcase per check)")
@@ -153,7 +152,7 @@ def _selftest(args, argv) -> int:
             f"failed: {', '.join(s.failed) or 'none'}" + (f"; inconclusive: {', '.join(s.inconclusive)}" if s.inconclusive else "")
             + (f"; skipped without cause: {', '.join(s.unexpected)}" if s.unexpected else ""))
     rc = exercise.exit_code(stages)
-    say(f"linklab: selftest {'passed' if rc == 0 else 'inconclusive' if rc == 4 else 'FAILED'} "
+    say(f"linklab: selftest {'passed' if rc == EXIT_OK else 'inconclusive' if rc == EXIT_INCONCLUSIVE else 'FAILED'} "
         f"({sum(s.seconds for s in stages):.0f} s)")
     return rc
 

@@ -24,7 +24,7 @@ from typing import BinaryIO, Callable
 import linklab
 from linklab import procs
 from linklab.fsutil import read_json_record, write_json_atomic
-from linklab.errors import EnvironmentProblem, StateError, UsageError
+from linklab.errors import EnvironmentProblem, NoLabUp, StateError, UsageError
 from linklab.kernel import LAB_MODULES
 from linklab.vm import hostcpu, pylibs
 from linklab.vm import protocol as P
@@ -410,7 +410,7 @@ class LabVM:
     def _require(self) -> dict:
         info = self.info()
         if not info or not self.running():
-            raise StateError("the lab VM is not running", hint="start it with `linklab up`")
+            raise NoLabUp("the lab VM is not running", hint="start it with `linklab up`")
         return info
 
     def _alive_check(self, info: dict) -> Callable[[], bool]:
