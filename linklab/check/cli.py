@@ -24,7 +24,8 @@ examples:
 
 verdicts: PASS, FAIL, WARN (a failed check of severity warn), INCONCLUSIVE (a measured check the
 emulator or a busy host limited: never FAIL), SKIP (a check it requires did not pass)
-A bad checks file is refused with every problem, its path and line, before anything runs.
+A bad checks file is refused with every problem, its path and line, before anything runs or a
+lab is looked for.
 exit codes: docs/commands.md#exit-codes (a check failed, inconclusive, only warnings, ...)
 """
 
@@ -88,10 +89,15 @@ def _outputs_reach_host(args) -> None:
         placement.require_shared_with_vm(Path(f), f"{what} file")
 
 
+NO_CHECKS_HINT = "a checks: section lists them (see `linklab check --help`)"
+
+
 def _check(args, argv) -> int:
     from linklab import kernel, placement, state
     from linklab.check.spec import load_checks
     from linklab.model.resolved import Lab
+    if args.checks:
+        _refuse_a_bad_checks_file(args.checks, args.seed)
     name = args.lab or state.default_lab()
     record = state.require(name)
     seed = record["topology"].get("seed")
@@ -102,7 +108,7 @@ def _check(args, argv) -> int:
     # Validated here, before anything runs or a command is forwarded: a bad file costs nothing.
     spec = load_checks(checks, Lab.model_validate(record["resolved"]), seed)
     if not spec.checks:
-        raise UsageError(f"{checks}: no checks", hint="a checks: section lists them (see `linklab check --help`)")
+        raise UsageError(f"{checks}: no checks", hint=NO_CHECKS_HINT)
     only = [x for x in (args.only or "").split(",") if x] or None
     unknown = [x for x in only or [] if x not in {c.id for c in spec.checks}]
     if unknown:
@@ -130,6 +136,16 @@ def _check(args, argv) -> int:
         from linklab.check.watch import watch
         return watch(name, once, say, interval=args.interval)
     return once()
+
+
+def _refuse_a_bad_checks_file(checks: str, seed: str | None) -> None:
+    """Before any lab is looked for: the file on its own, against the lab its topology resolves to
+    (as `linklab validate` judges it), so a malformed one is refused with every problem, its path
+    and line (exit 2) whether a lab is up or not. The running lab's variant is judged after."""
+    from linklab.validate import validate_file
+    kind = validate_file(checks, seed)
+    if kind not in ("checks file", "topology with checks"):
+        raise UsageError(f"{checks}: no checks (it is {'an' if kind[0] in 'ae' else 'a'} {kind})", hint=NO_CHECKS_HINT)
 
 
 def _selftest(args, argv) -> int:

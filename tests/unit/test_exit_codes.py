@@ -60,3 +60,16 @@ def test_help_points_at_the_table_instead_of_restating_it(argv, capsys):
     assert "docs/commands.md#exit-codes" in text
     assert not re.search(r"\b[0-9] (only warnings|inconclusive|no lab)", text), text
 
+
+@pytest.mark.parametrize("argv,code,says", [
+    (["check", "exercises/mtu_path/checks.yaml"], EXIT_NO_LAB, "no lab is up"),  # a good file: then the lab
+    (["check", "topologies/bond2.yaml"], errors.EXIT_USAGE, "topologies/bond2.yaml: no checks (it is a topology)"),
+    (["check", "experiments/e1_bonding_mtu.yaml"], errors.EXIT_USAGE, "no checks (it is an experiment)"),
+    (["check"], EXIT_NO_LAB, "no lab is up"),  # the lab's own topology's checks: the lab first
+])
+def test_check_judges_its_file_before_it_looks_for_a_lab(argv, code, says, tmp_path, monkeypatch, capsys):
+    from linklab.cli import main
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setenv("LINKLAB_STATE_DIR", str(tmp_path / "state"))
+    assert main(argv) == code
+    assert says in capsys.readouterr().err
