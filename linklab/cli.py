@@ -12,7 +12,7 @@ import time
 
 from linklab import DEFAULT_TOPOLOGY, __version__
 from linklab.console import say
-from linklab.errors import EXIT_FAILURE, LinklabError, UsageError
+from linklab.errors import EXIT_BROKEN_PIPE, EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_USAGE, LinklabError, UsageError
 
 EPILOG = """\
 typical session:
@@ -24,8 +24,7 @@ typical session:
   linklab check exercises/mtu_path/checks.yaml   coursework checks: is the lab right, and why not
   linklab down                            remove everything the lab created
 
-exit codes: 0 ok, 1 an operation failed, 2 bad input (nothing changed),
-            3 lab not in the needed state, 4 machine lacks something, 130 interrupted
+exit codes: one meaning each, in every command: docs/commands.md#exit-codes
 """
 
 
@@ -167,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
                         format="%(name)s: %(message)s")
     if not args.command:
         _parser().print_help()
-        return 2
+        return EXIT_USAGE
     try:
         return args.handler(args, argv) or 0
     except LinklabError as e:
@@ -175,13 +174,13 @@ def main(argv: list[str] | None = None) -> int:
         return e.exit_code
     except KeyboardInterrupt:
         print("linklab: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         # The reader went away (`linklab compare ... | head`): stop quietly, as a program killed
         # by SIGPIPE would, instead of a traceback. Python ignores SIGPIPE and raises this instead;
         # stdout goes to /dev/null so the flush at exit cannot raise it again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 128 + 13  # SIGPIPE
+        return EXIT_BROKEN_PIPE
 
 
 # ---- commands -----------------------------------------------------------------------------

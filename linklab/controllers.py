@@ -48,9 +48,9 @@ def manager_argv(app_file: Path | str, port: int, manager_path: str | None = Non
             str(app_file)]
 
 
-# eventlet's green DNS resolver pulls in dnspython (and through it cryptography): ~40 % of
-# osken-manager's imports, ~15 s of its ~35 s start in a software-emulated VM (measured). A
-# controller listens on and is reached at numeric loopback addresses: it resolves no names.
+# eventlet's green DNS resolver pulls in dnspython (and through it cryptography): a large share
+# of osken-manager's imports (bench/README.md#start-up-times). A controller listens on and is
+# reached at numeric loopback addresses: it resolves no names.
 MANAGER_ENV = ("EVENTLET_NO_GREENDNS=yes",)
 
 

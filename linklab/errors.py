@@ -2,35 +2,36 @@
 
 from __future__ import annotations
 
-# Exit codes: stable, documented in the README and `linklab --help`.
+# Exit codes: the one place they are decided; each has one meaning, in every command, and
+# docs/commands.md documents them (the --help epilogs point there).
 EXIT_OK = 0
-EXIT_FAILURE = 1  # an operation failed (kernel refused, tool crashed, pre-flight failed)
-EXIT_USAGE = 2  # bad input: invalid topology/experiment file, bad arguments; nothing was changed
-EXIT_STATE = 3  # the lab is not in the state the command needs (not up, already up elsewhere)
+EXIT_FAILURE = 1  # the result is bad: B differs, a check failed, an operation or a run failed
+EXIT_USAGE = 2  # bad input: invalid topology/experiment/checks file, bad arguments; nothing was changed
+EXIT_STATE = 3  # the lab (or a run, or the lab VM) is in another state than the command needs
 EXIT_ENV = 4  # the machine lacks something (root, a package, the VM would not boot)
+EXIT_NO_LAB = 5  # no lab is up (or the lab VM it lived in is not running): `linklab up` first
+EXIT_INCONCLUSIVE = 6  # nothing failed, but a measurement could not be judged (a busy host, the emulator)
+EXIT_WARNINGS = 7  # `linklab check`: nothing failed or was inconclusive, but a check of severity warn did
+EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT, as a shell reports it)
+EXIT_BROKEN_PIPE = 141  # the reader of the output went away (128 + SIGPIPE, as a shell reports it)
 
-# `linklab check` (coursework checks against a running lab) says what its checks found:
-#   0 every check run passed, 1 a check failed, 2 a bad checks file (nothing was run),
-#   3 only warnings (a check of severity warn failed, nothing else did),
-#   4 inconclusive: a measured check could not be judged (its measurement was limited by the
-#     emulator or a busy host) and nothing failed.
-EXIT_CHECK_FAILED = 1
-EXIT_CHECK_WARNINGS = 3
-EXIT_CHECK_INCONCLUSIVE = 4
+
+def result_exit_code(failed: bool, inconclusive: bool = False, warned: bool = False) -> int:
+    """The exit code of a judged result (`linklab ab`, `compare`, `check`, a selftest): a
+    failure outranks an inconclusive measurement, which outranks a warning."""
+    if failed:
+        return EXIT_FAILURE
+    if inconclusive:
+        return EXIT_INCONCLUSIVE
+    return EXIT_WARNINGS if warned else EXIT_OK
 
 
 def check_exit_code(verdicts) -> int:
     """The exit code of `linklab check` for its checks' verdicts (pass, fail, warn,
-    inconclusive, skip): a failure outranks an inconclusive check, which outranks a warning.
-    A check skipped because one it requires failed adds nothing: that one already counts."""
+    inconclusive, skip). A check skipped because one it requires failed adds nothing: that one
+    already counts."""
     seen = set(verdicts)
-    if "fail" in seen:
-        return EXIT_CHECK_FAILED
-    if "inconclusive" in seen:
-        return EXIT_CHECK_INCONCLUSIVE
-    if "warn" in seen:
-        return EXIT_CHECK_WARNINGS
-    return EXIT_OK
+    return result_exit_code("fail" in seen, "inconclusive" in seen, "warn" in seen)
 
 
 class LinklabError(Exception):
@@ -53,6 +54,11 @@ class UsageError(LinklabError):
 
 class StateError(LinklabError):
     exit_code = EXIT_STATE
+
+
+class NoLabUp(StateError):
+    """No lab is up to act on (none at all, none of that name, or the lab VM it lived in stopped)."""
+    exit_code = EXIT_NO_LAB
 
 
 class EnvironmentProblem(LinklabError):

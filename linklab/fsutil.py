@@ -84,7 +84,7 @@ def write_atomic(path: Path, content: bytes | str) -> None:
 
 
 # One encoder, built once: json.dumps with options builds a new one per call, which was most of
-# the time of a repetition's files (nstat's ~300 counters a side: ~0.1 s each under emulation).
+# the time of a repetition's files (bench/README.md#netlink-and-files).
 _ENCODER = json.JSONEncoder(sort_keys=True, default=str)
 
 
@@ -101,8 +101,7 @@ def _json_value(v: Any) -> str:
 def json_text(data: Any) -> str:
     """JSON as linklab writes its files: an object one top-level key per line (readable and
     diffable), each value compact on its line. Why not indent=1: only unindented dumps use json's
-    C encoder; indented, a linear,50 lab's state (350 KB) took 14 ms natively and ~0.35 s under
-    software emulation, twice per `up`; compact, 2 ms."""
+    C encoder, several times faster on a large lab's state (bench/README.md#netlink-and-files)."""
     if not isinstance(data, dict) or not data:
         return _ENCODER.encode(data) + "\n"
     lines = (f" {encode_basestring_ascii(str(k))}: {_json_value(v)}"

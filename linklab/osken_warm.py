@@ -1,8 +1,9 @@
 """A warm os-ken: one process that imported os-ken once and forks each controller from there.
 
-Under software emulation an `osken-manager` spends ~20 s importing (eventlet, oslo.config,
-os-ken's OpenFlow parsers) before it listens: ~30 s of the ~60 s `up` of an SDN lab in the lab
-VM (measured 2026-11-27). A fork of a process that did those imports listens within seconds.
+Under software emulation an `osken-manager` spends most of an SDN lab's `up` importing
+(eventlet, oslo.config, os-ken's OpenFlow parsers) before it listens
+(bench/README.md#start-up-times). A fork of a process that did those imports listens within
+seconds.
 
 The lab VM's agent starts this server in the guest (`python -m linklab.osken_warm`);
 it imports nothing heavy until the first request, so a VM that runs no controller pays nothing.

@@ -109,8 +109,8 @@ def forward(argv: list[str], say=print, boot: bool = True, raw: bool = False, ne
         info = vm.ensure_running(say=say)
     else:
         if not vm.running():
-            from linklab.errors import StateError
-            raise StateError("the lab VM is not running (stopped, or the machine restarted)",
+            from linklab.errors import NoLabUp
+            raise NoLabUp("the lab VM is not running (stopped, or the machine restarted)",
                              hint="`linklab up` rebuilds the lab; `linklab clean` forgets it")
         info = vm.info() or {}
     env = {

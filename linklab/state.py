@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from linklab import fsutil
-from linklab.errors import LinklabError, StateError, UsageError
+from linklab.errors import LinklabError, NoLabUp, StateError, UsageError
 
 FORMAT = 1
 
@@ -78,7 +78,7 @@ def require(lab: str) -> dict[str, Any]:
     data = load(lab)
     if data is None:
         known = ", ".join(all_labs()) or "none"
-        raise StateError(f"no lab named {lab!r} is up (labs: {known})", hint="start one with `linklab up TOPOLOGY`")
+        raise NoLabUp(f"no lab named {lab!r} is up (labs: {known})", hint="start one with `linklab up TOPOLOGY`")
     return data
 
 
@@ -185,5 +185,5 @@ def default_lab() -> str:
     if len(labs) == 1:
         return labs[0]
     if not labs:
-        raise StateError("no lab is up", hint="start one with `make lab-up` or `linklab up TOPOLOGY`")
+        raise NoLabUp("no lab is up", hint="start one with `make lab-up` or `linklab up TOPOLOGY`")
     raise UsageError(f"several labs are up ({', '.join(labs)}): name one with --lab")

@@ -46,7 +46,7 @@ def _split(value: str | int | float, what: str) -> tuple[float, str]:
 
 def _finite(num, what: str) -> float:
     """A float that is a number: YAML's .inf and .nan, 1e400 and a 400-digit integer are not
-    (they once reached the queue arithmetic as infinity: OverflowError, found by fuzzing)."""
+    (as infinity they would reach the queue arithmetic: OverflowError)."""
     try:
         f = float(num)
     except OverflowError:

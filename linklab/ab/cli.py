@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from linklab.console import say
-from linklab.errors import UsageError
+from linklab.errors import LinklabError, UsageError
 
 DEFAULT_PAIRS = 2
 
@@ -34,9 +34,7 @@ flags). docs/verdicts.md applies it by hand.
 Writes RESULTS/ab/<experiment>/<time>/: ab.json (the arms, their order), a/ and b/ (each a run
 as `linklab sweep` writes it), a.log and b.log (the arms' sweeps), verdict.json, report.html.
 
-exit codes: 0 no difference found, 1 B differs from A (a check failed), 2 bad input,
-            3 the lab is not in the needed state, 4 the machine lacks something, or inconclusive:
-            nothing failed, but a difference showed where an arm was measured on a busy host only
+exit codes: docs/commands.md#exit-codes (B differs, inconclusive, bad input, ...)
 """
 
 
@@ -247,11 +245,11 @@ def cmd_aa(args, argv) -> int:
         say(f"linklab aa: A/A run {len(have) + 1} of {args.runs}")
         rc = subprocess.run([sys.executable, "-m", "linklab", "ab", args.experiment, "--pairs", str(args.pairs),
                              "--results", str(root), "--no-report", *(["--quick"] if args.quick else [])]).returncode
-        # Whatever its verdict said (1 a false alarm, 4 inconclusive), a run that completed counts.
+        # Whatever its verdict said (a false alarm, inconclusive), a run that completed counts.
         failures = 0 if len(aa_runs(root, exp.name, args.quick)) > len(have) else failures + 1
         if failures >= 2:
-            raise UsageError(f"two A/A runs in a row failed (exit {rc}); {len(have)} of {args.runs} complete",
-                             hint="see the output above; the same command goes on from there")
+            raise LinklabError(f"two A/A runs in a row failed (exit {rc}); {len(have)} of {args.runs} complete",
+                               hint="see the output above; the same command goes on from there")
     runs = []
     for d in have:
         m = json.loads((d / "ab.json").read_text())

@@ -129,10 +129,8 @@ def bond_summary(iface: dict[str, Any], members: list[dict[str, Any]]) -> dict[s
 
     Distributing is a member's bonding state "active": the kernel enables a port for transmit
     only once its mux reaches COLLECTING_DISTRIBUTING, ~2 s after it joined the aggregator
-    (AD_AGGREGATE_WAIT_TIME). Measured in the lab VM after a balance-rr -> 802.3ad change: one
-    aggregator with its partner at 0.3-0.5 s, both members "backup" at 2.3 s, both "active" at
-    2.5-2.7 s. A flow started in between runs on one member, or none, then moves when the
-    second member starts distributing (a CI run: 5 % of one stream's bytes on the other member)."""
+    (AD_AGGREGATE_WAIT_TIME; the times: bench/README.md#bonds-and-switches). A flow started in
+    between runs on one member, or none, then moves when the second member starts distributing."""
     b = iface.get("bond") or {}
     up = [m["ifname"] for m in members if (m.get("bond_member") or {}).get("mii") == "up"]
     out = {"mode": b.get("mode"), "members": len(members), "members_up": len(up)}

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from linklab.console import say
-from linklab.errors import UsageError
+from linklab.errors import EXIT_INCONCLUSIVE, EXIT_OK, UsageError
 
 EPILOG = """\
 examples:
@@ -24,9 +24,9 @@ examples:
 
 verdicts: PASS, FAIL, WARN (a failed check of severity warn), INCONCLUSIVE (a measured check the
 emulator or a busy host limited: never FAIL), SKIP (a check it requires did not pass)
-exit codes: 0 all passed, 1 a check failed, 2 a bad checks file (every problem with its path
-            and line; nothing was run), 3 only warnings, 4 inconclusive (nothing failed);
-            also 3 when the lab is not up (the message says so)
+A bad checks file is refused with every problem, its path and line, before anything runs or a
+lab is looked for.
+exit codes: docs/commands.md#exit-codes (a check failed, inconclusive, only warnings, ...)
 """
 
 
@@ -43,7 +43,7 @@ def add_commands(sub) -> None:
     p.add_argument("--stage", type=int, metavar="N", help="only checks of stages 1..N")
     p.add_argument("--only", metavar="ID,ID", help="only these checks (and those they require)")
     p.add_argument("--student", action="store_true", help="leave hidden checks out (not run, not shown)")
-    p.add_argument("--json", metavar="FILE", help="write the results as JSON (schema linklab-check/1; "
+    p.add_argument("--json", metavar="FILE", help="write the results as JSON (schema linklab-check/2; "
                    "--selftest: each stage's, --roster: one row per student)")
     p.add_argument("--raw", action="store_true", help="with --json: keep what each tool printed")
     p.add_argument("--junit", metavar="FILE", help="write JUnit XML (a testcase per check)")
@@ -89,10 +89,15 @@ def _outputs_reach_host(args) -> None:
         placement.require_shared_with_vm(Path(f), f"{what} file")
 
 
+NO_CHECKS_HINT = "a checks: section lists them (see `linklab check --help`)"
+
+
 def _check(args, argv) -> int:
     from linklab import kernel, placement, state
     from linklab.check.spec import load_checks
     from linklab.model.resolved import Lab
+    if args.checks:
+        _refuse_a_bad_checks_file(args.checks, args.seed)
     name = args.lab or state.default_lab()
     record = state.require(name)
     seed = record["topology"].get("seed")
@@ -103,7 +108,7 @@ def _check(args, argv) -> int:
     # Validated here, before anything runs or a command is forwarded: a bad file costs nothing.
     spec = load_checks(checks, Lab.model_validate(record["resolved"]), seed)
     if not spec.checks:
-        raise UsageError(f"{checks}: no checks", hint="a checks: section lists them (see `linklab check --help`)")
+        raise UsageError(f"{checks}: no checks", hint=NO_CHECKS_HINT)
     only = [x for x in (args.only or "").split(",") if x] or None
     unknown = [x for x in only or [] if x not in {c.id for c in spec.checks}]
     if unknown:
@@ -133,6 +138,16 @@ def _check(args, argv) -> int:
     return once()
 
 
+def _refuse_a_bad_checks_file(checks: str, seed: str | None) -> None:
+    """Before any lab is looked for: the file on its own, against the lab its topology resolves to
+    (as `linklab validate` judges it), so a malformed one is refused with every problem, its path
+    and line (exit 2) whether a lab is up or not. The running lab's variant is judged after."""
+    from linklab.validate import validate_file
+    kind = validate_file(checks, seed)
+    if kind not in ("checks file", "topology with checks"):
+        raise UsageError(f"{checks}: no checks (it is {'an' if kind[0] in 'ae' else 'a'} {kind})", hint=NO_CHECKS_HINT)
+
+
 def _selftest(args, argv) -> int:
     from linklab import placement
     from linklab.check import exercise
@@ -153,7 +168,7 @@ def _selftest(args, argv) -> int:
             f"failed: {', '.join(s.failed) or 'none'}" + (f"; inconclusive: {', '.join(s.inconclusive)}" if s.inconclusive else "")
             + (f"; skipped without cause: {', '.join(s.unexpected)}" if s.unexpected else ""))
     rc = exercise.exit_code(stages)
-    say(f"linklab: selftest {'passed' if rc == 0 else 'inconclusive' if rc == 4 else 'FAILED'} "
+    say(f"linklab: selftest {'passed' if rc == EXIT_OK else 'inconclusive' if rc == EXIT_INCONCLUSIVE else 'FAILED'} "
         f"({sum(s.seconds for s in stages):.0f} s)")
     return rc
 

@@ -295,7 +295,7 @@ def exit_code(stages: list[Stage]) -> int:
 
 def as_json(name: str, stages: list[Stage], raw: bool = False) -> dict[str, Any]:
     from linklab.check.output import as_json as report_json
-    return {"schema": "linklab-selftest/1", "exercise": name, "exit_code": exit_code(stages),
+    return {"schema": "linklab-selftest/2", "exercise": name, "exit_code": exit_code(stages),
             "stages": [{"name": s.name, "verdict": s.verdict, "must_fail": s.expected, "failed": s.failed,
                         "inconclusive": s.inconclusive, "seconds": s.seconds,
                         "report": report_json(s.report, raw) if s.report else None} for s in stages]}

@@ -1,4 +1,4 @@
-"""A check run written out: the table a student reads, JSON (schema linklab-check/1) a program
+"""A check run written out: the table a student reads, JSON (schema linklab-check/2) a program
 reads, and JUnit XML a CI system shows. JSON and JUnit are written atomically."""
 
 from __future__ import annotations
@@ -13,8 +13,12 @@ from xml.etree import ElementTree as ET
 from linklab import __version__, fsutil
 from linklab.check.kinds.base import FAIL, INCONCLUSIVE, PASS
 from linklab.check.run import SKIP, WARN, Report
+from linklab.errors import EXIT_INCONCLUSIVE, EXIT_WARNINGS
 
-SCHEMA = "linklab-check/1"
+# 2: summary.exit_code in the codes of linklab/errors.py, where only warnings and inconclusive
+# have codes of their own (in 1 they were 3 and 4, which meant other things elsewhere too).
+SCHEMA = "linklab-check/2"
+OLD_SCHEMAS = {"linklab-check/1": {3: EXIT_WARNINGS, 4: EXIT_INCONCLUSIVE}}  # each: its exit codes now
 MARK = {PASS: "PASS", FAIL: "FAIL", WARN: "WARN", INCONCLUSIVE: "INCONCLUSIVE", SKIP: "SKIP"}
 
 
@@ -50,6 +54,18 @@ def as_json(report: Report, raw: bool = False) -> dict[str, Any]:
             "stage": report.stage, "student": report.student,
             "started_at": report.started_at, "seconds": report.seconds, "summary": report.summary(),
             "checks": [r.public(raw) for r in report.results]}
+
+
+def upgraded(doc: dict[str, Any]) -> dict[str, Any] | None:
+    """A saved result as this linklab writes it (an older schema's exit code in today's codes),
+    or None when it is not a `linklab check --json` result."""
+    if doc.get("schema") == SCHEMA:
+        return doc
+    codes = OLD_SCHEMAS.get(doc.get("schema"))
+    if codes is None or not isinstance(doc.get("summary"), dict):
+        return None
+    code = doc["summary"].get("exit_code")
+    return {**doc, "schema": SCHEMA, "summary": {**doc["summary"], "exit_code": codes.get(code, code)}}
 
 
 def write_json(report: Report, path: Path, raw: bool = False) -> None:

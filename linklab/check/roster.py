@@ -1,7 +1,7 @@
 """Grading a class: one row per student, with points and the ids of the checks they failed.
 
 A roster directory holds, per student, either
-  NAME.json     a saved `linklab check --json` result (schema linklab-check/1), or
+  NAME.json     a saved `linklab check --json` result (schema linklab-check/2, or /1 upgraded), or
   NAME/         a directory with `steps` (their solution: one `linklab set|exec|ovs` line a
                 step, # comments) and optionally `seed` (their variant; default: the name):
                 the lab is built for that seed, the steps applied, the checks run, the lab removed.
@@ -20,7 +20,7 @@ from linklab import fsutil
 from linklab import lab as lablib
 from linklab import state
 from linklab.check.exercise import apply_steps, parse_step
-from linklab.check.output import SCHEMA
+from linklab.check.output import SCHEMA, upgraded
 from linklab.check.run import Report, run_checks
 from linklab.check.spec import load_checks
 from linklab.errors import EXIT_FAILURE, EXIT_OK, LinklabError, StateError, UsageError
@@ -49,9 +49,10 @@ class Row:
 
 
 def from_json(path: Path) -> Row:
-    doc = fsutil.read_json_record(path)
-    if doc.get("schema") != SCHEMA:
-        raise UsageError(f"{path}: not a `linklab check --json` result (schema {doc.get('schema')!r}, expected {SCHEMA})")
+    found = fsutil.read_json_record(path)
+    doc = upgraded(found)
+    if doc is None:
+        raise UsageError(f"{path}: not a `linklab check --json` result (schema {found.get('schema')!r}, expected {SCHEMA})")
     s = doc["summary"]
     failed = [c["id"] for c in doc["checks"] if c["verdict"] in ("fail", "warn")]
     note = "run with --student: hidden checks not run" if doc.get("student") else ""

@@ -57,7 +57,7 @@ class Check(Model):
     stage: Annotated[int, Field(ge=1, le=100)] = 1
     requires: list[str] = Field(default_factory=list)
     hidden: bool = False  # counts for the grade; not run or shown with --student
-    severity: Literal["fail", "warn"] = "fail"  # warn: a failure is a warning (exit 3 if nothing else)
+    severity: Literal["fail", "warn"] = "fail"  # warn: a failure is a warning (exit: only warnings, if nothing else)
 
     @field_validator("id")
     @classmethod

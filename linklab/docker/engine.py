@@ -38,8 +38,8 @@ CONTAINERD_SOCKET = ROOT / "containerd.sock"
 CONTAINERD_CONFIG = ROOT / "containerd.toml"
 # No CRI plugin (Kubernetes'): nothing here uses it, and it costs seconds to start.
 CONTAINERD_TOML = 'version = 2\ndisabled_plugins = ["io.containerd.grpc.v1.cri"]\n'
-# Measured ~3 s natively and ~15-25 s in the lab VM under software emulation; generous for a
-# loaded machine. dockerd that exits meanwhile is reported at once with its log.
+# Generous for a loaded emulated machine (dockerd's start: bench/README.md#start-up-times).
+# dockerd that exits meanwhile is reported at once with its log.
 START_DEADLINE_S = 240.0
 # How long a dockerd of ours, on its storage, may go without answering before it is taken for
 # dead: under software emulation one that imports an image or starts containers can miss a 5 s

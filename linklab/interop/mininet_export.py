@@ -30,7 +30,7 @@ TCINTF_MAX_MBIT = 1000  # mininet/link.py TCIntf.bwParamMax: larger bw values ar
 def faithful_tcintf(q: Qdisc | None) -> dict[str, Any] | None:
     """TCIntf parameters that build what linklab builds, or None when TCIntf cannot (then the
     script applies linklab's tc commands). TCIntf puts delay/loss/limit in one netem: faithful.
-    Its bw is htb with a 15 kB burst (measured 15-35 % short of netem's rate), its jitter
+    Its bw is htb with a 15 kB burst (short of the rate: bench/README.md#queues-and-shapers), its jitter
     reorders packets, and it has no duplicate, corrupt, reorder or overhead."""
     if q is None:
         return None

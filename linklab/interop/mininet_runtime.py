@@ -15,8 +15,8 @@ import time
 
 # Mininet 2.3 imports distutils (for StrictVersion). Debian's setuptools answers that import with
 # its own copy through a shim, which imports pkg_resources, which reads the metadata of every
-# installed package: 0.25 s natively, 10-20 s under software emulation (measured in linklab's lab
-# VM). The standard library's distutils serves Mininet the same, where it is installed.
+# installed package: seconds under software emulation (bench/README.md#start-up-times). The
+# standard library's distutils serves Mininet the same, where it is installed.
 if os.path.isdir(os.path.join(sysconfig.get_paths()["stdlib"], "distutils")):
     try:
         import _distutils_hack
@@ -113,8 +113,7 @@ def shell_line(argvs):
     at the first failure, in order, with consecutive `ip` (or `tc`) commands read by one
     `ip -batch -` (it too stops at the first failure) and consecutive `ovs-vsctl` commands as one
     transaction (`--` between them): each process started costs ~0.3 s under software emulation
-    (a host's 6 commands took 1.8 s, a switch's 45 8.5 s), and each ovs-vsctl waits for the
-    switch to apply it."""
+    (bench/README.md#start-up-times), and each ovs-vsctl waits for the switch to apply it."""
     groups = []
     for argv in argvs:
         argv = [str(a) for a in argv]

@@ -2,9 +2,10 @@
 
 pyroute2 0.9.7 forks a child process to open a socket inside a namespace (`IPRoute(netns=)`)
 and another to create one (`netns.create`). Under software emulation a fork of this Python
-costs tens of milliseconds, and building `linear,20` took 120 of them. Here the calling thread
-enters the namespace (setns(2) changes only the calling thread), opens the socket or makes the
-namespace, and comes back: a netlink socket stays bound to the namespace it was opened in.
+costs tens of milliseconds, many of them per build (bench/README.md#netlink-and-files). Here the
+calling thread enters the namespace (setns(2) changes only the calling thread), opens the
+socket or makes the namespace, and comes back: a netlink socket stays bound to the namespace it
+was opened in.
 """
 
 from __future__ import annotations
@@ -145,8 +146,8 @@ def remove_placeholder(name: str) -> None:
 def read_proc_net(name: str, files: list[str]) -> dict[str, str]:
     """The text of /proc/net/<file> as the namespace `name` sees it, read by this thread from
     inside it (/proc/thread-self/net follows the thread's namespace; /proc/self/net the main
-    thread's). A file the kernel lacks (no IPv6: no snmp6) reads as "". Costs no process: under
-    software emulation `nstat` in a namespace costs ~200 ms, this ~5 ms."""
+    thread's). A file the kernel lacks (no IPv6: no snmp6) reads as "". Costs no process: `nstat`
+    in a namespace costs tens of times more under emulation (bench/README.md#netlink-and-files)."""
     out: dict[str, str] = {}
     with _inside_named(name):
         for f in files:
@@ -229,10 +230,9 @@ def _string(value: bytes) -> str:
 
 class Batch:
     """Link requests to one namespace, sent back to back on one socket and acknowledged
-    together (`send`). pyroute2's IPRoute costs ~6 ms per request under software emulation
-    (its synchronous API runs an asyncio loop per request); a message built here and pipelined
-    costs a fraction (measured natively: 0.26 ms per `IPRoute.link("set")`, 0.036 ms per
-    pipelined set). Interfaces are named, not looked up: the kernel resolves IFLA_IFNAME when
+    together (`send`). pyroute2's IPRoute runs an asyncio loop per request (its synchronous
+    API); a message built here and pipelined costs a fraction (bench/README.md#netlink-and-files).
+    Interfaces are named, not looked up: the kernel resolves IFLA_IFNAME when
     the index is 0, so a fresh build needs no index until it enslaves a port.
 
     Requests run in order; every failure is collected and `send` raises one NetlinkError
@@ -297,9 +297,8 @@ class Batch:
         return len(self._msgs)
 
     def _push(self, kind: int, flags: int, what: str, body: bytes) -> None:
-        """Messages are packed here with struct (~5 us each natively): pyroute2's message classes
-        took 40-90 us to encode one, ~2 ms under software emulation, and a linear,50 lab sends
-        ~800 of them."""
+        """Messages are packed here with struct: pyroute2's message classes take many times
+        longer to encode one, and a large lab sends hundreds (bench/README.md#netlink-and-files)."""
         seq = len(self._msgs) + 1
         self._msgs.append((seq, what, _message(kind, NLM_F_ACK | flags, seq, body)))
 
@@ -347,8 +346,8 @@ def _pipeline(sock: socket.socket, msgs: list[tuple[int, str, bytes]]) -> list[t
 def read_alias(name: str, index: int) -> str | None:
     """IFLA_IFALIAS of interface `index` in namespace `name` (None: no alias, no such interface
     or namespace). One raw RTM_GETLINK, its reply's attributes walked here: `down` reads the
-    loopback mark of every namespace it removes, and an IPRoute per namespace cost ~25 ms of
-    that under software emulation."""
+    loopback mark of every namespace it removes, and an IPRoute per namespace costs far more
+    (bench/README.md#netlink-and-files)."""
     try:
         sock = route_socket(name)
     except OSError:
@@ -408,8 +407,8 @@ def links(name: str | None) -> list[dict]:
     """Every interface of namespace `name`: index, ifname, mtu, up (IFF_UP), master index, kind
     (IFLA_INFO_KIND: veth, bond...; None for a device without one, lo) and the 64-bit counters
     (stats64: STATS64_FIELDS). One raw RTM_GETLINK dump with only these
-    attributes picked out of each reply: pyroute2 decodes every attribute of every link, ~15 ms
-    per namespace under software emulation, and a build reads each namespace's links twice."""
+    attributes picked out of each reply: pyroute2 decodes every attribute of every link
+    (bench/README.md#netlink-and-files), and a build reads each namespace's links twice."""
     return _dump(name, RTM_GETLINK, _ifinfo(), parse_link_dump)
 
 

@@ -33,8 +33,8 @@ def controller_target(port: int) -> str:
     return f"tcp:127.0.0.1:{port}"
 
 
-# OVS's minimum. A controller restarted with another app listens only after ~20 s of imports
-# under emulation; with OVS's default backoff (up to 8 s between tries) the switch then stayed
+# OVS's minimum. A controller restarted with another app listens only after its imports (seconds
+# under emulation); OVS's default backoff (up to 8 s between tries) would leave the switch
 # unconnected for up to 8 s more.
 CONTROLLER_MAX_BACKOFF_MS = 1000
 
@@ -68,8 +68,8 @@ def bond_args(bridge: str, bond: OvsBond) -> list[str]:
              else ["--", "remove", "port", bond.name, "other_config", "bond-primary"])
     # balance-slb takes broadcasts on its active member only (against a switch that floods
     # them back on the other member). A host bond floods nothing back, and a balance-xor host
-    # hashes its ARP broadcasts to either member: measured, h1 -> h2 lost every ping in 2 of 3
-    # labs without this. So every member takes them.
+    # hashes its ARP broadcasts to either member, so pings are lost without this
+    # (bench/README.md#bonds-and-switches). So every member takes them.
     return args + ["--", "set", "port", bond.name,
                    f"other_config:all-members-active={'true' if bond.mode == 'balance-slb' else 'false'}"]
 

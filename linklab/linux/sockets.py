@@ -1,7 +1,7 @@
 """TCP listeners read from procfs: /proc/<pid>/net/tcp{,6} lists the sockets of the network
 namespace process <pid> lives in, so a daemon's own namespace is read without entering it and
-without starting a process (`ss` in the namespace cost ~0.6 s a call under software emulation,
-taken from the very daemon it waited for)."""
+without starting a process (`ss` in the namespace is slow under software emulation, and takes
+its time from the very daemon it waits for: bench/README.md#netlink-and-files)."""
 
 from __future__ import annotations
 

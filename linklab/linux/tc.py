@@ -4,9 +4,8 @@ Layouts (chosen in the model, recorded in the state):
   htb + bfifo (default) root htb 1: default class 1:1 (rate), bfifo 10: as its leaf, limited to
                         the queue's bytes (linklab/model/queues.py). Packets stay charged to their
                         socket while queued, so TCP small queues hold a host's sender back, and the
-                        byte limit holds whatever GSO packet sizes arrive. Measured in the lab VM
-                        (one 100 Mbit/s link, under contention): ping during a bulk flow 8 ms
-                        median, against 104 ms with netem's 1000-packet queue.
+                        byte limit holds whatever GSO packet sizes arrive (delay under load:
+                        bench/README.md#queues-and-shapers).
   htb + netem           netem 10: as htb's leaf instead, when delay/loss/jitter is asked for;
                         netem orphans packets (no back-pressure), its limit is the queue in frames
                         plus what its delay line holds.

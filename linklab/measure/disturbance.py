@@ -6,8 +6,8 @@ Each flag comes with its evidence, so a report can mark the point and say why:
   queue_dropped    a qdisc dropped >= QUEUE_DROP_PCT of the packets it handled during the window
                    and no `loss:` asked for it: a queue bound binding (by design for UDP overload
                    and switch ports, a sign of an emulator stall or too small a queue for a TCP
-                   flow). A handful of drops as a TCP flow leaves slow start (measured: 4-5 of
-                   ~40k packets at a sender's own queue) is what a real host port does too.
+                   flow). A handful of drops as a TCP flow leaves slow start is what a real
+                   host port does too (bench/README.md#measurement).
   host_disturbed   other work took >= HOST_OTHER_PCT of the host's cores during the window (the
                    host's /proc/stat minus the lab VM's QEMU process, recorded by the host side:
                    linklab/vm/hostcpu.py): the emulator was short of CPU, its neighbours were not
@@ -53,23 +53,22 @@ from typing import Any
 
 from linklab.measure.flags import HOST_DISTURBED, HOST_STOLEN, stored
 
-CORE_BUSY_PCT = 85.0  # E1 20-stream points reached 85-93 % in the lab VM
+# Each threshold sits between what quiet runs and disturbed ones reached (bench/README.md#measurement).
+CORE_BUSY_PCT = 85.0  # where the emulator's softirq and iperf3 start to bind a many-stream point
 HOST_OTHER_PCT = 25.0  # % of all host cores: on 2 cores, half a core of other work
-# % of all host cores: machines of this kind had 0-6 % steal when quiet, 14-26 % (vmstat) when the
-# CI runs that moved by more than their noise were measured.
-HOST_STEAL_PCT = 10.0
-QUEUE_DROP_PCT = 0.1  # % of a queue's packets: 10x slow start's overshoot seen on quiet runs
-# ms the lab may add to the asked round trip unflagged: a native veth/bridge path adds ~0.05 ms,
-# the lab VM under software emulation 0.3-2 ms (E5 receiver A: 0.25 ms asked, 0.5-2 ms measured).
+HOST_STEAL_PCT = 10.0  # % of all host cores: above a quiet VM host's steal, below a noisy run's
+QUEUE_DROP_PCT = 0.1  # % of a queue's packets: far above slow start's overshoot on quiet runs
+# ms the lab may add to the asked round trip unflagged: above a native veth/bridge path's own
+# latency, below what the lab VM adds under software emulation.
 EMULATOR_RTT_MS = 0.2
-# A TCP repetition below this share of its path's goodput gets a flag naming its limit: the
-# 0.93-0.97 of theory quiet TCP flows reach in the lab VM stay unflagged.
+# A TCP repetition below this share of its path's goodput gets a flag naming its limit; quiet TCP
+# flows in the lab VM stay above it.
 THEORY_SHARE = 0.9
-# % of the sender's busy time a window or buffer held it back to be named the limit: a flow the
-# link bounds spends 0-1 % rwnd-limited (its first round trips), a stuck window 90-100 %.
+# % of the sender's busy time a window or buffer held it back to be named the limit: between a
+# link-bound flow's first round trips and a stuck window.
 LIMITED_PCT = 20.0
-# % of its congestion window a bulk sender keeps in flight when nothing above TCP holds it: 100 %
-# when the link or loss bounds it; 11 % with a 16 kB tcp_wmem (captured).
+# % of its congestion window a bulk sender keeps in flight when nothing above TCP holds it:
+# between a link- or loss-bound sender (all of it) and one a small tcp_wmem holds back.
 INFLIGHT_PCT = 50.0
 
 # Every flag a row may carry, in the order flags() names them.

@@ -11,8 +11,8 @@ Two kinds of event, judged differently:
 
 The series is the receiver's when iperf3 carries it (--get-server-output, the server reporting
 at the same interval): a sender's 0.1 s intervals count bytes handed to its socket, which
-stalls in bursts against the queue (measured: 0-byte sender intervals in a steady 20 Mbit/s
-phase) although the link delivered all along. Otherwise the client's own intervals.
+stalls in bursts against the queue (bench/README.md#measurement) although the link delivered
+all along. Otherwise the client's own intervals.
 
 Definitions for failures (stated in every row, so a reader can judge them):
   pre-fault rate   mean rate of the intervals in the PRE_S seconds before the fault
@@ -26,10 +26,9 @@ Definitions for failures (stated in every row, so a reader can judge them):
   lost_packets     UDP datagrams lost in those intervals (iperf3's receiver count)
 and for changes:
   post_bps         the median rate of the intervals in the POST_S seconds before the next event
-                   (or the window's end): the level the flow settled at. A median, not a mean: one
-                   stalled interval there (the emulated CPU paused, or iperf3's short last
-                   interval) pulled a mean 10 % below a flow steady at 19.1 Mbit/s, and every
-                   steady window then lay outside the band (fresh-clone CI, 2026-11-27)
+                   (or the window's end): the level the flow settled at. A median, not a mean:
+                   one stalled interval there (the emulated CPU paused, or iperf3's short last
+                   interval) pulls a mean below a steady flow (bench/README.md#measurement)
   settle_s         from the change to the first interval from which the flow, averaged over
                    RECOVERED_RUN intervals (0.3 s), stays within SETTLE_BAND of post_bps for
                    RECOVERED_RUN such windows in a row (0.5 s; None: never steady there)

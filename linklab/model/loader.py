@@ -120,8 +120,8 @@ def _compose(text: str):
 
 
 # A sweep checks every point of its matrix against the topology (linklab/sweep/plan.py), each
-# point a load of the same file with other overrides: parsing it once, not 40 times, saves
-# ~17 s of pure-Python YAML parsing per sweep in the lab VM (E3: 0.4 s a parse under TCG).
+# point a load of the same file with other overrides: parsing it once, not per point, saves
+# seconds of pure-Python YAML parsing per sweep in the lab VM (bench/README.md#start-up-times).
 # Keyed by the text itself, so an edited file is parsed again; callers get their own copy.
 PARSE_CACHE_SIZE = 16
 

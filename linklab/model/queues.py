@@ -20,12 +20,7 @@ the traffic it forwards was shaped before, by an emulator: a shaper sends in bur
 bucket whenever its timer fires late (the lab VM's virtual CPUs are descheduled for
 milliseconds), where a real port at the same rate would send the same bytes evenly. A real
 switch port fed at its own rate never queues; one whose queue is smaller than that burst drops
-it. Measured through three bridges at 100 Mbit/s (lab VM, scale 0.1): with switch ports of
-2.1 ms (26 KB) TCP got 0.36-0.46 of theory at MTU 9000 and 0.93-0.97 at 1500, with hundreds of
-retransmits, the drops all at the first switch port; with bucket + 2 frames (82 KB at 9000,
-67 KB at 1500) 0.996-1.000 with none. Turning GSO/TSO off did not help at 1500 (the bursts
-are in time, not in super-packets); smaller buckets with queues sized to match (20-31 kB) gave
-0.89-0.94 at 9000: a shaper that is late itself must be able to catch up too.
+it, and a shaper that is late itself must be able to catch up too (bench/README.md#queues-and-shapers).
 """
 
 from __future__ import annotations
@@ -46,10 +41,9 @@ SWITCH_PORT_BYTES = 256 * 1024
 
 
 # A shaper's bucket: what it may send at once when its timer fires late, so that it still keeps
-# its rate. tbf needs at least one packet per bucket; measured at 100 Mbit/s: 20 kB tracks goodput
-# within 4-10 %, htb's own default burst (a few kB) lost 15-35 % to late timers (15k-256k: within
-# 0.5 % of theory). htb's floor is 64 kB, room for a whole GSO packet (gso_max_size 64 KiB);
-# above it, 1.6 ms at the rate.
+# its rate (htb's default of a few kB loses goodput to late timers: bench/README.md#queues-and-shapers).
+# tbf needs at least one packet per bucket; htb's floor is 64 kB, room for a whole GSO packet
+# (gso_max_size 64 KiB); above it, 1.6 ms at the rate.
 HTB_BUCKET_FLOOR = 64000
 TBF_BUCKET_FLOOR = 20000
 BUCKET_S = 0.0016

@@ -187,9 +187,8 @@ def _layers(imp: Impairment | None, sender: str) -> list[ImpairmentFields | None
 
 
 # The shaper when none is written: htb with a byte FIFO keeps TCP's back-pressure and bounds the
-# queue in bytes whatever the GSO packet sizes (measured in the lab VM, one 100 Mbit/s link:
-# ping under a bulk flow 8 ms median with htb + bfifo, 104 ms with netem's 1000-packet queue;
-# turning GSO off for netem's packet count starved the CPU, goodput 59-63 Mbit/s).
+# queue in bytes whatever the GSO packet sizes, where netem's packet queue lets delay under load
+# grow (bench/README.md#queues-and-shapers).
 DEFAULT_SHAPER = "htb"
 
 

@@ -35,8 +35,9 @@ interleaved in one lab VM boot: that is the gate. The verdict is the same model
 (and the experiment's A/A spread, where `linklab aa` recorded one) against a minimum effect;
 structure: missing or failed points, pre-flight, path MTU, bond members, new flags.
 
-exit codes: 0 no difference found, 1 NEW differs, 2 bad input (not a run, or runs of different
-experiments/scale/placement without --allow-different)
+Refused as bad input: not a run, or runs of different experiments/scale/placement without
+--allow-different.
+exit codes: docs/commands.md#exit-codes (NEW differs, inconclusive, bad input, ...)
 """
 
 BASELINE_HELP = """\

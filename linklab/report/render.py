@@ -68,7 +68,7 @@ def verdict_blocks(res: Any) -> list[Block]:
     checks, then every check (point x metric: A, B, B/A with its interval)."""
     from linklab.report import verdict
     b = [Block("h2", "Verdict: B against A"),
-         Block("p", {0: "✔ ", 1: "✘ ", 4: "? "}[res.exit_code()] + res.words() + f" (A: {res.a.name}, B: {res.b.name})")]
+         Block("p", ("✘ " if res.failures else "? " if res.inconclusive else "✔ ") + res.words() + f" (A: {res.a.name}, B: {res.b.name})")]
     if res.notes:
         b.append(Block("ul", res.notes))
     header = ["verdict", "point", "what", "A", "B", "B/A [interval]"]

@@ -37,8 +37,8 @@ Flags about the host are the host's, not the lab's. A repetition measured while 
 the hypervisor took the host's CPU (host_disturbed, host_stolen) says how busy the machine was,
 not how the link behaved: a point's metrics are judged on its other repetitions, or on all of them
 when every one of an arm's was so; a difference found there is INCONCLUSIVE, not FAIL (the busy
-host may have slowed one arm and not the other), and the run's result says so (exit 4: measure
-again on a quieter machine). Anything else that fails still fails.
+host may have slowed one arm and not the other), and the run's result says so (inconclusive:
+measure again on a quieter machine). Anything else that fails still fails.
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from linklab.errors import result_exit_code
 from linklab.measure.stats import t_quantile
 from linklab.report import metrics
 from linklab.report.aa import Spread
@@ -121,8 +122,8 @@ class Result:
         return "no difference found"
 
     def exit_code(self) -> int:
-        """0 no difference found, 1 B differs, 4 inconclusive (nothing failed; a difference where the host was busy)."""
-        return 1 if self.failures else 4 if self.inconclusive else 0
+        """How `linklab ab` and `compare` exit for this result (linklab.errors decides the numbers)."""
+        return result_exit_code(bool(self.failures), bool(self.inconclusive))
 
 
 # -- the model ---------------------------------------------------------------------------------

@@ -2,10 +2,10 @@
 does the same: a version in every file, old files upgraded as they are loaded).
 
 Formats:
-  1  no `format` field: every run written before the field existed (linklab 0.1.0 until
-     2026-11-25), among them the stored baselines (baselines/) and test runs (tests/data/runs/)
+  1  no `format` field: every run written before the field existed (linklab 0.1.0), among them
+     the stored baselines (baselines/) and test runs (tests/data/runs/)
   2  `format` written; `fingerprint_parts` always present (None for the runs made before it was
-     recorded, 2026-11-22: a resume into one is refused, saying so)
+     recorded: a resume into one is refused, saying so)
 
 Readers only ever see the current format: load() upgrades in memory, step by step. A manifest
 from a newer linklab is refused rather than misread.

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from linklab.console import say
-from linklab.errors import UsageError
+from linklab.errors import EXIT_FAILURE, EXIT_OK, UsageError
 
 DEFAULT_EXPERIMENT = "experiments/e1_bonding_mtu.yaml"
 
@@ -86,7 +86,7 @@ def cmd_sweep(args, argv) -> int:
                                loaded=exp)
         if args.dry_run is None and store.manifest.get("complete"):
             write_report(store.path)
-        return 0 if store.manifest.get("complete") else 1
+        return EXIT_OK if store.manifest.get("complete") else EXIT_FAILURE
     if args.dry_run is not None:  # no lab: runs here, wherever the lab would
         run(args.experiment, opts, say=say, loaded=exp)
         return 0

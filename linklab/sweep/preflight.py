@@ -132,8 +132,8 @@ def run(handle: LabHandle, client: str, server: str, ip: int, deadline_s: float 
     pf.df_fits = res.verdict
     if res.received == 0:
         pf.fail(f"don't-fragment ping of {size} bytes (path MTU {mtu}) to {target} got no reply ({res.verdict})")
-    # Waits NEXT_WAIT_S for a reply that should never come: 10x the slowest first reply seen in
-    # the lab VM (~45 ms, a packet-in through an OpenFlow controller).
+    # Waits NEXT_WAIT_S for a reply that should never come: 10x the slowest first reply in the lab
+    # VM, a packet-in through an OpenFlow controller (bench/README.md#measurement).
     res2 = Ping(target=target, count=2, interval=PING_GAP_S, size=size + 1, dont_fragment=True, family=ip,
                 wait=NEXT_WAIT_S).run(netns=ns, timeout=15)
     pf.df_next = res2.verdict

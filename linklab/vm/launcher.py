@@ -24,7 +24,7 @@ from typing import BinaryIO, Callable
 import linklab
 from linklab import procs
 from linklab.fsutil import read_json_record, write_json_atomic
-from linklab.errors import EnvironmentProblem, StateError, UsageError
+from linklab.errors import EnvironmentProblem, NoLabUp, StateError, UsageError
 from linklab.kernel import LAB_MODULES
 from linklab.vm import hostcpu, pylibs
 from linklab.vm import protocol as P
@@ -64,10 +64,10 @@ class VMConfig:
     tcg_kernel_args: tuple[str, ...] = ()
     warm_preload: tuple[str, ...] = PRELOAD  # what the guest's zygote imports once for warm runs; () = none
     # The interpreter's stdlib and site-packages shared again read-only and cached in the guest
-    # (linklab/vm/pylibs.py: ~14 s of 9p stats per os-ken start under TCG).
+    # (linklab/vm/pylibs.py; what it saves: bench/README.md#start-up-times).
     cache_python_libs: bool = True
-    # A warm os-ken in the guest forks the labs' OpenFlow controllers (linklab/osken_warm.py: an
-    # SDN lab's `up` ~23 s shorter under TCG); False: every controller starts cold.
+    # A warm os-ken in the guest forks the labs' OpenFlow controllers (linklab/osken_warm.py; what
+    # it saves: bench/README.md#start-up-times); False: every controller starts cold.
     warm_osken: bool = True
 
 
@@ -84,12 +84,10 @@ def _tail(path: Path, lines: int = 25) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
-# A guest CPU stuck this long in its kernel is not coming back. Under software emulation QEMU once
-# left both vCPUs spinning in the slab allocator (console: "watchdog: BUG: soft lockup - CPU#0
-# stuck for 1199s! [runc:390]", 2026-11-26, the kernel tier's first container test; systemd's CI
-# saw the same under TCG): the guest answers nothing again, and a command waiting on it would wait
-# until its caller's own limit. The guest's watchdog reports every ~28 s; a host so loaded that
-# the VM was descheduled can report tens of seconds, never minutes.
+# A guest CPU stuck this long in its kernel is not coming back (software emulation can leave the
+# vCPUs spinning: bench/README.md#the-lab-vm), and a command waiting on it would wait until its
+# caller's own limit. The guest's watchdog reports every ~28 s; a host so loaded that the VM was
+# descheduled can report tens of seconds, never minutes.
 LOCKUP_LIMIT_S = 120
 LOCKUP_CHECK_S = 10.0
 LOCKUP_LINE = re.compile(r"watchdog: BUG: soft lockup - CPU#\d+ stuck for (\d+)s! \[[^\]\n]*\]")
@@ -410,7 +408,7 @@ class LabVM:
     def _require(self) -> dict:
         info = self.info()
         if not info or not self.running():
-            raise StateError("the lab VM is not running", hint="start it with `linklab up`")
+            raise NoLabUp("the lab VM is not running", hint="start it with `linklab up`")
         return info
 
     def _alive_check(self, info: dict) -> Callable[[], bool]:

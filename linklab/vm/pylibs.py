@@ -2,10 +2,9 @@
 lab VM a second time: read-only, and mounted in the guest with 9p's `cache=loose`.
 
 virtme-ng shares the host's files over 9p without a cache: every stat and open in the guest is a
-round trip to QEMU, ~10 ms under software emulation. Python stats and opens hundreds of files
-per start: an os-ken controller's start spent ~14 s of its ~50 in 1380 stats (profiled in the lab
-VM, 2026-11-27), and it starts about ten times in the kernel tier. Cached, each file is read over
-9p once per boot.
+round trip to QEMU. Python stats and opens hundreds of files per start, a good part of an
+os-ken controller's start (bench/README.md#start-up-times), and it starts about ten times in the
+kernel tier. Cached, each file is read over 9p once per boot.
 
 The price: the guest does not see a change the host makes to these directories while the VM
 runs (`make setup` installing a new requirement). The VM's record keeps `stamp()` from its boot;

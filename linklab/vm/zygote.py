@@ -397,8 +397,8 @@ class Zygote:
         re-importing them), still preloading after FIRST_PRELOAD_WAIT_S, or zygote gone.
 
         A command that comes while the first preload runs waits for it: a cold run imports the
-        same modules, and both importing at once on the VM's two vCPUs slowed each other down
-        (the `linklab up` that booted the VM took ~50 s cold beside the preload)."""
+        same modules, and both importing at once on the VM's two vCPUs slow each other down
+        (bench/README.md#start-up-times)."""
         if not self.preloaded_once:
             self.ready.wait(FIRST_PRELOAD_WAIT_S)
         if not self.ready.is_set() or self.gone:

@@ -67,3 +67,14 @@ def test_bad_checks_file_fails_with_recorded_message(path: Path, monkeypatch):
         validate_file(_rel(path))
     assert err.value.exit_code == 2
     _compare(err.value.render() + "\n", path.parent.parent / "expected" / f"bad_{path.stem}.error.txt")
+
+
+@pytest.mark.parametrize("path", CHECKS_BAD, ids=lambda p: p.stem)
+def test_check_refuses_a_bad_checks_file_with_no_lab_up(path: Path, monkeypatch, tmp_path, capsys):
+    """`linklab check FILE` with no lab up: the file's problems (the recorded text, exit 2),
+    not "no lab is up": the file is judged before any lab is looked for."""
+    from linklab.cli import main
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setenv("LINKLAB_STATE_DIR", str(tmp_path / "state"))  # no lab recorded anywhere
+    assert main(["check", _rel(path)]) == 2
+    _compare(capsys.readouterr().err, path.parent.parent / "expected" / f"bad_{path.stem}.error.txt")

@@ -210,7 +210,7 @@ def _reports():
     out = []
     for path in sorted(CAPTURED.glob("*.json")):
         doc = json.loads(path.read_text())
-        if doc["schema"] == "linklab-check/1":
+        if doc["schema"].startswith("linklab-check/"):
             out.append((path.stem, "-", doc))
         else:
             out += [(path.stem, st["name"], st["report"]) for st in doc["stages"] if st["report"]]

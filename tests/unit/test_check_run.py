@@ -12,7 +12,7 @@ from linklab.check import kinds, output
 from linklab.check.kinds.base import FAIL, INCONCLUSIVE, PASS, Judgement, Kind
 from linklab.check.run import run_checks, selected
 from linklab.check.spec import Check, ChecksFile, order
-from linklab.errors import check_exit_code
+from linklab.errors import EXIT_FAILURE, EXIT_INCONCLUSIVE, EXIT_OK, EXIT_WARNINGS, check_exit_code
 from linklab.lab import build_lab
 from linklab.measure.base import MeasurementError
 
@@ -69,19 +69,20 @@ def test_a_check_runs_after_what_it_requires_and_is_skipped_when_that_fails(scri
     assert [r.id for r in report.results] == ["b", "a", "c"]  # reported in file order
     assert by["a"].verdict == FAIL and by["b"].verdict == "skip" and by["c"].verdict == "skip"
     assert "requires a (fail)" in by["b"].observed and "requires b (skip)" in by["c"].observed
-    assert report.exit_code == 1
+    assert report.exit_code == EXIT_FAILURE
 
 
-def test_severity_warn_turns_a_failure_into_a_warning_exit_3(scripted):
+def test_severity_warn_turns_a_failure_into_a_warning_exit(scripted):
     report = scripted([{"id": "a"}, {"id": "w", "outcome": FAIL, "severity": "warn"}])
     assert [r.verdict for r in report.results] == [PASS, "warn"]
-    assert report.exit_code == 3
+    assert report.exit_code == EXIT_WARNINGS == 7
 
 
-def test_inconclusive_is_exit_4_unless_something_failed(scripted):
-    assert scripted([{"id": "a"}, {"id": "m", "outcome": INCONCLUSIVE}]).exit_code == 4
-    assert scripted([{"id": "f", "outcome": FAIL}, {"id": "m", "outcome": INCONCLUSIVE}]).exit_code == 1
-    assert scripted([{"id": "m", "outcome": INCONCLUSIVE}, {"id": "w", "outcome": FAIL, "severity": "warn"}]).exit_code == 4
+def test_inconclusive_is_its_own_exit_unless_something_failed(scripted):
+    assert scripted([{"id": "a"}, {"id": "m", "outcome": INCONCLUSIVE}]).exit_code == EXIT_INCONCLUSIVE == 6
+    assert scripted([{"id": "f", "outcome": FAIL}, {"id": "m", "outcome": INCONCLUSIVE}]).exit_code == EXIT_FAILURE
+    assert scripted([{"id": "m", "outcome": INCONCLUSIVE},
+                     {"id": "w", "outcome": FAIL, "severity": "warn"}]).exit_code == EXIT_INCONCLUSIVE
 
 
 def test_a_tool_failing_in_the_lab_is_the_checks_failure_with_its_words(scripted):
@@ -112,18 +113,18 @@ def test_order_keeps_file_order_except_for_requirements():
 
 
 def test_exit_code_is_decided_by_the_worst_verdict():
-    assert check_exit_code([]) == 0
-    assert check_exit_code(["pass", "skip"]) == 0
-    assert check_exit_code(["pass", "warn"]) == 3
-    assert check_exit_code(["warn", "inconclusive"]) == 4
-    assert check_exit_code(["inconclusive", "fail", "warn"]) == 1
+    assert check_exit_code([]) == EXIT_OK
+    assert check_exit_code(["pass", "skip"]) == EXIT_OK
+    assert check_exit_code(["pass", "warn"]) == EXIT_WARNINGS
+    assert check_exit_code(["warn", "inconclusive"]) == EXIT_INCONCLUSIVE
+    assert check_exit_code(["inconclusive", "fail", "warn"]) == EXIT_FAILURE
 
 
 def test_json_has_the_versioned_schema_and_every_verdict(scripted, tmp_path):
     report = scripted([{"id": "a", "hint": "h"}, {"id": "b", "outcome": FAIL, "hint": "look at MTUs"}])
     output.write_json(report, tmp_path / "r.json")
     doc = json.loads((tmp_path / "r.json").read_text())
-    assert doc["schema"] == "linklab-check/1"
+    assert doc["schema"] == "linklab-check/2"
     assert doc["summary"]["exit_code"] == 1 and doc["summary"]["failed"] == 1
     assert [(c["id"], c["verdict"], c["hint"]) for c in doc["checks"]] == [("a", "pass", "h"), ("b", "fail", "look at MTUs")]
     assert "raw" not in doc["checks"][0]
@@ -177,3 +178,17 @@ def test_roster_rows_from_saved_results_with_points_and_failed_ids(scripted, tmp
     (d / "bad.json").write_text('{"schema": "something-else"}')
     with pytest.raises(Exception, match="not a `linklab check --json` result"):
         roster.grade(d, None, lambda _m: None)
+
+
+@pytest.mark.parametrize("old,now", [(0, EXIT_OK), (1, EXIT_FAILURE), (3, EXIT_WARNINGS), (4, EXIT_INCONCLUSIVE)])
+def test_a_result_saved_in_schema_1_is_read_with_todays_exit_codes(scripted, tmp_path, old, now):
+    # linklab-check/1 wrote 3 for only warnings and 4 for inconclusive, codes that meant other
+    # things elsewhere; the roster reads them as the codes of today.
+    from linklab.check import roster
+    d = tmp_path / "class"
+    d.mkdir()
+    doc = output.as_json(scripted([{"id": "a"}]))
+    doc.update(schema="linklab-check/1", summary={**doc["summary"], "exit_code": old})
+    (d / "s17.json").write_text(json.dumps(doc))
+    (row,) = roster.grade(d, None, lambda _m: None)
+    assert row.exit_code == now and row.passed == 1

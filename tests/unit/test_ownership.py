@@ -9,7 +9,7 @@ import pytest
 import linklab.backends.linux.backend as linux
 from linklab import cli, lab, placement, state
 from linklab.backends.linux.names import current_home, mark, netns_name
-from linklab.errors import StateError
+from linklab.errors import EXIT_NO_LAB, StateError
 
 TOPO = "tests/integration/data/one_link.yaml"
 REAL_REMOVE_DIR = linux.hostsfile.remove_dir  # World replaces it; a test that checks hosts dirs puts it back
@@ -153,7 +153,7 @@ def test_clean_lab_kills_only_vms_that_are_not_the_live_one(world, monkeypatch):
 def test_exec_on_a_lab_that_does_not_exist_never_boots_the_vm(world, monkeypatch, capsys):
     monkeypatch.setattr(placement, "lab_vm", lambda: FakeVM(running=False))
     monkeypatch.setattr(placement, "forward", lambda *a, **k: (_ for _ in ()).throw(AssertionError("forwarded")))
-    assert cli.main(["exec", "--lab", "bond2", "h1", "--", "ping", "-c1", "h2"]) == 3
+    assert cli.main(["exec", "--lab", "bond2", "h1", "--", "ping", "-c1", "h2"]) == EXIT_NO_LAB
     assert "no lab named 'bond2'" in capsys.readouterr().err
 
 

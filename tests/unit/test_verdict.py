@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from linklab.errors import EXIT_INCONCLUSIVE
 from linklab.measure.stats import t_quantile
 from linklab.report import aa, verdict
 from linklab.report.runs import Run
@@ -118,11 +119,11 @@ def test_a_regression_that_gets_worse_fails_whatever_else_its_repetitions_carry(
                                                         (verdict.EVERY_POINT, "throughput (Mbit/s)")]
     assert res.failures[0].ratio == pytest.approx(0.6, abs=0.02) and res.exit_code() == 1
     # Every repetition of B there measured on a busy host: the busy host may be what slowed it,
-    # so the point is inconclusive, and so is the run: exit 4, never a pass.
+    # so the point is inconclusive, and so is the run: its own exit code, never a pass.
     res = verdict.judge(a, _run("b", worse, extra=disturbed), paired=True)
     assert [(c.point, c.what) for c in res.inconclusive] == [("mode=rr mtu=9000", "throughput (Mbit/s)")]
     assert res.inconclusive[0].ratio == pytest.approx(0.6, abs=0.02)
-    assert res.exit_code() == 4 and res.words().startswith("inconclusive")
+    assert res.exit_code() == EXIT_INCONCLUSIVE and res.words().startswith("inconclusive")
     # the mean over every point is over the quiet points: the busy one moves nothing there
     every = [c for c in res.checks if c.point == verdict.EVERY_POINT and c.metric.key == "throughput_mbps"]
     assert len(every) == 1 and every[0].verdict == verdict.WITHIN and len(every[0].a) == 3

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from linklab.errors import EXIT_INCONCLUSIVE
 from linklab.report import aa, verdict
 from linklab.report.runs import Run
 
@@ -63,7 +64,7 @@ AT = {"bond_mode": "802.3ad", "mtu": 9200, "streams": 1}  # two quiet repetition
 def test_a_regression_that_gets_worse_fails_whatever_else_its_repetitions_carry(also):
     # The real A/A run with B's point 40 % slower in every repetition: alone, with every one of
     # them measured on a busy host, or failing another metric too. None passes: it fails at that
-    # point, or, where a busy host may be what slowed it, the run is inconclusive (exit 4).
+    # point, or, where a busy host may be what slowed it, the run is inconclusive.
     a, b = arms("e1-aa")
     rows = copy.deepcopy(b.rows)
     _scaled(rows, AT, 0.6)
@@ -78,7 +79,7 @@ def test_a_regression_that_gets_worse_fails_whatever_else_its_repetitions_carry(
     res = judge(a, Run(b.path, b.manifest, rows))
     failed = {(c.point, c.what) for c in (res.inconclusive if also == "host_disturbed" else res.failures)}
     assert ("802.3ad mtu=9200 streams=1", "throughput (Mbit/s)") in failed, verdict.render(res)
-    assert res.exit_code() == (4 if also == "host_disturbed" else 1)
+    assert res.exit_code() == (EXIT_INCONCLUSIVE if also == "host_disturbed" else 1)
     assert points(res, "throughput_mbps")["802.3ad mtu=9200 streams=1"].ratio == pytest.approx(0.6, abs=0.05)  # x0.6 on what A/A measured there (x0.95-1.0)
     if also == "retransmits":
         assert ("802.3ad mtu=9200 streams=1", "retransmits per GB sent (/GB)") in failed

@@ -57,7 +57,7 @@ def change_impairments(old: Lab, new: Lab) -> list[str]:
 
     The queues change concurrently, one tc process each: an event's time is when all its
     changes are in, and under software emulation with a flow keeping the CPUs busy one tc
-    process took up to ~0.8 s (two in a row made a change at 2 s land at 3.65 s)."""
+    process can take most of a second (bench/README.md#start-up-times)."""
     where, jobs = [], []  # per queue: what the log calls it, tc.change's arguments
     before = {(lk.name, i): pair for lk in old.links for i, pair in enumerate(lk.veths)}
     for lk in new.links:

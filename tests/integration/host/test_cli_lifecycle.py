@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from linklab import kernel
+from linklab.errors import EXIT_NO_LAB
 
 ROOT = Path(__file__).resolve().parents[3]
 LAB = "itcli"
@@ -112,7 +113,7 @@ def test_set_changes_the_running_lab(lab_up):
 def test_down_removes_the_lab_and_stops_the_vm(lab_up):
     res = linklab("down", LAB)
     assert res.returncode == 0, res.stdout + res.stderr
-    assert linklab("status", LAB).returncode == 3
+    assert linklab("status", LAB).returncode == EXIT_NO_LAB
     if kernel.missing_features():
         assert "stopping the lab VM" in res.stdout
         assert qemu_with_our_mark() == []

@@ -20,8 +20,9 @@ from linklab.linux import netlink, sockets
 from linklab.linux.ovs import controller_connected, controller_connected_args, parse_dump_flows
 from linklab.model.resolved import Lab, Node
 
-# Measured ~20 s in a quiet VM; over 5 min while four VMs shared two cores. A controller still
-# importing when this passes is adopted by the next `up`, not restarted.
+# A controller's imports take seconds in a quiet lab VM, minutes in a loaded one
+# (bench/README.md#start-up-times). One still importing when this passes is adopted by the next
+# `up`, not restarted.
 LISTEN_DEADLINE_S = 900.0
 CONNECT_DEADLINE_S = 60.0
 LEARNED_FLOWS = "cookie=0x1/-1"  # the cookie the bundled controller apps put on what they learn
@@ -137,7 +138,7 @@ def reset_forwarding(lab: Lab) -> None:
 
     A TCP run that collapsed (hosts' MTU above the switch ports') leaves orphaned connections
     retransmitting their FIN for minutes; their packets re-learned everything between the
-    reset and the measurement (measured: the next repetition saw 0 packet-ins). They are
+    reset and the measurement, which then saw no packet-in at all. They are
     aborted first, and the reset repeats until no learned flow comes back (a packet-in the
     controller was still handling when the flows went installs its flow afterwards)."""
     switches = [n for n in lab.nodes if n.controller]

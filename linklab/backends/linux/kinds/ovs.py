@@ -91,8 +91,8 @@ class Ovs(Kind):
         in_bond = {m for bond in bonds for m in bond.members}
         want_ports = [p.name for p in ports if p.name not in in_bond] + [bond.name for bond in bonds]
         # The whole switch in one ovs-vsctl transaction: each call starts a process and waits for
-        # ovs-vswitchd to apply it, ~0.9 s a call in the lab VM (a chain of 3 switches spent 22 of
-        # its 28 s of `up` in 24 calls, 8 a switch).
+        # ovs-vswitchd to apply it, most of a switched lab's `up` call by call
+        # (bench/README.md#start-up-times).
         args = ["--may-exist", "add-br", br, "--", "set", "bridge", br, f"datapath_type={dp_type}",
                 *parse.bridge_columns(node, b.lab.dpid(br))]
         have = [] if fresh else ovsd.vsctl(d, "list-ports", br).stdout.split()
