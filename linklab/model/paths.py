@@ -131,7 +131,7 @@ def goodput_fraction(mtu: float, family: int = 4, mss: int | None = None, protoc
     """Goodput theory: payload per byte a shaped link carries, at full-sized packets of the path's
     MTU (for TCP, or of iperf3's -M, which counts the timestamp option in: its payload is mss less
     the option). (MTU - 52) / (MTU + 14) for TCP over IPv4 with timestamps, (MTU - 28) / (MTU + 14)
-    for UDP. What netem's and htb's rates deliver, measured within 1 % in the lab VM."""
+    for UDP. What netem's and htb's rates deliver (bench/README.md#queues-and-shapers)."""
     over = headers(family, protocol, timestamps)
     payload = mtu - over
     if mss and protocol == "tcp":
