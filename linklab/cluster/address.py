@@ -5,12 +5,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from linklab.errors import EnvironmentProblem, UsageError
+from linklab import extras
+from linklab.errors import UsageError
 
 MAX_LOCAL_NODES = 64
 _HOST_PORT = re.compile(r"^(ray://)?([A-Za-z0-9._-]+|\[[0-9A-Fa-f:]+\]):(\d{1,5})$")
 _LOCAL = re.compile(r"^local:(\d+)$")
-INSTALL_HINT = "install the project's Python packages (`make setup`: Ray is pinned in requirements.txt)"
 
 
 @dataclass(frozen=True)
@@ -48,15 +48,9 @@ def parse(text: str) -> Address:
 def require_ray() -> None:
     """Exit 4, with how to install it, before anything starts if Ray is missing (without
     importing it: a local cluster must set its environment first, linklab/cluster/session.py)."""
-    import importlib.util
-    if importlib.util.find_spec("ray") is None:
-        raise EnvironmentProblem("--cluster needs Ray, which is not installed", hint=INSTALL_HINT)
+    extras.require("cluster", "--cluster")
 
 
 def import_ray():
     """The ray module, or exit 4 with how to install it."""
-    try:
-        import ray
-    except ImportError as e:
-        raise EnvironmentProblem(f"--cluster needs Ray, which is not installed ({e})", hint=INSTALL_HINT) from None
-    return ray
+    return extras.load("ray", "cluster", "--cluster")

@@ -36,7 +36,8 @@ POLL_S = 0.5
 
 
 def worker_info() -> dict[str, Any]:
-    import ray
+    from linklab.cluster.address import import_ray
+    ray = import_ray()  # present: a Ray worker runs this
     return {"node_id": ray.get_runtime_context().get_node_id(), "hostname": socket.gethostname(),
             "kernel": platform.release(), "pid": os.getpid()}
 

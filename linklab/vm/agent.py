@@ -22,6 +22,7 @@ import threading
 import time
 from pathlib import Path
 
+from linklab import extras
 from linklab.kernel import LAB_MODULES, load_modules
 from linklab.vm import nsenter, pylibs
 from linklab.vm import protocol as P
@@ -436,8 +437,9 @@ def main(argv: list[str] | None = None) -> int:
     # First, so its imports overlap module loading; until it is ready, warm requests run cold.
     preload = tuple(m for m in args.preload.split(",") if m)
     zygote = None if args.no_zygote else Zygote(sys.executable, preload_modules=preload, cwd=os.getcwd())
-    # Forks the labs' controllers; it imports os-ken only when a lab first asks for one.
-    osken = None if args.no_warm_osken else subprocess.Popen(
+    # Forks the labs' controllers; it imports os-ken only when a lab first asks for one. Without
+    # the [sdn] extra there is nothing to warm: a controller then fails cold, naming the extra.
+    osken = None if args.no_warm_osken or not extras.present("sdn") else subprocess.Popen(
         [sys.executable, "-m", "linklab.osken_warm"], stdin=subprocess.DEVNULL, cwd=os.getcwd())
     names = [n for n in args.ports.split(",") if n]
     modules = [m for m in args.modules.split(",") if m]
