@@ -10,7 +10,7 @@ import os
 import sys
 import time
 
-from linklab import DEFAULT_TOPOLOGY, __version__
+from linklab import DEFAULT_TOPOLOGY, __version__, bundled
 from linklab.console import say
 from linklab.errors import EXIT_BROKEN_PIPE, EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_USAGE, LinklabError, UsageError
 
@@ -68,7 +68,8 @@ def _parser() -> argparse.ArgumentParser:
 def _lab_commands(cmd) -> None:
     """up, down, status, exec, ovs, set: a lab's life and reaching into it."""
     up = cmd("up", "build a lab from a topology file (idempotent: rerun to repair or apply edits)")
-    up.add_argument("topology", nargs="?", default=DEFAULT_TOPOLOGY, help=f"topology YAML (default {DEFAULT_TOPOLOGY})")
+    up.add_argument("topology", nargs="?", default=DEFAULT_TOPOLOGY, type=bundled.argtype("topologies"),
+                    help=f"topology YAML, or a bundled topology's name (default {DEFAULT_TOPOLOGY})")
     up.add_argument("--name", help="lab name (default: the topology's name); lets two copies coexist")
     up.add_argument("--set", dest="overrides", action="append", default=[], metavar="PATH=VALUE",
                     help="override a topology setting, e.g. --set links[0].mtu=9000 (repeatable)")
@@ -116,7 +117,8 @@ def _lab_commands(cmd) -> None:
 def _file_commands(cmd) -> None:
     """validate, show: files read, nothing built."""
     v = cmd("validate", "check topology or experiment files; prints every problem with its path")
-    v.add_argument("files", nargs="+")
+    v.add_argument("files", nargs="+", type=bundled.argtype("topologies", "experiments"),
+                   help="topology or experiment YAML files, or bundled ones' names (e.g. bond2, e1_bonding_mtu)")
 
     sc = cmd("schema", "print the JSON Schema of topology or experiment files, for editors that check YAML as you type",
              epilog="examples:\n  linklab schema topology > schemas/topology.schema.json\n"
@@ -127,7 +129,7 @@ def _file_commands(cmd) -> None:
     sc.add_argument("kind", choices=["topology", "experiment"])
 
     sh = cmd("show", "print the resolved lab (names, addresses, qdiscs) without building it")
-    sh.add_argument("topology", nargs="?", default=DEFAULT_TOPOLOGY)
+    sh.add_argument("topology", nargs="?", default=DEFAULT_TOPOLOGY, type=bundled.argtype("topologies"))
     sh.add_argument("--set", dest="overrides", action="append", default=[], metavar="PATH=VALUE")
     sh.add_argument("--scale", type=float)
     sh.add_argument("--seed", metavar="ID", help="the variant of a topology with vars: for this student id")

@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from linklab.errors import EnvironmentProblem
+from linklab import bundled, extras
 
-APPS_DIR = Path(__file__).resolve().parents[1] / "controllers"
+APPS_DIR = bundled.folder("controllers")
 
 
 def apps() -> list[str]:
@@ -34,11 +34,12 @@ def app_problem(app: str) -> str | None:
 
 
 def manager() -> str:
-    """osken-manager: the project venv's (os-ken is pinned in requirements.txt), else on PATH."""
+    """osken-manager: beside this interpreter (the [sdn] extra installs it there), else on PATH."""
     beside = Path(sys.executable).parent / "osken-manager"
     found = str(beside) if beside.exists() else shutil.which("osken-manager")
     if not found:
-        raise EnvironmentProblem("osken-manager not found", hint="`make setup` installs os-ken (requirements.txt)")
+        raise extras.problem("sdn", "an OpenFlow controller (a switch's controller: in the topology)",
+                             detail="osken-manager is not found")
     return found
 
 

@@ -8,6 +8,7 @@ import sys
 import time
 from pathlib import Path
 
+from linklab import bundled
 from linklab.console import say
 from linklab.errors import LinklabError, UsageError
 
@@ -60,7 +61,7 @@ def add_commands(sub) -> None:
                     "measure the A/A spread from all of them: per point and metric, how far B/A moved with "
                     "nothing changed. `linklab ab` reads it from baselines/<experiment>[-quick]-<placement>/aa.json.",
         epilog=AA_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
-    a.add_argument("experiment", help="experiment YAML")
+    a.add_argument("experiment", type=bundled.argtype("experiments"), help="experiment YAML, or a bundled experiment's name")
     a.add_argument("--quick", action="store_true", help="the experiment's short variant")
     a.add_argument("--runs", type=int, default=20, metavar="N", help="A/A runs to have (default 20; 0: use those made)")
     a.add_argument("--pairs", type=int, default=DEFAULT_PAIRS, metavar="N",
@@ -78,7 +79,8 @@ def _add_ab(sub) -> None:
                     "working tree) with lab settings on top, measured interleaved point by point in one lab VM "
                     "boot, then judged by one paired model (B/A ratio with its interval, a minimum effect).",
         epilog=AB_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("experiment", help="experiment YAML (each revision's own copy of it, for --a-rev/--b-rev)")
+    p.add_argument("experiment", type=bundled.argtype("experiments"),
+                   help="experiment YAML, or a bundled experiment's name (each revision's own copy of it, for --a-rev/--b-rev)")
     p.add_argument("--quick", action="store_true", help="the experiment's short variant")
     p.add_argument("--a", dest="a_set", action="append", default=[], metavar="PATH=VALUE",
                    help="a lab setting for arm A on top of every point's (as `linklab set` takes it; repeatable)")

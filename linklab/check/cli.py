@@ -8,6 +8,7 @@ import json
 import sys
 from pathlib import Path
 
+from linklab import bundled
 from linklab.console import say
 from linklab.errors import EXIT_INCONCLUSIVE, EXIT_OK, UsageError
 
@@ -36,8 +37,9 @@ def add_commands(sub) -> None:
                                    "plane probed (loss-aware), its measured behaviour judged with a tolerance.",
                        epilog=EPILOG,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("checks", nargs="?", help="checks file, or a topology with a checks: section "
-                   "(default: the running lab's topology)")
+    p.add_argument("checks", nargs="?", type=bundled.argtype("exercises", "topologies"),
+                   help="checks file, or a topology with a checks: section, or a bundled exercise's name "
+                   "(its checks.yaml) (default: the running lab's topology)")
     p.add_argument("--lab", help="the lab to check (default: the only lab up)")
     p.add_argument("--seed", metavar="ID", help="the student variant (default: the one the lab was built as)")
     p.add_argument("--stage", type=int, metavar="N", help="only checks of stages 1..N")

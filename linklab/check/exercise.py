@@ -33,6 +33,7 @@ from typing import Annotated, Any, Callable
 
 from pydantic import Field, ValidationError, field_validator
 
+from linklab import bundled
 from linklab import lab as lablib
 from linklab import runner, state
 from linklab.check.run import Report, run_checks
@@ -43,7 +44,7 @@ from linklab.model.loader import _located, line_map, pydantic_problems, read_yam
 from linklab.model.overrides import split_assignment
 from linklab.model.topology import Model
 
-EXERCISES = Path(__file__).resolve().parents[2] / "exercises"
+EXERCISES = bundled.folder("exercises")
 STEP_HINT = ("write `linklab set PATH=VALUE ...`, `linklab exec NODE -- COMMAND ...` or "
              "`linklab ovs SWITCH -- COMMAND ...`")
 

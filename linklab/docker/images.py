@@ -17,7 +17,7 @@ import tarfile
 import time
 from pathlib import Path
 
-from linklab import runner
+from linklab import bundled, runner
 from linklab.docker import engine
 from linklab.docker.api import Api, ApiError, UploadCut, split_image
 from linklab.errors import EnvironmentProblem, LinklabError
@@ -35,8 +35,14 @@ BUILD_TIMEOUT_S = 1800.0
 
 
 def images_dir() -> Path:
-    """Beside the checkout's state (shared with the lab VM, which mounts the checkout)."""
-    return Path(os.environ.get("LINKLAB_IMAGES_DIR") or Path(__file__).resolve().parents[2] / ".linklab" / "images")
+    """Beside the checkout's state (shared with the lab VM, which mounts the checkout); an installed
+    linklab (no checkout) keeps them in the user's cache, one copy for every directory."""
+    if os.environ.get("LINKLAB_IMAGES_DIR"):
+        return Path(os.environ["LINKLAB_IMAGES_DIR"])
+    top = bundled.checkout()
+    if top is not None:
+        return top / ".linklab" / "images"
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "linklab" / "images"
 
 
 def tarball(image: str) -> Path:

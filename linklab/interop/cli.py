@@ -11,7 +11,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from linklab import DEFAULT_TOPOLOGY
+from linklab import DEFAULT_TOPOLOGY, bundled
 
 EXPORT_TARGETS = ("mininet", "containerlab")
 
@@ -32,7 +32,8 @@ def add_commands(sub) -> None:
                "  containerlab deploy -t bond2.clab.yml",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     e.add_argument("--to", required=True, choices=EXPORT_TARGETS, help="target: mininet or containerlab")
-    e.add_argument("topology", nargs="?", default=DEFAULT_TOPOLOGY, help=f"topology YAML (default {DEFAULT_TOPOLOGY})")
+    e.add_argument("topology", nargs="?", default=DEFAULT_TOPOLOGY, type=bundled.argtype("topologies"),
+                   help=f"topology YAML, or a bundled topology's name (default {DEFAULT_TOPOLOGY})")
     e.add_argument("--set", dest="overrides", action="append", default=[], metavar="PATH=VALUE",
                    help="override a topology setting first, as with `linklab up --set`")
     e.add_argument("--scale", type=float, help="multiply every link rate (default: the topology's scale; auto = 1 here)")

@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from linklab import bundled
 from linklab.console import say
 from linklab.errors import EXIT_FAILURE, EXIT_OK, UsageError
 
@@ -24,7 +25,8 @@ def add_commands(sub) -> None:
                "  linklab sweep experiments/e1_bonding_mtu.yaml --quick  # again: resumes or says it is complete\n"
                "  linklab sweep experiments/e1_bonding_mtu.yaml --quick --force --points p006-bond_mode-balance-rr_mtu-450_streams-1-c9e6e911",
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("experiment", nargs="?", default=DEFAULT_EXPERIMENT, help=f"experiment YAML (default {DEFAULT_EXPERIMENT})")
+    p.add_argument("experiment", nargs="?", default=DEFAULT_EXPERIMENT, type=bundled.argtype("experiments"),
+                   help=f"experiment YAML, or a bundled experiment's name (default {DEFAULT_EXPERIMENT})")
     p.add_argument("--quick", action="store_true", help="the experiment's short variant: fewer points, shorter runs")
     p.add_argument("--force", action="store_true", help="start a new run even if one is complete or resumable")
     p.add_argument("--no-retry", action="store_true",
