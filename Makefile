@@ -24,10 +24,11 @@ AA_RUNS ?= 20
 BASELINE_EXPS ?= $(GATE_EXP)
 BASELINE_REPS ?=
 
-.PHONY: help setup images lab-up lab-down status sweep report gate aa ab-power baseline reproduction test test-unit test-fuzz test-integration bench docs clean
+.PHONY: help setup requirements images lab-up lab-down status sweep report gate aa ab-power baseline reproduction test test-unit test-fuzz test-integration bench docs clean
 
 help:
 	@echo "make setup             install Debian packages and the project virtualenv (idempotent)"
+	@echo "make requirements      requirements.txt (the pinned set setup installs) from pyproject.toml, by pip-compile"
 	@echo "make images            build linklab/base, the container nodes' image (Debian, no registry; once)"
 	@echo "make lab-up [TOPO=…]   build a lab (default $(TOPO)); in a VM if this kernel lacks bonding/netem"
 	@echo "make status            show the lab as the kernel reports it"
@@ -45,6 +46,10 @@ help:
 
 setup:
 	@bash scripts/setup.sh
+
+# Not a step of setup: run it after changing pyproject.toml's dependencies, and commit the result.
+requirements:
+	@bash scripts/requirements.sh
 
 # linklab/base from Debian packages with mmdebstrap into .linklab/images/ (kept; rebuilt only when
 # missing). The lab's Docker engine imports it the first time a lab names it.
