@@ -16,6 +16,7 @@ from linklab.errors import EXIT_BROKEN_PIPE, EXIT_FAILURE, EXIT_INTERRUPTED, EXI
 
 EPILOG = """\
 typical session:
+  linklab doctor                          what this machine offers, and what is missing
   linklab up topologies/bond2.yaml        build the lab (in a VM if this kernel lacks bonding/netem)
   linklab status                          nodes, links, bonds, MTU, qdiscs, read back live
   linklab exec h1 -- ping -c3 h2          run a command on a lab host (names resolve)
@@ -136,7 +137,23 @@ def _file_commands(cmd) -> None:
 
 
 def _machine_commands(cmd) -> None:
-    """clean, vm: what labs leave on this machine, and the lab VM."""
+    """init, doctor, clean, vm: a directory to work in, what this machine offers, what labs leave
+    on it, and the lab VM."""
+    i = cmd("init", "lay out the bundled topologies, experiments, exercises and a Makefile in a directory of your own",
+            epilog="examples:\n  linklab init mylab            then: cd mylab && make sweep\n"
+                   "  linklab init --force mylab    put back the bundled files (overwrites edits to them)\n"
+                   "existing files are left alone unless --force (exit 2, each named; nothing written).\n"
+                   "Commands also take a bundled file by name from anywhere: linklab sweep e1_bonding_mtu --quick",
+            formatter_class=argparse.RawDescriptionHelpFormatter)
+    i.add_argument("directory", help="where (created if missing)")
+    i.add_argument("--force", action="store_true", help="overwrite files that exist (with the bundled ones)")
+
+    cmd("doctor", "what this machine offers linklab, what is missing for which feature, and the command that fixes each",
+        epilog="Looks only: changes nothing, boots nothing. Exit 0 when the main job (a sweep, natively or in\n"
+               "the lab VM) can run here, 4 when it cannot. Marks: ok present; -- missing, the feature in []\n"
+               "needs it; !! missing, and the main job needs it.",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+
     c = cmd("clean", "remove what crashed labs left behind (found by ownership marks, never by name patterns)",
             epilog="Removes only what is provably abandoned: namespaces marked by this checkout but owned by no\n"
                    "live lab, and labs whose owner is gone (killed while building, their VM gone). Live labs,\n"
@@ -338,6 +355,21 @@ def cmd_show(args, argv) -> int:
     return 0
 
 
+def cmd_init(args, argv) -> int:
+    from pathlib import Path
+
+    from linklab.init import init
+    init(Path(args.directory), force=args.force, say=say)
+    return 0
+
+
+def cmd_doctor(args, argv) -> int:
+    from linklab import doctor
+    verdict = doctor.assess(doctor.probe())
+    print(doctor.render(verdict))
+    return verdict.exit_code
+
+
 def cmd_clean(args, argv) -> int:
     from linklab import kernel, lab, placement, procs
     removed = []
@@ -416,4 +448,5 @@ def cmd_vm(args, argv) -> int:
 
 
 COMMANDS = {"up": cmd_up, "down": cmd_down, "status": cmd_status, "exec": cmd_exec, "ovs": cmd_ovs, "set": cmd_set,
-            "validate": cmd_validate, "show": cmd_show, "schema": cmd_schema, "clean": cmd_clean, "vm": cmd_vm}
+            "validate": cmd_validate, "show": cmd_show, "schema": cmd_schema, "init": cmd_init, "doctor": cmd_doctor,
+            "clean": cmd_clean, "vm": cmd_vm}

@@ -15,7 +15,7 @@ from pathlib import Path
 from linklab import kernel, state
 
 # Pure commands never need a lab kernel.
-LOCAL_COMMANDS = {"validate", "show", "schema", "report", "vm", "results", "export", "import"}
+LOCAL_COMMANDS = {"validate", "show", "schema", "report", "vm", "results", "export", "import", "init", "doctor"}
 
 
 def lab_vm():

@@ -32,7 +32,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("interop", ("linklab.interop",)),            # other tools' formats
     ("cluster", ("linklab.cluster",)),            # sweeps across machines on Ray: above sweep, below the CLI
     ("ab", ("linklab.ab",)),                      # two arms' stepwise sweeps side by side, then the verdict
-    ("commands", ("linklab.validate", "linklab.schema", "linklab.sweep.cli", "linklab.report.cli",
+    ("commands", ("linklab.validate", "linklab.schema", "linklab.init", "linklab.doctor", "linklab.sweep.cli", "linklab.report.cli",
                   "linklab.interop.cli", "linklab.ab.cli", "linklab.check.cli")),
     ("cli", ("linklab.cli", "linklab.__main__")),  # the parser the sub-commands add themselves to
 ]
@@ -42,7 +42,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
 # only placement (and the CLI's own `vm` and `clean`) reach into the lab VM.
 ONLY_THROUGH: dict[str, tuple[str, ...]] = {
     "linklab.backends.linux": ("linklab.backends",),
-    "linklab.vm": ("linklab.vm", "linklab.placement", "linklab.cli"),
+    "linklab.vm": ("linklab.vm", "linklab.placement", "linklab.cli", "linklab.doctor"),
 }
 
 
