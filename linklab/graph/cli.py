@@ -73,6 +73,7 @@ def cmd_graph(args, argv) -> int:
     from linklab import fsutil, kernel, placement
     from linklab.graph import layout, render, scene
     from linklab.graph.page import page
+    from linklab.graph.scene import count
     kind, what = _target(args)
     if kind == "lab" and (args.overrides or args.seed is not None):
         raise UsageError("--set and --seed apply to a topology file, not a running lab",
@@ -91,7 +92,7 @@ def cmd_graph(args, argv) -> int:
         data = lab.status(what)
         from linklab.model.resolved import Lab
         lab_obj, live = Lab.model_validate(data["state"]["resolved"]), data["live"]
-        caption = (f"lab {what} as the kernel reports it: {len(lab_obj.nodes)} nodes, {len(lab_obj.links)} links"
+        caption = (f"lab {what} as the kernel reports it: {count(lab_obj.nodes, 'node')}, {count(lab_obj.links, 'link')}"
                    + (f"; rates as written, shaped at scale {lab_obj.scale:g}" if lab_obj.scale != 1 else ""))
     out = _output(args, lab_obj.name)
     sc = scene(lab_obj, live, caption)
@@ -99,7 +100,7 @@ def cmd_graph(args, argv) -> int:
     text = svg if out.suffix.lower() == ".svg" else page(sc, svg, f"linklab graph: lab {lab_obj.name}")
     existed = out.exists()
     fsutil.write_atomic(out, text)
-    say(f"linklab: graph of lab {lab_obj.name} ({len(lab_obj.nodes)} nodes, {len(lab_obj.links)} links) "
+    say(f"linklab: graph of lab {lab_obj.name} ({count(lab_obj.nodes, 'node')}, {count(lab_obj.links, 'link')}) "
         f"{'replaced' if existed else 'written to'} {out}")
     if live is not None:
         found = sc.problems()

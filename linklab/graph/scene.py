@@ -78,6 +78,11 @@ class Scene:
         return out
 
 
+def count(items: Any, word: str) -> str:
+    """'1 link', '4 links'."""
+    return f"{len(items)} {word}{'' if len(items) == 1 else 's'}"
+
+
 def node_kind(node: Any) -> str:
     """The kind a node is drawn as: container and the switch kinds split out of host and switch."""
     if node.kind == "host":
@@ -263,7 +268,7 @@ def scene(lab: Any, live: dict[str, Any] | None = None, caption: str | None = No
         nodes.append(GNode(n.name, kind, _detail(n, kind), ctl, tuple(marks), tuple(ctl_marks)))
     links = [_link(lab, link, live) for link in lab.links]
     if caption is None:
-        caption = f"lab {lab.name}: {len(nodes)} nodes, {len(links)} links"
+        caption = f"lab {lab.name}: {count(nodes, 'node')}, {count(links, 'link')}"
         if lab.scale != 1:
             caption += f"; rates as written, shaped at scale {lab.scale:g} ({lab.scale_source})"
     return Scene(lab.name, caption, nodes, links, live=live is not None)

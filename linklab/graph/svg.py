@@ -27,16 +27,20 @@ BAD = "#b91c1c"  # what the kernel reports wrong
 LINK, BOND = "#4b5563", "#b45309"
 END_FONT = 9
 
-CSS = f"""
-text{{font-family:{FONT};fill:#111827}}
-.name{{font-size:{NAME_FONT}px;font-weight:bold}}.detail{{font-size:{TEXT_FONT}px;fill:#374151}}
-.caption{{font-size:{TEXT_FONT}px;fill:#4b5563}}.lbl{{font-size:{LABEL_FONT}px}}
-.end{{font-size:{END_FONT}px;fill:#6b7280;stroke:#ffffff;stroke-width:3px;paint-order:stroke}}.bad{{fill:{BAD};font-weight:bold}}
-.member{{fill:none;stroke:{LINK};stroke-width:2}}.bond .member{{stroke:{BOND}}}
-.member.down{{stroke:{BAD};stroke-dasharray:6 4}}.link.mismatch .member{{stroke:{BAD}}}
-.label rect{{fill:#ffffff;fill-opacity:.92;stroke:#d1d5db}}.link.mismatch .label rect{{stroke:{BAD}}}
-.group{{fill:none;stroke:{BOND};stroke-width:1.5}}
-"""
+# Every rule under the picture's own class: an SVG inlined in a page (linklab report) styles nothing else.
+ROOT_CLASS = "linklab-graph"
+RULES = [
+    f"text{{font-family:{FONT};fill:#111827}}",
+    f".name{{font-size:{NAME_FONT}px;font-weight:bold}}", f".detail{{font-size:{TEXT_FONT}px;fill:#374151}}",
+    f".caption{{font-size:{TEXT_FONT}px;fill:#4b5563}}", f".lbl{{font-size:{LABEL_FONT}px}}",
+    f".end{{font-size:{END_FONT}px;fill:#6b7280;stroke:#ffffff;stroke-width:3px;paint-order:stroke}}",
+    f".bad{{fill:{BAD};font-weight:bold}}",
+    f".member{{fill:none;stroke:{LINK};stroke-width:2}}", f".bond .member{{stroke:{BOND}}}",
+    f".member.down{{stroke:{BAD};stroke-dasharray:6 4}}", f".link.mismatch .member{{stroke:{BAD}}}",
+    ".label rect{fill:#ffffff;fill-opacity:.92;stroke:#d1d5db}", f".link.mismatch .label rect{{stroke:{BAD}}}",
+    f".group{{fill:none;stroke:{BOND};stroke-width:1.5}}",
+]
+CSS = "\n".join(f"svg.{ROOT_CLASS} {rule}" for rule in RULES)
 
 
 def _f(v: float) -> str:
@@ -146,7 +150,7 @@ def _link(i: int, link: GLink, p: LinkPlace, taken: list[Box]) -> list[str]:
 def render(sc: Scene, lay: Layout) -> str:
     taken = [*lay.footprints.values(), *(p.label for p in lay.links)]
     w, h = math.ceil(lay.width), math.ceil(lay.height)
-    out = [f'<svg xmlns="{SVG_NS}" version="1.1" width="{w}" height="{h}" viewBox="0 0 {w} {h}" '
+    out = [f'<svg xmlns="{SVG_NS}" version="1.1" class="{ROOT_CLASS}" width="{w}" height="{h}" viewBox="0 0 {w} {h}" '
            f'data-lab={quoteattr(sc.name)} data-live="{"yes" if sc.live else "no"}">',
            f"<title>{escape(sc.caption)}</title>", f"<style>{CSS}</style>",
            f'<rect width="{w}" height="{h}" fill="#ffffff"/>',
