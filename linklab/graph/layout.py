@@ -116,7 +116,7 @@ def controller_size(sc: Scene, name: str) -> tuple[float, float] | None:
 
 
 def label_size(link: GLink) -> tuple[float, float]:
-    texts = [*link.lines, *(m.label for m in link.members if m.label), *(mk for m in link.members for mk in m.marks)]
+    texts = [*link.lines, *(m.label for m in link.members if m.label), *link.problem_lines()]
     return max(text_width(t, LABEL_FONT) for t in texts) + 10, LINE_H * len(texts) + 6
 
 
@@ -427,7 +427,9 @@ def _route(sc: Scene, lay: Layout) -> None:
         k = len(link.members)
         members = [path.offset((j - (k - 1) / 2) * MEMBER_GAP) for j in range(k)] if k > 1 else [path]
         t0, t1 = _exit_t(path, a, True), _exit_t(path, b, False)
-        end_t = (t0 + min(0.12, (t1 - t0) / 4), t1 - min(0.12, (t1 - t0) / 4))
+        # A bond's ring sits just outside each end's box: ~20 px along, never past a quarter of the way.
+        step = min(20 / max(math.dist(path.p0, path.p2), 1.0), (t1 - t0) / 4)
+        end_t = (t0 + step, t1 - step)
         w, h = label_size(link)
         best: tuple[float, Box] | None = None
         # On the link first, nearest its middle; then beside it, on either side.

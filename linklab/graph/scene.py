@@ -54,6 +54,12 @@ class GLink:
     bond: bool
     marks: tuple[str, ...] = ()    # link-wide: an MTU mismatch
 
+    def problem_lines(self) -> list[str]:
+        """What the kernel reports wrong at the link's ends and members, for its label (the MTU
+        mismatch is its MTU line already)."""
+        return ([f"{e.node}:{e.ifname} {m}" for e in (self.a, self.b) for m in e.marks]
+                + [m for mem in self.members for m in mem.marks])
+
 
 @dataclass
 class Scene:
@@ -72,9 +78,7 @@ class Scene:
         out = [f"node {n.name}: {m}" for n in self.nodes for m in n.marks]
         out += [f"node {n.name}: controller {m}" for n in self.nodes for m in n.controller_marks]
         for link in self.links:
-            out += [f"link {link.name}: {m}" for m in link.marks]
-            out += [f"link {link.name}: {e.node}:{e.ifname} {m}" for e in (link.a, link.b) for m in e.marks]
-            out += [f"link {link.name}: {m}" for mem in link.members for m in mem.marks]
+            out += [f"link {link.name}: {m}" for m in [*link.marks, *link.problem_lines()]]
         return out
 
 

@@ -139,7 +139,7 @@ def _link(i: int, link: GLink, p: LinkPlace, taken: list[Box]) -> list[str]:
     lb = p.label
     lines = [*((t, "lbl" + (" bad" if t.startswith("MTU") and link.marks else "")) for t in link.lines),
              *((m.label, "lbl") for m in link.members if m.label),
-             *((mk, "lbl bad") for m in link.members for mk in m.marks)]
+             *((mk, "lbl bad") for mk in link.problem_lines())]
     out.append(f'<g class="label"><rect x="{_f(lb.x - lb.w / 2)}" y="{_f(lb.y - lb.h / 2)}" width="{_f(lb.w)}" '
                f'height="{_f(lb.h)}" rx="3"/>')
     out += [_text(lb.x, lb.y - lb.h / 2 + 3 + LINE_H * (j + 1) - 2, t, c) for j, (t, c) in enumerate(lines)]
