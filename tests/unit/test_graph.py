@@ -275,3 +275,10 @@ def test_a_report_prefers_the_manifests_resolved_lab(tmp_path):
     run.manifest["resolved_lab"] = lab.model_dump(mode="json")
     d = drawing(run)
     assert "as resolved when the run began" in d.caption and 'data-node="s1"' in d.svg
+
+
+@pytest.mark.parametrize("svg,topology", [("graph-bond2.svg", "topologies/bond2.yaml"),
+                                          ("graph-e5.svg", "topologies/e5_three_receivers.yaml")])
+def test_the_pictures_in_the_docs_are_what_the_command_draws(svg, topology):
+    # docs/graph.md shows them: regenerate with `linklab graph TOPOLOGY -o docs/NAME.svg` when this fails.
+    assert (ROOT / "docs" / svg).read_text() == draw(build_lab(ROOT / topology, []))
