@@ -282,3 +282,28 @@ def test_a_report_prefers_the_manifests_resolved_lab(tmp_path):
 def test_the_pictures_in_the_docs_are_what_the_command_draws(svg, topology):
     # docs/graph.md shows them: regenerate with `linklab graph TOPOLOGY -o docs/NAME.svg` when this fails.
     assert (ROOT / "docs" / svg).read_text() == draw(build_lab(ROOT / topology, []))
+
+
+def test_cli_draws_a_running_lab_from_what_status_reads(tmp_path, monkeypatch, capsys):
+    # A lab's state record as `linklab up` leaves it, and lab.status() (what `linklab status`
+    # calls) answering with a real lab's captured kernel data, one member made to fail.
+    from linklab import lab as lab_module
+    from linklab import state
+    monkeypatch.setenv("LINKLAB_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.chdir(tmp_path)
+    resolved = build_lab(ROOT / "topologies/rr_reorder.yaml", []).model_dump(mode="json")
+    state.save({"lab": "rrreorder", "status": "up", "placement": {"kind": "native"}, "resolved": resolved,
+                "topology": {"path": "topologies/rr_reorder.yaml", "sha256": "0" * 64}})
+    live = copy.deepcopy(captured_live())
+    iface(live, "h1", "bond0-m0")["state"] = "DOWN"
+    asked = []
+    monkeypatch.setattr(lab_module, "status", lambda name: asked.append(name) or {"state": state.load(name), "live": live})
+    assert main(["graph"]) == 0  # the one lab up
+    assert asked == ["rrreorder"]
+    out = capsys.readouterr().out
+    assert f"written to {tmp_path / 'rrreorder.svg'}" in out
+    assert "the kernel reports 1 problem (marked in red):\n    link bond: h1:bond0-m0 down" in out
+    root = parse((tmp_path / "rrreorder.svg").read_text())
+    assert root.get("data-live") == "yes"
+    assert [p.get("class") for p in root.iterfind(".//s:path", NS)] == ["member down", "member"]
+    assert main(["graph", "rrreorder", "--set", "links[0].mtu=9000"]) == 2  # --set is for files
