@@ -150,10 +150,9 @@ def _intended_mtus(lab: Any, link: Any) -> dict[str, int]:
     return out
 
 
-def _link(lab: Any, link: Any, live: dict[str, Any] | None) -> GLink:
+def _link(lab: Any, link: Any, kernel: _Kernel | None) -> GLink:
     texts = [_pair_text(p, lab.scale) for p in link.veths]
     common = texts[0] if all(t == texts[0] for t in texts) else []
-    kernel = _Kernel(live) if live is not None else None
     members = []
     for i, (pair, text) in enumerate(zip(link.veths, texts)):
         label = "" if common or not text else (f"m{i}: " if link.kind == "bond" else "") + ", ".join(text)
@@ -163,27 +162,31 @@ def _link(lab: Any, link: Any, live: dict[str, Any] | None) -> GLink:
     if link.kind == "bond":
         modes = sorted({b.mode for b in link.bonds if b.role == "host"} or {b.mode for b in link.bonds})
         head += f": bond {'/'.join(modes)} × {len(link.veths)}"
-    mtus = kernel.mtus(link) if kernel else _intended_mtus(lab, link)
-    marks: list[str] = []
-    if len(set(mtus.values())) > 1:
-        second = ["MTU " + " ≠ ".join(f"{n} {m}" for n, m in mtus.items())]
-        marks.append(second[0])
-    else:
-        second = [f"MTU {next(iter(mtus.values()), link.mtu)}"]
-        if kernel and mtus and next(iter(mtus.values())) != link.mtu:
-            second[0] += f" (topology: {link.mtu})"
-    # The rate joins the MTU's line when both directions share it; the rest goes below.
-    rest = list(common)
-    if rest and "→" in rest[0]:
-        pass  # the two directions differ: a line each
-    elif rest:
-        if rest[0][0].isdigit():
-            second[0] += f" · {rest.pop(0)}"
-        rest = [", ".join(rest)] if rest else []
-    lines = [head, *second, *rest]
-    ends = [GEnd(e.node, e.ifname, _end_group(link, e), tuple(kernel.end_marks(link, e)) if kernel else ())
+    mtu_line, marks = _mtu_line(link, kernel.mtus(link) if kernel else _intended_mtus(lab, link), kernel is not None)
+    ends = [GEnd(e.node, e.ifname, _end_group(link, e), tuple(kernel.end_marks(e)) if kernel else ())
             for e in link.ends[:2]]
-    return GLink(link.name, ends[0], ends[1], tuple(lines), tuple(members), link.kind == "bond", tuple(marks))
+    return GLink(link.name, ends[0], ends[1], (head, *_with_impairment(mtu_line, common)), tuple(members),
+                 link.kind == "bond", tuple(marks))
+
+
+def _mtu_line(link: Any, mtus: dict[str, int], live: bool) -> tuple[str, list[str]]:
+    """'MTU 1500', or each end's when they differ (then also the link's mark)."""
+    if len(set(mtus.values())) > 1:
+        line = "MTU " + " ≠ ".join(f"{node} {mtu}" for node, mtu in mtus.items())
+        return line, [line]
+    mtu = next(iter(mtus.values()), link.mtu)
+    return f"MTU {mtu}" + (f" (topology: {link.mtu})" if live and mtu != link.mtu else ""), []
+
+
+def _with_impairment(mtu_line: str, common: list[str]) -> list[str]:
+    """The MTU line, the rate joining it when both directions share one; the rest of the
+    impairment below it (a line per direction when they differ)."""
+    if not common:
+        return [mtu_line]
+    if "→" in common[0]:
+        return [mtu_line, *common]
+    rate, rest = (common[0], common[1:]) if common[0][0].isdigit() else (None, common)  # a rate comes first
+    return [mtu_line + (f" · {rate}" if rate else ""), *([", ".join(rest)] if rest else [])]
 
 
 class _Kernel:
@@ -227,7 +230,7 @@ class _Kernel:
                 out[end.node] = min(seen)
         return out
 
-    def end_marks(self, link: Any, end: Any) -> list[str]:
+    def end_marks(self, end: Any) -> list[str]:
         if not self.present(end.node):
             return []
         it = self.iface(end.node, end.ifname)
@@ -270,7 +273,7 @@ def scene(lab: Any, live: dict[str, Any] | None = None, caption: str | None = No
         ctl = f"controller {n.controller}" + (f" :{n.controller_port}" if getattr(n, "controller_port", None) else "") \
             if getattr(n, "controller", None) else None
         nodes.append(GNode(n.name, kind, _detail(n, kind), ctl, tuple(marks), tuple(ctl_marks)))
-    links = [_link(lab, link, live) for link in lab.links]
+    links = [_link(lab, link, kernel) for link in lab.links]
     if caption is None:
         caption = f"lab {lab.name}: {count(nodes, 'node')}, {count(links, 'link')}"
         if lab.scale != 1:

@@ -93,7 +93,7 @@ def write(rep: Report, out: Path) -> dict[str, Path]:
     if rep.figures:
         from linklab.report import plots
         plots.write(rep.figures, out / FIGURES)
-    for drawing, name in render.topologies(rep):
+    for drawing, name, _ in render.topologies(rep):
         (out / FIGURES).mkdir(exist_ok=True)
         write_atomic(out / FIGURES / name, drawing.svg)
     write_atomic(out / REPORT_MD, rep.markdown)

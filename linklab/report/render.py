@@ -87,15 +87,25 @@ def verdict_blocks(res: Any) -> list[Block]:
     return b
 
 
-def topologies(rep: Report) -> list[tuple[Any, str]]:
+def topologies(rep: Report) -> list[tuple[Any, str, list[str]]]:
     """Each distinct topology drawing of the report's runs, with its file name under figures/
-    (runs that measured the same lab share one)."""
-    out: list[tuple[Any, str]] = []
+    and the tags of the runs that measured it (runs that measured the same lab share one)."""
+    out: list[tuple[Any, str, list[str]]] = []
     for run_report in rep.runs:
         d = run_report.topology
-        if d is not None and all(d.svg != seen.svg for seen, _ in out):
-            out.append((d, "topology.svg" if not out else f"topology-{run_report.tag or len(out)}.svg"))
+        if d is None:
+            continue
+        same = next((tags for seen, _, tags in out if seen.svg == d.svg), None)
+        if same is not None:
+            same.append(run_report.tag)
+        else:
+            out.append((d, "topology.svg" if not out else f"topology-{run_report.tag or len(out)}.svg", [run_report.tag]))
     return out
+
+
+def _topology_caption(drawing: Any, tags: list[str]) -> str:
+    named = [t for t in tags if t]
+    return (f"{', '.join(named)}: " if named else "") + drawing.caption
 
 
 def _of(run_report: RunReport, rep: Report) -> str:
@@ -327,8 +337,8 @@ def _md(b: Block) -> str:
         summary, inner = b.content
         return f"<details><summary>{summary}</summary>\n\n{_md(inner)}\n\n</details>"
     if b.kind == "topology":
-        drawing, name = b.content
-        return f"![topology](figures/{name})\n\n*{drawing.caption}*"
+        drawing, name, tags = b.content
+        return f"![topology](figures/{name})\n\n*{_topology_caption(drawing, tags)}*"
     raise ValueError(b.kind)
 
 
@@ -382,9 +392,9 @@ def _html(b: Block) -> str:
         return f"<details><summary>{e(summary)}</summary>{_html(inner)}</details>"
     if b.kind == "topology":
         # Inline, not an <img>: its tooltips (everything known of a node or link) work on hover.
-        drawing, name = b.content
+        drawing, name, tags = b.content
         return (f'<figure class="topology" id="fig-{e(name[:-4])}">{drawing.svg}'
-                f"<figcaption>{e(drawing.caption)}</figcaption></figure>")
+                f"<figcaption>{e(_topology_caption(drawing, tags))}</figcaption></figure>")
     raise ValueError(b.kind)
 
 

@@ -41,7 +41,7 @@ def drawing(run: Run) -> Drawing | None:
     caption = (f"Lab {lab.name} ({count(lab.nodes, 'node')}, {count(lab.links, 'link')}), {how}"
                + (f"; rates as written, shaped at scale {lab.scale:g}" if lab.scale != 1 else "")
                + (f". The experiment varies {axes} from point to point." if axes else "."))
-    return Drawing(draw(lab, caption=f"lab {lab.name}: {how}"), caption)
+    return Drawing(draw(lab, caption=f"lab {lab.name}"), caption)
 
 
 def _topology_file(run: Run) -> tuple[Any, str] | None:
@@ -66,6 +66,6 @@ def _topology_file(run: Run) -> tuple[Any, str] | None:
     how = f"from {name}"
     if m.get("topology_sha256") and topology_sha256(path) != m["topology_sha256"]:
         how += " as it is now (changed since the run: its sha256 differs from the run's)"
-    elif overrides:
-        how += " with the run's lab overrides"
+    if overrides:
+        how += " with the run's lab overrides " + ", ".join(f"{p}={v}" for p, v in overrides)
     return lab, how
