@@ -2,7 +2,8 @@
 randomness, ties broken by the order the topology declares things), and no two node boxes
 overlap by construction.
 
-A component that is one ring is drawn as a circle. Any other is drawn in layers (as Graphviz's
+A component that is one ring is drawn as a circle; one chain snakes in rows; one hub with many
+leaves (a star) has them round it. Any other is drawn in layers (as Graphviz's
 dot does, much simplified): its centre node (the one nearest to every other; a pair of adjacent
 centres, as a dumbbell's two switches or a back-to-back pair, share the top row) on top, then
 each node one row below the nearest node above it, so every link joins the same or adjacent
@@ -170,6 +171,15 @@ def _ring(adj: dict[str, list[str]], comp: list[str]) -> list[str] | None:
     return ring if len(ring) == len(comp) else None
 
 
+def _star(adj: dict[str, list[str]], comp: list[str]) -> tuple[str, list[str]] | None:
+    """(hub, leaves) if the component is one hub with more leaves than a row holds, and nothing else."""
+    hub = max(comp, key=lambda v: (len(adj[v]), -comp.index(v)))
+    leaves = [v for v in comp if v != hub]
+    if len(leaves) <= WRAP or len(adj[hub]) != len(leaves) or any(len(adj[v]) != 1 for v in leaves):
+        return None
+    return hub, leaves
+
+
 def _chain(adj: dict[str, list[str]], comp: list[str]) -> list[str] | None:
     """The component's nodes in order along it, if it is one chain (a path, no branches)."""
     ends = [v for v in comp if len(adj[v]) <= 1]
@@ -304,7 +314,12 @@ def _layered(adj, comp, sizes, label_w: dict[frozenset, float]) -> dict[str, tup
     return out
 
 
-def _circle(ring: list[str], sizes, label_w: dict[frozenset, float]) -> dict[str, tuple[float, float]]:
+def _radial(hub: str, leaves: list[str], sizes) -> dict[str, tuple[float, float]]:
+    """A hub in the middle of its leaves: its links fan out evenly, none crossing another."""
+    return {hub: (0.0, 0.0), **_circle(leaves, sizes)}
+
+
+def _circle(ring: list[str], sizes) -> dict[str, tuple[float, float]]:
     # Neighbours a chord apart that clears their boxes: a label too long for it goes beside it.
     r = max((max(max(sizes[v]) for v in ring) + 50) / (2 * math.sin(math.pi / len(ring))), 110.0)
     return {v: (r * math.cos(-math.pi / 2 + 2 * math.pi * i / len(ring)),
@@ -330,8 +345,9 @@ def layout(sc: Scene) -> Layout:
     for comp in _components(adj):
         ring = _ring(adj, comp)
         chain = None if ring or len(comp) < 2 else _chain(adj, comp)
-        pos = (_circle(ring, sizes, label_w) if ring else _snake(chain, sizes, label_w) if chain
-               else _layered(adj, comp, sizes, label_w))
+        star = None if ring or chain else _star(adj, comp)
+        pos = (_circle(ring, sizes) if ring else _snake(chain, sizes, label_w) if chain
+               else _radial(*star, sizes) if star else _layered(adj, comp, sizes, label_w))
         x0 = min(p[0] - sizes[v][0] / 2 for v, p in pos.items())
         y0 = min(p[1] - sizes[v][1] / 2 for v, p in pos.items())
         for v, (px, py) in pos.items():
