@@ -449,15 +449,16 @@ def _route(sc: Scene, lay: Layout) -> None:
         w, h = label_size(link)
         best: tuple[float, Box] | None = None
         # On the link first, nearest its middle; then beside it, on either side.
-        spots = [(t, 0.0) for t in (0.5, 0.4, 0.6, 0.32, 0.68, 0.25, 0.75)]
-        spots += [(t, side) for t in (0.5, 0.35, 0.65) for side in (1.0, -1.0)]
-        for t, side in spots:
+        # (t along the link, side of it: 0 on it, +1 or -1 beside it, then `far` px further out)
+        spots = [(t, 0, 0.0) for t in (0.5, 0.4, 0.6, 0.32, 0.68, 0.25, 0.75)]
+        spots += [(t, side, far) for far in (0.0, 30.0, 60.0) for t in (0.5, 0.35, 0.65) for side in (1, -1)]
+        for t, side, far in spots:
             t = t0 + (t1 - t0) * t
             px, py = path.at(t)
             if side:
                 tx, ty = path.tangent(t)
                 # Far enough along the normal that the box clears the line, whatever its slope.
-                d = (abs(ty) * w + abs(tx) * h) / 2 + 4
+                d = (abs(ty) * w + abs(tx) * h) / 2 + 4 + far
                 px, py = px - ty * d * side, py + tx * d * side
             box = Box(px, py, w, h)
             cost = sum(box.area_with(o) for o in obstacles) + sum(box.area_with(o) for o in labels)

@@ -124,10 +124,9 @@ def test_every_node_link_and_member_is_drawn_and_no_node_boxes_overlap(make):
     assert all(0 <= b[0] and b[2] <= w and 0 <= b[1] and b[3] <= h for _, b in flat)
 
 
-@pytest.mark.parametrize("path", BUNDLED, ids=[str(p.relative_to(ROOT)) for p in BUNDLED])
-def test_bundled_labels_cover_no_node_and_no_other_label(path):
-    lab = build_lab(path, [])
-    lay = layout(scene(lab))
+@pytest.mark.parametrize("make", list(labs()))
+def test_labels_cover_no_node_and_no_other_label(make):
+    lay = layout(scene(make()))
     labels = [p.label for p in lay.links]
     assert not [(i, j) for i, a in enumerate(labels) for j, b in enumerate(labels[i + 1:]) if a.overlaps(b)]
     assert not [(i, v) for i, a in enumerate(labels) for v, f in lay.footprints.items() if a.overlaps(f)]
