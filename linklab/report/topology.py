@@ -29,10 +29,14 @@ def drawing(run: Run) -> Drawing | None:
     from linklab.graph.scene import count
     from linklab.model.resolved import Lab
     m = run.manifest
+    lab = None
     if m.get("resolved_lab"):
-        lab = Lab.model_validate(m["resolved_lab"])
-        how = "as resolved when the run began"
-    else:
+        try:
+            lab = Lab.model_validate(m["resolved_lab"])
+            how = "as resolved when the run began"
+        except ValueError:
+            pass  # a lab of a model this linklab cannot read (older or newer): drawn from its file instead
+    if lab is None:
         found = _topology_file(run)
         if found is None:
             return None

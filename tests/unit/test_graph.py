@@ -306,3 +306,12 @@ def test_cli_draws_a_running_lab_from_what_status_reads(tmp_path, monkeypatch, c
     assert root.get("data-live") == "yes"
     assert [p.get("class") for p in root.iterfind(".//s:path", NS)] == ["member down", "member"]
     assert main(["graph", "rrreorder", "--set", "links[0].mtu=9000"]) == 2  # --set is for files
+
+
+def test_a_report_falls_back_to_the_topology_file_when_the_resolved_lab_does_not_load():
+    from linklab.report.runs import Run
+    from linklab.report.topology import drawing
+    run = Run.load(ROOT / "tests/data/runs/e1-quick")
+    run.manifest["resolved_lab"] = {"name": "bond2", "nodes": "not a list"}
+    d = drawing(run)
+    assert "from experiments/../topologies/bond2.yaml" in d.caption and 'data-node="h2"' in d.svg
