@@ -23,6 +23,7 @@ typical session:
   linklab set 'links[bond].bond.mode=802.3ad'   change a running lab in place
   linklab sweep experiments/e1_bonding_mtu.yaml --quick
   linklab check exercises/mtu_path/checks.yaml   coursework checks: is the lab right, and why not
+  linklab graph -o lab.html               the running lab drawn, with what the kernel reports marked
   linklab down                            remove everything the lab created
 
 exit codes: one meaning each, in every command: docs/commands.md#exit-codes
@@ -62,6 +63,8 @@ def _parser() -> argparse.ArgumentParser:
     ab_cli.add_commands(sub)
     from linklab.check import cli as check_cli
     check_cli.add_commands(sub)
+    from linklab.graph import cli as graph_cli
+    graph_cli.add_commands(sub)
     return p
 
 

@@ -35,6 +35,7 @@ class PageResult:
     images: list[dict] = field(default_factory=list)
     screenshot: bytes = b""
     title: str = ""
+    probe: object = None  # what the `probe` expression gave, once the page loaded
 
 
 class _Pipe:
@@ -96,7 +97,9 @@ def _fds_3_4(read_fd: int, write_fd: int) -> None:
     os.set_inheritable(4, True)
 
 
-def open_page(path: Path, width: int = 1280, timeout: float = 120) -> PageResult:
+def open_page(path: Path, width: int = 1280, timeout: float = 120, probe: str | None = None) -> PageResult:
+    """`probe`: a JavaScript expression evaluated in the loaded page (what a test asks of its
+    rendering: sizes, counts); its JSON value is returned as `probe`."""
     exe = chromium()
     if exe is None:
         raise FileNotFoundError("chromium is not installed (scripts/setup.sh installs Debian's chromium)")
@@ -134,6 +137,9 @@ def open_page(path: Path, width: int = 1280, timeout: float = 120) -> PageResult
                       height: Math.ceil(document.documentElement.scrollHeight)};
             })()"""}, session=sid)["result"]["value"]
         res.title, res.images = check["title"], check["images"]
+        if probe:
+            res.probe = pipe.send("Runtime.evaluate", {"returnByValue": True, "expression": probe},
+                                  session=sid)["result"].get("value")
         height = min(int(check["height"]), 30000)
         pipe.send("Emulation.setDeviceMetricsOverride", {"width": width, "height": height, "deviceScaleFactor": 1,
                                                          "mobile": False}, session=sid)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 # plots is imported where figures are drawn: matplotlib takes ~1 min to import under software
 # emulation, and a report without figures (`linklab report --no-figures`) needs none of it.
-from linklab.report import cpu_model, findings, published, render
+from linklab.report import cpu_model, findings, published, render, topology
 from linklab.report.points import Point, group, label_points
 from linklab.report.runs import Run
 from linklab.fsutil import write_atomic
@@ -31,6 +31,7 @@ class RunReport:
     published: published.Published | None = None
     verdicts: list[findings.Verdict] = field(default_factory=list)
     fit: cpu_model.Fit | None = None
+    topology: topology.Drawing | None = None  # the lab the run measured, drawn
 
 
 @dataclass
@@ -46,7 +47,7 @@ def analyse(run: Run, tag: str, experiments_dir: Path | None = None, points: lis
     points = group(run) if points is None else points
     ref_path = run.reference_path(experiments_dir)
     ref = published.load_reference(ref_path) if ref_path and ref_path.is_file() else None
-    run_report = RunReport(tag, run, points, ref_path, ref)
+    run_report = RunReport(tag, run, points, ref_path, ref, topology=topology.drawing(run))
     if ref is not None:
         run_report.published = published.compare(run, ref)
         run_report.verdicts = findings.evaluate(ref, points, run.scale)
@@ -92,6 +93,9 @@ def write(rep: Report, out: Path) -> dict[str, Path]:
     if rep.figures:
         from linklab.report import plots
         plots.write(rep.figures, out / FIGURES)
+    for drawing, name, _ in render.topologies(rep):
+        (out / FIGURES).mkdir(exist_ok=True)
+        write_atomic(out / FIGURES / name, drawing.svg)
     write_atomic(out / REPORT_MD, rep.markdown)
     write_atomic(out / REPORT_HTML, rep.html)
     return {"markdown": out / REPORT_MD, "html": out / REPORT_HTML, "figures": out / FIGURES}

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 @dataclass
 class Block:
-    kind: str            # h1 h2 h3 p ul table figure details
+    kind: str            # h1 h2 h3 p ul table figure details topology
     content: Any = None
     header: list[str] | None = None
     cls: str = ""
@@ -41,6 +41,10 @@ def document(rep: Report) -> list[Block]:
         b.append(Block("p", first["description"]))
     b += provenance(rep)
     b += rep.preface
+    drawn = topologies(rep)
+    if drawn:
+        b.append(Block("h2", "Topology" if len(drawn) == 1 else "Topologies"))
+        b += [Block("topology", d) for d in drawn]
     for run_report in rep.runs:
         if run_report.verdicts:
             b.append(Block("h2", f"Published findings, checked{_of(run_report, rep)}"))
@@ -81,6 +85,27 @@ def verdict_blocks(res: Any) -> list[Block]:
         b.append(Block("table", rows(res.failures + res.inconclusive), header, "points"))
     b.append(Block("details", (f"every check ({len(res.checks)})", Block("table", rows(res.checks), header, "points"))))
     return b
+
+
+def topologies(rep: Report) -> list[tuple[Any, str, list[str]]]:
+    """Each distinct topology drawing of the report's runs, with its file name under figures/
+    and the tags of the runs that measured it (runs that measured the same lab share one)."""
+    out: list[tuple[Any, str, list[str]]] = []
+    for run_report in rep.runs:
+        d = run_report.topology
+        if d is None:
+            continue
+        same = next((tags for seen, _, tags in out if seen.svg == d.svg), None)
+        if same is not None:
+            same.append(run_report.tag)
+        else:
+            out.append((d, "topology.svg" if not out else f"topology-{run_report.tag or len(out)}.svg", [run_report.tag]))
+    return out
+
+
+def _topology_caption(drawing: Any, tags: list[str]) -> str:
+    named = [t for t in tags if t]
+    return (f"{', '.join(named)}: " if named else "") + drawing.caption
 
 
 def _of(run_report: RunReport, rep: Report) -> str:
@@ -311,6 +336,9 @@ def _md(b: Block) -> str:
     if b.kind == "details":
         summary, inner = b.content
         return f"<details><summary>{summary}</summary>\n\n{_md(inner)}\n\n</details>"
+    if b.kind == "topology":
+        drawing, name, tags = b.content
+        return f"![topology](figures/{name})\n\n*{_topology_caption(drawing, tags)}*"
     raise ValueError(b.kind)
 
 
@@ -326,7 +354,7 @@ h1{font-size:1.5em}h2{font-size:1.25em;border-bottom:1px solid #ccc;margin-top:1
 table{border-collapse:collapse;margin:.6em 0;font-size:12px}td,th{border:1px solid #ddd;padding:3px 6px;vertical-align:top}
 th{background:#f3f3f3;text-align:left}table.points td:first-child{white-space:nowrap}table.prov td:first-child{font-weight:bold}
 figure{margin:1em 0;padding:.5em;border:1px solid #eee;display:inline-block;max-width:100%}
-figure img{max-width:100%;height:auto}figcaption{font-size:12px;color:#555;max-width:700px}
+figure img,figure.topology svg{max-width:100%;height:auto}figcaption{font-size:12px;color:#555;max-width:700px}
 .agrees{color:#176a1c;font-weight:bold}.differs{color:#a3171b;font-weight:bold}.explained{color:#7a5a00;font-weight:bold}.other{color:#666}
 details{margin:.6em 0}summary{cursor:pointer;color:#245}
 """
@@ -362,6 +390,11 @@ def _html(b: Block) -> str:
     if b.kind == "details":
         summary, inner = b.content
         return f"<details><summary>{e(summary)}</summary>{_html(inner)}</details>"
+    if b.kind == "topology":
+        # Inline, not an <img>: its tooltips (everything known of a node or link) work on hover.
+        drawing, name, tags = b.content
+        return (f'<figure class="topology" id="fig-{e(name[:-4])}">{drawing.svg}'
+                f"<figcaption>{e(_topology_caption(drawing, tags))}</figcaption></figure>")
     raise ValueError(b.kind)
 
 

@@ -25,6 +25,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("probes", ("linklab.measure.probes", "linklab.measure.traffic")),  # a repetition, against a handle
     ("vm", ("linklab.vm",)),                      # the lab VM, its agent, the host's CPU
     ("lab", ("linklab.lab", "linklab.placement", "linklab.status_view")),  # lifecycle, where it runs
+    ("graph", ("linklab.graph",)),                # a lab drawn: the model, marked by what status reads
     ("results", ("linklab.results",)),            # a run on disk
     ("sweep", ("linklab.sweep",)),                # experiments run against a lab
     ("check", ("linklab.check",)),                # coursework checks against a running lab, exercises
@@ -32,8 +33,9 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("interop", ("linklab.interop",)),            # other tools' formats
     ("cluster", ("linklab.cluster",)),            # sweeps across machines on Ray: above sweep, below the CLI
     ("ab", ("linklab.ab",)),                      # two arms' stepwise sweeps side by side, then the verdict
-    ("commands", ("linklab.validate", "linklab.schema", "linklab.init", "linklab.doctor", "linklab.sweep.cli", "linklab.report.cli",
-                  "linklab.interop.cli", "linklab.ab.cli", "linklab.check.cli")),
+    ("commands", ("linklab.validate", "linklab.schema", "linklab.init", "linklab.doctor", "linklab.sweep.cli",
+                  "linklab.report.cli", "linklab.interop.cli", "linklab.ab.cli", "linklab.check.cli",
+                  "linklab.graph.cli")),
     ("cli", ("linklab.cli", "linklab.__main__")),  # the parser the sub-commands add themselves to
 ]
 
