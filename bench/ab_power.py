@@ -26,10 +26,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from linklab.ab.session import alike, complete_runs  # noqa: E402
+from linklab import verdict  # noqa: E402
 from linklab.model.paths import goodput_fraction  # noqa: E402
-from linklab.report import aa, verdict  # noqa: E402
-from linklab.report.points import group  # noqa: E402
-from linklab.report.runs import Run  # noqa: E402
+from linklab.results.points import group  # noqa: E402
+from linklab.results.runs import Run  # noqa: E402
+from linklab.verdict import aa  # noqa: E402
 
 # What each kind of change must move, and where (a point's label -> whether it must show there).
 LINK_BOUND = 0.95  # a point is link-bound when A carried at least this share of its members' goodput (the shaper held it)

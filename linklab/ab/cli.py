@@ -1,4 +1,6 @@
-"""`linklab ab`: the command (linklab.cli adds it to its parser)."""
+"""`linklab ab` and `linklab aa`: the commands (linklab.cli adds them to its parser). Handlers
+import what they run when they run: linklab.cli imports this module to build its parser, so
+whatever is imported at the top is paid by every command's start-up."""
 
 from __future__ import annotations
 
@@ -26,11 +28,8 @@ examples:
 
 Both arms run in one lab VM boot (natively where this kernel can host the lab), each with a lab
 of its own; at every point they are measured interleaved, A B B A (B A A B at the next point), so
-that whatever the machine does for a while hits both. The verdict, per point and metric: the
-B/A ratio of means with its interval; a check fails when that interval excludes 1 (no change)
-and the ratio is beyond the metric's minimum effect, on a side that is not harmless. Structure is
-judged too (missing or failed points, pre-flight, bond members one vs spread, path MTU, new
-flags). docs/verdicts.md applies it by hand.
+that whatever the machine does for a while hits both. How B is judged against A, and how to
+do it by hand: docs/verdicts.md.
 
 Writes RESULTS/ab/<experiment>/<time>/: ab.json (the arms, their order), a/ and b/ (each a run
 as `linklab sweep` writes it), a.log and b.log (the arms' sweeps), verdict.json, report.html.
@@ -47,9 +46,8 @@ examples:
   linklab aa experiments/e1_bonding_mtu.yaml --quick --runs 0
         the spread from the A/A runs made already
 
-An A/A run is `linklab ab` with both arms alike. Per point and metric the spread is how far the
-arms' ratio moved from 1 over those runs; `linklab ab` then never judges a point with an interval
-narrower than that (docs/verdicts.md). Run it alone on the machine kind the A/B runs on.
+An A/A run is `linklab ab` with both arms alike. What the spread is and how `linklab ab` uses
+it: docs/verdicts.md ("The A/A spread"). Run it alone on the machine kind the A/B runs on.
 """
 
 
@@ -77,7 +75,7 @@ def _add_ab(sub) -> None:
         "ab", help="measure two variants side by side, interleaved in one lab, and judge B against A",
         description="Run an experiment twice at once: arm A and arm B, each a revision of the checkout (or its "
                     "working tree) with lab settings on top, measured interleaved point by point in one lab VM "
-                    "boot, then judged by one paired model (B/A ratio with its interval, a minimum effect).",
+                    "boot, then judged by the verdict (docs/verdicts.md).",
         epilog=AB_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("experiment", type=bundled.argtype("experiments"),
                    help="experiment YAML, or a bundled experiment's name (each revision's own copy of it, for --a-rev/--b-rev)")
@@ -203,8 +201,9 @@ def judge_run(run_dir: Path, as_json: bool = False, report: bool = True, figures
     """The verdict of a measured A/B run (written to verdict.json; report.html beside it); 0 when
     B does not differ from A, 1 when it does."""
     from linklab.fsutil import write_json_atomic
-    from linklab.report import aa, verdict
-    from linklab.report.runs import Run
+    from linklab import verdict
+    from linklab.results.runs import Run
+    from linklab.verdict import aa
 
     manifest = json.loads((run_dir / "ab.json").read_text())
     runs = manifest.get("runs") or {}
@@ -234,8 +233,8 @@ def aa_runs(root: Path, experiment: str, quick: bool) -> list[Path]:
 
 def cmd_aa(args, argv) -> int:
     import subprocess
-    from linklab.report import aa
-    from linklab.report.runs import Run
+    from linklab.results.runs import Run
+    from linklab.verdict import aa
     from linklab.sweep.experiment import load_experiment
 
     if not 0 <= args.runs <= 200:

@@ -74,8 +74,8 @@ def test_aa_runs_are_those_whose_arms_are_alike(tmp_path):
 
 
 def test_the_verdict_reads_the_experiments_aa_spread_and_report_makes_an_ab_report(tmp_path, capsys, monkeypatch):
-    from linklab.report import aa
-    from linklab.report.runs import Run
+    from linklab.verdict import aa
+    from linklab.results.runs import Run
     d = _ab_dir(tmp_path, RUNS / "e2-quick-a", RUNS / "e2-quick-b")
     a = Run.load(d / "a" / "e2_rr_tuning" / "run")
     spread = aa.measure([("x", a, Run.load(d / "b" / "e2_rr_tuning" / "run"))])

@@ -25,10 +25,12 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("probes", ("linklab.measure.probes", "linklab.measure.traffic")),  # a repetition, against a handle
     ("vm", ("linklab.vm",)),                      # the lab VM, its agent, the host's CPU
     ("lab", ("linklab.lab", "linklab.placement", "linklab.status_view")),  # lifecycle, where it runs
-    ("results", ("linklab.results",)),            # a run on disk
+    ("results", ("linklab.results",)),            # a run on disk: written, found, read back
     ("sweep", ("linklab.sweep",)),                # experiments run against a lab
     ("check", ("linklab.check",)),                # coursework checks against a running lab, exercises
-    ("report", ("linklab.report",)),              # reading runs back
+    ("verdict", ("linklab.verdict",)),            # does run B differ from run A (docs/verdicts.md)
+    ("published", ("linklab.published",)),        # runs beside what the papers published
+    ("report", ("linklab.report",)),              # presenting runs: tables, figures, report.md/html
     ("interop", ("linklab.interop",)),            # other tools' formats
     ("cluster", ("linklab.cluster",)),            # sweeps across machines on Ray: above sweep, below the CLI
     ("ab", ("linklab.ab",)),                      # two arms' stepwise sweeps side by side, then the verdict

@@ -10,9 +10,10 @@ import pytest
 
 from linklab.cli import main
 from linklab.errors import UsageError
-from linklab.report import metrics, verdict
-from linklab.report.compare import compare
-from linklab.report.runs import Run
+from linklab import verdict
+from linklab.verdict import metrics
+from linklab.verdict.compare import compare
+from linklab.results.runs import Run
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data" / "runs"

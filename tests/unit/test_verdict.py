@@ -1,4 +1,4 @@
-"""The verdict model (linklab/report/verdict.py) on runs made here, where what changed is known."""
+"""The verdict model (linklab/verdict/judging.py) on runs made here, where what changed is known."""
 
 import json
 import math
@@ -9,8 +9,9 @@ import pytest
 
 from linklab.errors import EXIT_INCONCLUSIVE
 from linklab.measure.stats import t_quantile
-from linklab.report import aa, verdict
-from linklab.report.runs import Run
+from linklab import verdict
+from linklab.verdict import aa
+from linklab.results.runs import Run
 
 MATRIX = {"mode": ["rr", "ad"], "mtu": [1500, 9000]}
 
@@ -97,7 +98,7 @@ def test_a_point_that_moves_with_nothing_changed_gets_its_aa_spread_and_only_tha
     bare = verdict.judge(a, b, paired=True)
     assert [c.point for c in bare.failures] == ["mode=ad mtu=1500"]
     spread = aa.Spread("t", True, "vm (tcg)", {aa.point_key(p): {"retrans_per_gb": [1.5, 1.0, 20]}
-                                              for p in __import__("linklab.report.points", fromlist=["group"]).group(a)
+                                              for p in __import__("linklab.results.points", fromlist=["group"]).group(a)
                                               if p.label == "mode=ad mtu=1500"})
     res = verdict.judge(a, b, paired=True, aa=spread)
     assert res.ok and "A/A spread from" in " ".join(res.notes)
@@ -206,7 +207,7 @@ def test_a_small_change_at_every_point_shows_over_the_run_though_at_no_point_alo
 def test_a_points_aa_spread_is_never_below_what_its_repetitions_moved_there():
     # Three A/A runs can leave a point's d small by chance (sigma_d 0.001) where its repetitions
     # moved a lot (sigma_within 0.1): the floor is the larger, so a -10 % move there is within.
-    from linklab.report.points import group
+    from linklab.results.points import group
     a = _run("a", _noisy(lambda m, u: 1e8, seed=1))
     b = _run("b", _noisy(lambda m, u: 0.9e8 if (m, u) == ("ad", 1500) else 1e8, seed=2))
     at = next(aa.point_key(p) for p in group(a) if p.label == "mode=ad mtu=1500")
@@ -224,7 +225,7 @@ def test_a_points_aa_spread_is_as_sure_as_the_aa_runs_that_measured_it():
     # The interval's t is that of the point's A/A runs: a spread from 3 runs can be half the truth
     # (t ~ 18 at the run's alpha), one from 20 is known to ~15 % (t ~ 4.3). An A/A gate once failed
     # TCP RTT at x0.81 (4.2 of a 3-run sigma) when the run's own df were added to the three.
-    from linklab.report.points import group
+    from linklab.results.points import group
     a = _run("a", _noisy(lambda m, u: 1e8, seed=1))
     b = _run("b", _noisy(lambda m, u: 0.9e8 if (m, u) == ("ad", 1500) else 1e8, seed=2))
     at = next(aa.point_key(p) for p in group(a) if p.label == "mode=ad mtu=1500")

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from linklab import verdict
 from linklab.errors import EXIT_INCONCLUSIVE
-from linklab.report import aa, verdict
-from linklab.report.runs import Run
+from linklab.results.runs import Run
+from linklab.verdict import aa
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "ab"
 SPREAD = aa.Spread.load(DATA / "e1-aa-spread.json")

@@ -1,5 +1,5 @@
 """`linklab compare BASELINE NEW`: a stored run against another, by the one verdict model
-(verdict.py), labelled advisory: the two were not measured side by side, so whatever differed
+(docs/verdicts.md), labelled advisory: the two were not measured side by side, so whatever differed
 between their times or machines (the machine's speed, its load, the lab VM's boot) differs in
 the verdict too. `linklab ab` measures both interleaved; that is the gate.
 
@@ -10,9 +10,10 @@ the difference is intended (--allow-different); what else differs between their 
 from __future__ import annotations
 
 from linklab.errors import UsageError
-from linklab.report import aa, verdict
-from linklab.report.points import group
-from linklab.report.runs import Run
+from linklab.results.points import group
+from linklab.results.runs import Run
+from linklab.verdict import aa, judging
+from linklab.verdict.model import Result
 
 CHECKS = ("experiment", "scale", "placement")
 
@@ -43,7 +44,7 @@ def check_comparable(base: Run, new: Run, allow: set[str]) -> list[str]:
     return [n if "overrides" in n else f"allowed difference: {n}" for n in notes]
 
 
-def compare(base: Run, new: Run, allow: set[str] = frozenset()) -> verdict.Result:
+def compare(base: Run, new: Run, allow: set[str] = frozenset()) -> Result:
     """NEW judged against BASELINE (advisory), with the experiment's A/A spread where one is recorded."""
     notes = check_comparable(base, new, set(allow))
     if not base.rows:
@@ -51,6 +52,6 @@ def compare(base: Run, new: Run, allow: set[str] = frozenset()) -> verdict.Resul
     if not {p.key() for p in group(base)} & {p.key() for p in group(new)}:
         raise UsageError("no point of the new run matches a point of the baseline",
                          hint="points are matched by their axis values; the runs have different matrices")
-    res = verdict.judge(base, new, paired=False, aa=aa.for_run(base))
+    res = judging.judge(base, new, paired=False, aa=aa.for_run(base))
     res.notes[:0] = notes
     return res

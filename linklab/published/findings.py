@@ -46,9 +46,9 @@ from typing import Any, Callable
 from linklab.errors import UsageError
 from linklab.measure.flags import row_flags
 from linklab.model.paths import frame_bytes, goodput_bps
-from linklab.report import metrics
-from linklab.report.points import Point, axis_value
-from linklab.report.published import same
+from linklab.published.figures import same
+from linklab.results.points import Point, axis_value
+from linklab.verdict import metrics
 
 AGREES, DIFFERS, EXPLAINED, NOT_MEASURED = "agrees", "differs", "explained", "not measured"
 # How a differing finding's variant fared, in words in its `measured` text
