@@ -14,10 +14,12 @@ from linklab.verdict.effect import cells, min_effect, own_spread, scaled
 from linklab.verdict.model import ALPHA, EVERY_POINT, FAIL, HARMLESS, INCONCLUSIVE, WITHIN, Check, Result
 from linklab.verdict.structure import flag_check, flag_counts, state_checks, structure_checks
 
+NOISE_RATIO = "/noise_ratio"  # "<metric>/noise_ratio": the run's noise against the A/A runs' (run_noise)
 
-def noise_levels(cs, aa: Spread | None) -> dict[str, tuple[float, int]]:
+
+def run_noise(cs, aa: Spread | None) -> dict[str, tuple[float, int]]:
     """Per metric, this run's noise over every point, with its degrees of freedom. Where an A/A
-    spread was recorded ("<metric>/level"): how many times noisier this run's repetitions were than
+    spread was recorded ("<metric>/noise_ratio"): how many times noisier this run's repetitions were than
     the A/A runs' at the same points, sqrt(sum of df * own**2 / sum of df * sigma_within**2) (a
     ratio of pooled variances: a point the A/A runs found perfectly steady cannot blow it up);
     where not ("<metric>"): the run's own spread pooled over every point, on the metric's scale."""
@@ -27,7 +29,7 @@ def noise_levels(cs, aa: Spread | None) -> dict[str, tuple[float, int]]:
         if df <= 0:
             continue
         shape = aa.of(p, m) if aa else None
-        a = acc.setdefault(m.key + "/level" if shape else m.key, [0.0, 0.0, 0])
+        a = acc.setdefault(m.key + NOISE_RATIO if shape else m.key, [0.0, 0.0, 0])
         a[0] += df * own ** 2
         a[1] += df * (shape[1] ** 2 if shape else 1.0)
         a[2] += df
@@ -35,20 +37,20 @@ def noise_levels(cs, aa: Spread | None) -> dict[str, tuple[float, int]]:
 
 
 def estimate(p: Point, m: metrics.Metric, va: list[float], vb: list[float],
-             levels: dict[str, tuple[float, int]], aa: Spread | None) -> tuple[float, float, int]:
+             noise: dict[str, tuple[float, int]], aa: Spread | None) -> tuple[float, float, int]:
     """The effect d at one point (steps 1-2), its standard error and degrees of freedom (step 3)."""
     ya, yb = scaled(m, va), scaled(m, vb)
     d = sum(yb) / len(yb) - sum(ya) / len(ya)
     own, _ = own_spread(m, va, vb)
     shape = aa.of(p, m) if aa else None
-    level, df = levels.get(m.key + "/level" if shape else m.key, (0.0, 0))
+    ratio, df = noise.get(m.key + NOISE_RATIO if shape else m.key, (0.0, 0))
     # The point's spread: its own, never below what this run's noise gives it (its A/A spread
-    # times the run's level, at least the A/A runs' own; or the run's pooled spread). Degrees of
+    # times the run's noise ratio, at least the A/A runs' own; or the run's pooled spread). Degrees of
     # freedom: those of the estimate the interval's width rests on. With an A/A spread, that is
-    # the point's A/A runs (one d each): the level only ever widens it, so its own uncertainty
+    # the point's A/A runs (one d each): the noise ratio only ever widens it, so its own uncertainty
     # cannot make an interval too narrow, while a point's spread from three runs can be half the
     # truth, and the run's df added to them would make it look sure.
-    s = max(own, max(shape[0], shape[1]) * max(1.0, level) if shape else level)
+    s = max(own, max(shape[0], shape[1]) * max(1.0, ratio) if shape else ratio)
     return d, s * math.sqrt(1 / len(ya) + 1 / len(yb)), shape[2] if shape else df
 
 
@@ -64,13 +66,13 @@ def decide(m: metrics.Metric, d: float, se: float, df: int, alpha: float) -> tup
     return (WITHIN if not (changed and big) else HARMLESS if harmless else FAIL), low, high
 
 
-def metric_checks(cs, levels: dict[str, tuple[float, int]], alpha: float, aa: Spread | None) -> list[Check]:
+def metric_checks(cs, noise: dict[str, tuple[float, int]], alpha: float, aa: Spread | None) -> list[Check]:
     """Every point and metric (docs/verdicts.md, steps 1-5), then each metric over every point at once:
     the mean of the points' effects, its standard error from theirs (a change at every point,
     each too small to show alone, shows together)."""
     out, by_metric = [], {}
     for p, m, va, vb, busy in cs:
-        d, se, df = estimate(p, m, va, vb, levels, aa)
+        d, se, df = estimate(p, m, va, vb, noise, aa)
         verdict, low, high = decide(m, d, se, df, alpha)
         out.append(Check(p.label, m.check, m.title, INCONCLUSIVE if busy and verdict == FAIL else verdict,
                          m, tuple(va), tuple(vb), d, low, high))
@@ -110,9 +112,9 @@ def judge(a: Run, b: Run, paired: bool, aa: Spread | None = None) -> Result:
     # Bonferroni over every check that is a test: a run where nothing changed fails any with chance <= ALPHA.
     tests = len(cs) + len({c[1].key for c in cs}) + len(flags)
     alpha = ALPHA / max(1, tests)
-    levels = noise_levels(cs, aa)
-    res.levels = {k: v[0] for k, v in levels.items()}
-    res.checks += metric_checks(cs, levels, alpha, aa)
+    noise = run_noise(cs, aa)
+    res.noise = {k: v[0] for k, v in noise.items()}
+    res.checks += metric_checks(cs, noise, alpha, aa)
     res.checks += [flag_check(f, counts, alpha) for f, counts in flags.items()]
     res.alpha = alpha
     only_b = [q.label for q in bp if q.key() not in a_keys]
@@ -120,7 +122,7 @@ def judge(a: Run, b: Run, paired: bool, aa: Spread | None = None) -> Result:
         res.notes.append(f"only in B (not judged): {', '.join(only_b)}")
     res.notes.append(aa.describe() if aa else "no A/A spread recorded for this experiment: each interval rests on "
                      "this run's repetitions alone (`linklab aa EXPERIMENT` records one)")
-    if cs and not levels and not aa:
+    if cs and not noise and not aa:
         res.notes.append("one repetition per point in each run and no A/A spread: nothing says how far a metric "
                          "moves by chance, so no metric can fail; only the structure is judged (--pairs 2 or more)")
     if not paired:

@@ -53,8 +53,9 @@ class Result:
     checks: list[Check] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     alpha: float = ALPHA          # each test's share of ALPHA (Bonferroni)
-    # metric -> this run's noise: its pooled spread, or "metric/level" -> its level against the A/A runs
-    levels: dict[str, float] = field(default_factory=dict)
+    # this run's noise per metric: "<metric>" -> its spread pooled over every point (no A/A spread),
+    # or "<metric>/noise_ratio" -> how many times noisier its repetitions were than the A/A runs'
+    noise: dict[str, float] = field(default_factory=dict)
 
     @property
     def failures(self) -> list[Check]:

@@ -8,6 +8,10 @@ from linklab.verdict import metrics
 from linklab.verdict.effect import min_effect
 from linklab.verdict.model import ALPHA, FAIL, WITHIN, Check, Result
 
+# verdict.json's format. 2: "noise" (was "levels"; its "<metric>/level" keys "<metric>/noise_ratio").
+# linklab writes it and never reads it back: older files stay as written.
+FORMAT = 2
+
 
 def _fmt(m: metrics.Metric, vs: tuple[float, ...]) -> str:
     mean = sum(vs) / len(vs)
@@ -56,6 +60,6 @@ def as_json(res: Result) -> dict[str, Any]:
             d.update(a=c.a_text, b=c.b_text)
         return d
 
-    return {"format": 1, "ok": res.ok, "result": res.words(), "exit_code": res.exit_code(), "paired": res.paired, "a": str(res.a.path), "b": str(res.b.path),
-            "alpha": ALPHA, "alpha_each": res.alpha, "levels": res.levels, "notes": res.notes,
+    return {"format": FORMAT, "ok": res.ok, "result": res.words(), "exit_code": res.exit_code(), "paired": res.paired, "a": str(res.a.path), "b": str(res.b.path),
+            "alpha": ALPHA, "alpha_each": res.alpha, "noise": res.noise, "notes": res.notes,
             "failures": [one(c) for c in res.failures], "inconclusive": [one(c) for c in res.inconclusive], "checks": [one(c) for c in res.checks]}

@@ -121,7 +121,7 @@ def test_json_and_bad_input(tmp_path, e1, capsys):
     assert "no results found" in capsys.readouterr().err
     assert main(["compare", str(E1), str(E1), "--json"]) == 0
     js = json.loads(capsys.readouterr().out)
-    assert js["ok"] is True and js["paired"] is False and js["format"] == 1
+    assert js["ok"] is True and js["paired"] is False and js["format"] == 2
     assert {c["rule"] for c in js["checks"]} >= {"metric", "members", "path_mtu"}
 
 

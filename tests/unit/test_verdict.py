@@ -102,7 +102,13 @@ def test_a_point_that_moves_with_nothing_changed_gets_its_aa_spread_and_only_tha
                                               if p.label == "mode=ad mtu=1500"})
     res = verdict.judge(a, b, paired=True, aa=spread)
     assert res.ok and "A/A spread from" in " ".join(res.notes)
-    # the floor is that point's alone: the same jump at another point still fails
+    # verdict.json names the run's noise against the A/A runs at the points they measured, and its
+    # own pooled spread over the others (format 2: "noise", was "levels")
+    written = verdict.as_json(res)
+    assert written["format"] == 2 and "levels" not in written
+    assert set(written["noise"]) == {"retrans_per_gb/noise_ratio", "retrans_per_gb", "throughput_mbps", "sender_cpu_pct"}
+    assert set(verdict.as_json(bare)["noise"]) == {"retrans_per_gb", "throughput_mbps", "sender_cpu_pct"}
+    # the A/A spread is that point's alone: the same jump at another point still fails
     c = _run("c", _noisy(lambda m, u: 1e8, seed=3, retransmits=lambda m, u: 2400.0 if (m, u) == ("rr", 9000) else 300.0,
                          sent_bytes=lambda m, u: 1e9))
     assert [x.point for x in verdict.judge(a, c, paired=True, aa=spread).failures] == ["mode=rr mtu=9000"]
