@@ -74,7 +74,7 @@ def write_ab_report(run_dir: Path, res: Result, experiments_dir: Path | None = N
     rep.preface = render.verdict_blocks(res)
     if figures:
         from linklab.report import plots
-        fig = plots.ratio_figure([c for c in res.checks if c.metric is not None])
+        fig = plots.ratio_figure([c for c in res.judgments if c.metric is not None])
         if fig is not None:
             rep.figures.insert(0, fig)
     rep.markdown, rep.html = render.markdown(rep), render.html(rep)

@@ -27,7 +27,7 @@ report.md and figures/*.svg|png into the run directory (several runs: results/re
 COMPARE_HELP = """\
 examples:
   linklab compare baselines/e1_bonding_mtu-quick-vm-tcg results/e1_bonding_mtu/20261122-101500
-  linklab compare BASELINE RUN --all                 # every check, not only the failures
+  linklab compare BASELINE RUN --all                 # every judgment, not only the failures
   linklab compare RUN_A RUN_B --allow-different placement   # e.g. native vs lab VM, on purpose
 
 Advisory: the two runs were not measured side by side, so whatever differed between their times
@@ -101,7 +101,7 @@ def _add_compare(sub) -> None:
     c.add_argument("--results", default="results", help="results root directory (default ./results)")
     c.add_argument("--allow-different", default="", metavar="WHAT",
                    help="comma-separated: experiment, scale, placement — compare anyway")
-    c.add_argument("--all", action="store_true", help="list every check, not only the failures")
+    c.add_argument("--all", action="store_true", help="list every judgment, not only the failures")
     c.add_argument("--json", action="store_true", help="machine-readable output")
     c.set_defaults(handler=cmd_compare)
 

@@ -30,6 +30,7 @@ from linklab.results.points import Point  # noqa: E402
 from linklab.results.runs import Run  # noqa: E402
 from linklab.verdict import metrics  # noqa: E402
 from linklab.verdict.effect import min_effect  # noqa: E402
+from linklab.verdict.model import Judgment  # noqa: E402
 from linklab.verdict.stats import describe  # noqa: E402
 
 STYLE = {
@@ -440,11 +441,11 @@ RENDERERS: dict[str, Callable[[PlotSpec, list[Source]], Any]] = {
 RATIO_METRICS = ("throughput_mbps", "tcp_rtt_ms", "retrans_per_gb", "busiest_core_pct", "ping_rtt_ms", "lost_percent")
 
 
-def ratio_figure(checks: list[Any], keys: tuple[str, ...] = RATIO_METRICS) -> Figure | None:
+def ratio_figure(judgments: list[Judgment], keys: tuple[str, ...] = RATIO_METRICS) -> Figure | None:
     """B against A per point, one panel per metric: the effect (B/A, or B - A for a metric in its
     unit) with its interval, the band of the metric's minimum effect shaded, failures in red
-    (`checks`: linklab/verdict/judging.py's metric checks)."""
-    panels = [(k, [c for c in checks if c.metric is not None and c.metric.key == k]) for k in keys]
+    (`judgments`: the verdict's, per point and metric)."""
+    panels = [(k, [c for c in judgments if c.metric is not None and c.metric.key == k]) for k in keys]
     panels = [(k, cs) for k, cs in panels if cs]
     if not panels:
         return None
@@ -478,7 +479,7 @@ def ratio_figure(checks: list[Any], keys: tuple[str, ...] = RATIO_METRICS) -> Fi
         fig.tight_layout()
         out = Figure("ab_ratios", "B against A, per point", _save(fig, "svg"), _save(fig, "png"),
                      "Each bar: B/A (or B − A) with its interval; grey: within the metric's minimum effect; red: a "
-                     "failed check, blue: beyond it on a harmless side; dotted: no interval (nothing in the runs "
+                     "failed judgment, blue: beyond it on a harmless side; dotted: no interval (nothing in the runs "
                      "says how far the metric moves by chance).")
         plt.close(fig)
     return out

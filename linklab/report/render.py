@@ -65,20 +65,20 @@ def document(rep: Report) -> list[Block]:
 
 def verdict_blocks(res: verdict.Result) -> list[Block]:
     """An A/B verdict (docs/verdicts.md) as blocks: the result, its notes, the failed
-    checks, then every check (point x metric: A, B, B/A with its interval)."""
+    judgments, then every judgment (point x metric: A, B, B/A with its interval)."""
     b = [Block("h2", "Verdict: B against A"),
          Block("p", ("✘ " if res.failures else "? " if res.inconclusive else "✔ ") + res.words() + f" (A: {res.a.name}, B: {res.b.name})")]
     if res.notes:
         b.append(Block("ul", res.notes))
     header = ["verdict", "point", "what", "A", "B", "B/A [interval]"]
 
-    def rows(checks):
+    def rows(judgments):
         return [[("✘ " if c.verdict == verdict.FAIL else "✔ " if c.verdict == verdict.WITHIN else "– ") + c.verdict,
-                 *verdict.row_text(c)] for c in checks]
+                 *verdict.row_text(c)] for c in judgments]
 
     if res.failures or res.inconclusive:
         b.append(Block("table", rows(res.failures + res.inconclusive), header, "points"))
-    b.append(Block("details", (f"every check ({len(res.checks)})", Block("table", rows(res.checks), header, "points"))))
+    b.append(Block("details", (f"every judgment ({len(res.judgments)})", Block("table", rows(res.judgments), header, "points"))))
     return b
 
 

@@ -3,7 +3,7 @@ by side: the gate) and `linklab compare` (a stored run against another: advisory
 docs/verdicts.md is its one description; its modules follow that page from top to bottom:
 
     metrics    what each metric is, and how the verdict judges it: scale, harmless side, minimum effect
-    model      what a verdict is made of: checks (within, FAIL, harmless, inconclusive) and the result
+    model      what a verdict is made of: judgments (within, FAIL, harmless, inconclusive) and the result
     effect     steps 1-3 at a point: values on the metric's scale, the repetitions judged, own spread
     aa         the A/A spread: how far B/A moves at each point when nothing changed (`linklab aa`)
     structure  missing, failed, pre-flight, path MTU; flags B carries more often than A
@@ -16,8 +16,8 @@ What callers use is named here.
 """
 
 from linklab.verdict.judging import judge
-from linklab.verdict.model import ALPHA, EVERY_POINT, FAIL, HARMLESS, INCONCLUSIVE, WITHIN, Check, Result
+from linklab.verdict.model import ALPHA, EVERY_POINT, FAIL, HARMLESS, INCONCLUSIVE, WITHIN, Judgment, Result
 from linklab.verdict.output import as_json, render, row_text
 
-__all__ = ["judge", "Result", "Check", "ALPHA", "EVERY_POINT", "FAIL", "HARMLESS", "INCONCLUSIVE", "WITHIN",
+__all__ = ["judge", "Result", "Judgment", "ALPHA", "EVERY_POINT", "FAIL", "HARMLESS", "INCONCLUSIVE", "WITHIN",
            "as_json", "render", "row_text"]

@@ -15,7 +15,7 @@ from linklab.results.runs import Run
 from linklab.verdict import aa, judging
 from linklab.verdict.model import Result
 
-CHECKS = ("experiment", "scale", "placement")
+COMPARABLE = ("experiment", "scale", "placement")
 
 
 def identity(run: Run) -> dict[str, str]:
@@ -25,18 +25,18 @@ def identity(run: Run) -> dict[str, str]:
 
 def check_comparable(base: Run, new: Run, allow: set[str]) -> list[str]:
     """Raise UsageError for runs that measure different things; notes for what was allowed."""
-    bad = set(allow) - set(CHECKS)
+    bad = set(allow) - set(COMPARABLE)
     if bad:
-        raise UsageError(f"unknown --allow-different value(s) {sorted(bad)} (valid: {', '.join(CHECKS)})")
+        raise UsageError(f"unknown --allow-different value(s) {sorted(bad)} (valid: {', '.join(COMPARABLE)})")
     a, b = identity(base), identity(new)
     problems, notes = [], []
-    for k in CHECKS:
+    for k in COMPARABLE:
         if a[k] != b[k]:
             (notes if k in allow else problems).append(f"{k}: baseline {a[k]}, new {b[k]}")
     if problems:
         raise UsageError("the runs are not comparable: " + "; ".join(problems),
                          hint="compare runs of the same experiment, scale and placement, or say which difference "
-                              "is intended with --allow-different " + ",".join(k for k in CHECKS if a[k] != b[k]))
+                              "is intended with --allow-different " + ",".join(k for k in COMPARABLE if a[k] != b[k]))
     for what in ("lab_overrides", "sweep_overrides"):
         ob, on = base.manifest.get(what) or [], new.manifest.get(what) or []
         if ob != on:

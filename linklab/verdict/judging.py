@@ -11,8 +11,8 @@ from linklab.results.runs import Run
 from linklab.verdict import metrics
 from linklab.verdict.aa import Spread
 from linklab.verdict.effect import cells, min_effect, own_spread, scaled
-from linklab.verdict.model import ALPHA, EVERY_POINT, FAIL, HARMLESS, INCONCLUSIVE, WITHIN, Check, Result
-from linklab.verdict.structure import flag_check, flag_counts, state_checks, structure_checks
+from linklab.verdict.model import ALPHA, EVERY_POINT, FAIL, HARMLESS, INCONCLUSIVE, WITHIN, Judgment, Result
+from linklab.verdict.structure import flag_judgment, flag_counts, state_judgments, structure_judgments
 
 NOISE_RATIO = "/noise_ratio"  # "<metric>/noise_ratio": the run's noise against the A/A runs' (run_noise)
 
@@ -66,7 +66,7 @@ def decide(m: metrics.Metric, d: float, se: float, df: int, alpha: float) -> tup
     return (WITHIN if not (changed and big) else HARMLESS if harmless else FAIL), low, high
 
 
-def metric_checks(cs, noise: dict[str, tuple[float, int]], alpha: float, aa: Spread | None) -> list[Check]:
+def metric_judgments(cs, noise: dict[str, tuple[float, int]], alpha: float, aa: Spread | None) -> list[Judgment]:
     """Every point and metric (docs/verdicts.md, steps 1-5), then each metric over every point at once:
     the mean of the points' effects, its standard error from theirs (a change at every point,
     each too small to show alone, shows together)."""
@@ -74,7 +74,7 @@ def metric_checks(cs, noise: dict[str, tuple[float, int]], alpha: float, aa: Spr
     for p, m, va, vb, busy in cs:
         d, se, df = estimate(p, m, va, vb, noise, aa)
         verdict, low, high = decide(m, d, se, df, alpha)
-        out.append(Check(p.label, m.check, m.title, INCONCLUSIVE if busy and verdict == FAIL else verdict,
+        out.append(Judgment(p.label, m.rule, m.title, INCONCLUSIVE if busy and verdict == FAIL else verdict,
                          m, tuple(va), tuple(vb), d, low, high))
         if not busy:
             by_metric.setdefault(m.key, []).append((d, se, df, sum(va) / len(va), sum(vb) / len(vb)))
@@ -85,7 +85,7 @@ def metric_checks(cs, noise: dict[str, tuple[float, int]], alpha: float, aa: Spr
         d = sum(g[0] for g in got) / len(got)
         se = math.sqrt(sum(g[1] ** 2 for g in got)) / len(got)
         verdict, low, high = decide(m, d, se, min(g[2] for g in got), alpha)
-        out.append(Check(EVERY_POINT, m.check, m.title, verdict, m, tuple(g[3] for g in got), tuple(g[4] for g in got),
+        out.append(Judgment(EVERY_POINT, m.rule, m.title, verdict, m, tuple(g[3] for g in got), tuple(g[4] for g in got),
                          d, low, high))
     return out
 
@@ -101,21 +101,21 @@ def judge(a: Run, b: Run, paired: bool, aa: Spread | None = None) -> Result:
     for p in ap:
         q = b_by_key.get(p.key())
         if q is None:
-            res.checks.append(Check(p.label, "missing", "point", FAIL, a_text=f"{len(p.ok)} measured", b_text="not in B"))
+            res.judgments.append(Judgment(p.label, "missing", "point", FAIL, a_text=f"{len(p.ok)} measured", b_text="not in B"))
             continue
-        res.checks += state_checks(p, q)
+        res.judgments += state_judgments(p, q)
         if p.ok and q.ok:
-            res.checks += structure_checks(p, q)
+            res.judgments += structure_judgments(p, q)
             matched.append((p, q))
     cs = cells(matched)
     flags = flag_counts(matched)
-    # Bonferroni over every check that is a test: a run where nothing changed fails any with chance <= ALPHA.
+    # Bonferroni over every judgment that is a test: a run where nothing changed fails any with chance <= ALPHA.
     tests = len(cs) + len({c[1].key for c in cs}) + len(flags)
     alpha = ALPHA / max(1, tests)
     noise = run_noise(cs, aa)
     res.noise = {k: v[0] for k, v in noise.items()}
-    res.checks += metric_checks(cs, noise, alpha, aa)
-    res.checks += [flag_check(f, counts, alpha) for f, counts in flags.items()]
+    res.judgments += metric_judgments(cs, noise, alpha, aa)
+    res.judgments += [flag_judgment(f, counts, alpha) for f, counts in flags.items()]
     res.alpha = alpha
     only_b = [q.label for q in bp if q.key() not in a_keys]
     if only_b:

@@ -107,7 +107,7 @@ class Metric:
     # "log" metrics (0.05: B/A beyond x1.05 or /1.05), the unit for "abs" ones. Smaller changes,
     # however certain, are not worth a red build.
     min_effect: float = 0.0
-    check: str = "metric"           # the verdict's name for its checks ("members": bond member shares)
+    rule: str = "metric"            # the verdict's rule that judges it ("members": bond member shares)
 
     @property
     def title(self) -> str:
@@ -154,10 +154,10 @@ METRICS: tuple[Metric, ...] = (
     Metric("member_max_share", "busiest bond member's share", "of bytes", col("client_member_tx_max_share"), ".2f",
            None, scale="abs", judged=False),
     # Each side's busiest bond member's share, per direction: 1.0 on one member, 0.5 spread over
-    # two; judged as the verdict's "members" check (one member where the other arm spread it).
+    # two; judged as the verdict's "members" rule (one member where the other arm spread it).
     *(Metric(f"member_share_{side}_{d}", f"busiest member's share ({side} {d})", "of bytes",
              col(f"{side}_member_{d}_max_share"), ".2f", None, scale="abs", table=False, min_effect=0.1,
-             check="members")
+             rule="members")
       for side in ("client", "server") for d in ("tx", "rx")),
     Metric("jitter_ms", "UDP jitter", "ms", col("jitter_ms"), ".3f", "lower", scale="log", offset=0.05,
            min_effect=1.0),

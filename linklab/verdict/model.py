@@ -1,4 +1,4 @@
-"""What a verdict is made of (docs/verdicts.md): one check per point and judged metric, or per
+"""What a verdict is made of (docs/verdicts.md): one judgment per point and judged metric, or per
 structural item, each within, FAIL, harmless or inconclusive; and the run's result, which
 `linklab ab` prints last and exits by."""
 
@@ -11,14 +11,14 @@ from linklab.errors import result_exit_code
 from linklab.results.runs import Run
 from linklab.verdict import metrics
 
-ALPHA = 0.05  # the chance that a run where nothing changed fails any check that is a test
+ALPHA = 0.05  # the chance that a run where nothing changed fails any judgment that is a test
 
 WITHIN, FAIL, HARMLESS, INCONCLUSIVE = "within", "FAIL", "harmless", "inconclusive"
-EVERY_POINT = "(every point)"  # the point of a check over the whole run
+EVERY_POINT = "(every point)"  # the point of a judgment over the whole run
 
 
 @dataclass
-class Check:
+class Judgment:
     point: str
     rule: str                     # "metric" or a structural rule
     what: str                     # metric title, or the structural item
@@ -50,7 +50,7 @@ class Result:
     a: Run
     b: Run
     paired: bool                  # measured side by side (`linklab ab`) or not (`compare`: advisory)
-    checks: list[Check] = field(default_factory=list)
+    judgments: list[Judgment] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     alpha: float = ALPHA          # each test's share of ALPHA (Bonferroni)
     # this run's noise per metric: "<metric>" -> its spread pooled over every point (no A/A spread),
@@ -58,12 +58,12 @@ class Result:
     noise: dict[str, float] = field(default_factory=dict)
 
     @property
-    def failures(self) -> list[Check]:
-        return [c for c in self.checks if c.verdict == FAIL]
+    def failures(self) -> list[Judgment]:
+        return [c for c in self.judgments if c.verdict == FAIL]
 
     @property
-    def inconclusive(self) -> list[Check]:
-        return [c for c in self.checks if c.verdict == INCONCLUSIVE]
+    def inconclusive(self) -> list[Judgment]:
+        return [c for c in self.judgments if c.verdict == INCONCLUSIVE]
 
     @property
     def ok(self) -> bool:
@@ -72,9 +72,9 @@ class Result:
     def words(self) -> str:
         """The result in words: what `linklab ab` prints last and exits by (exit_code)."""
         if self.failures:
-            return f"DIFFERS ({len(self.failures)} checks)"
+            return f"DIFFERS ({len(self.failures)} judgments)"
         if self.inconclusive:
-            return (f"inconclusive ({len(self.inconclusive)} checks differ where an arm was measured on a busy host "
+            return (f"inconclusive ({len(self.inconclusive)} judgments differ where an arm was measured on a busy host "
                     "only; measure again on a quieter machine)")
         return "no difference found"
 

@@ -60,7 +60,7 @@ def test_a_measured_run_is_judged_into_verdict_json_and_a_report(tmp_path, capsy
     out = capsys.readouterr().out
     verdict = json.loads((d / "verdict.json").read_text())
     assert rc == (0 if verdict["ok"] else 1) and ("result: no difference found" in out) == verdict["ok"]
-    assert verdict["paired"] is True and verdict["checks"]
+    assert verdict["paired"] is True and verdict["judgments"]
     html = (d / "report.html").read_text()
     assert "Verdict: B against A" in html and 'id="fig-ab_ratios"' in html
 

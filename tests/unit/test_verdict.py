@@ -47,7 +47,7 @@ def _noisy(rate, sd=0.005, reps=2, seed=0, **more):
 
 
 def _by(res, what):
-    return {c.point: c for c in res.checks if c.what.startswith(what)}
+    return {c.point: c for c in res.judgments if c.what.startswith(what)}
 
 
 def test_nothing_changed_nothing_fails_and_every_metric_point_is_judged():
@@ -105,7 +105,7 @@ def test_a_point_that_moves_with_nothing_changed_gets_its_aa_spread_and_only_tha
     # verdict.json names the run's noise against the A/A runs at the points they measured, and its
     # own pooled spread over the others (format 2: "noise", was "levels")
     written = verdict.as_json(res)
-    assert written["format"] == 2 and "levels" not in written
+    assert written["format"] == 2 and "levels" not in written and "checks" not in written and written["judgments"]
     assert set(written["noise"]) == {"retrans_per_gb/noise_ratio", "retrans_per_gb", "throughput_mbps", "sender_cpu_pct"}
     assert set(verdict.as_json(bare)["noise"]) == {"retrans_per_gb", "throughput_mbps", "sender_cpu_pct"}
     # the A/A spread is that point's alone: the same jump at another point still fails
@@ -132,7 +132,7 @@ def test_a_regression_that_gets_worse_fails_whatever_else_its_repetitions_carry(
     assert res.inconclusive[0].ratio == pytest.approx(0.6, abs=0.02)
     assert res.exit_code() == EXIT_INCONCLUSIVE and res.words().startswith("inconclusive")
     # the mean over every point is over the quiet points: the busy one moves nothing there
-    every = [c for c in res.checks if c.point == verdict.EVERY_POINT and c.metric.key == "throughput_mbps"]
+    every = [c for c in res.judgments if c.point == verdict.EVERY_POINT and c.metric.key == "throughput_mbps"]
     assert len(every) == 1 and every[0].verdict == verdict.WITHIN and len(every[0].a) == 3
     # a regression at a quiet point beside it still fails: the run differs (exit 1)
     also = _noisy(lambda m, u: 0.6e8 if (m, u) in (("rr", 9000), ("ad", 1500)) else 1e8, seed=2)
@@ -141,7 +141,7 @@ def test_a_regression_that_gets_worse_fails_whatever_else_its_repetitions_carry(
     assert res.exit_code() == 1
 
 
-def test_bond_members_one_versus_spread_is_its_own_check():
+def test_bond_members_one_versus_both_is_its_own_rule():
     spread = _noisy(lambda m, u: 1e8, seed=1, client_member_tx_max_share=lambda m, u: 0.5)
     one = _noisy(lambda m, u: 1e8, seed=2, client_member_tx_max_share=lambda m, u: 1.0 if m == "ad" else 0.5)
     res = verdict.judge(_run("a", spread), _run("b", one), paired=True)
