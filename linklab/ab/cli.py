@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 from linklab import bundled
+from linklab.ab import manifest as ab_manifest
 from linklab.console import say
 from linklab.errors import LinklabError, UsageError
 
@@ -102,14 +103,14 @@ def _add_ab(sub) -> None:
 def cmd_ab(args, argv) -> int:
     from linklab import kernel, lab, placement
     from linklab.ab import arms as arms_mod
-    from linklab.ab.session import AB_FILE, drive
+    from linklab.ab.session import drive
     from linklab.sweep.experiment import load_experiment, raw_data, topology_path
 
     if not 1 <= args.pairs <= 20:
         raise UsageError(f"--pairs {args.pairs}: a whole number from 1 to 20")
     exp_path = Path(args.experiment)
     exp = load_experiment(exp_path, quick=args.quick)  # bad input stops here, before any VM boots
-    subset = parse_only(args.only, exp.matrix)
+    subset = parse_subset(args.only, exp.matrix)
     tpath = topology_path(exp_path, exp)
     specs = [arms_mod.ArmSpec("a", args.a_rev, tuple(args.a_set)), arms_mod.ArmSpec("b", args.b_rev, tuple(args.b_set))]
     for spec in specs:
@@ -127,13 +128,13 @@ def cmd_ab(args, argv) -> int:
         placement.require_shared_with_vm(Path(args.results), "results directory")
     run_dir = new_run_dir(Path(args.results), exp.name)
     arms = arms_mod.prepare(specs, exp_path, base_lab, run_dir)
-    manifest = {"format": 1, "kind": "ab", "experiment": exp.name, "experiment_file": str(exp_path),
+    manifest = {"format": ab_manifest.FORMAT, "kind": "ab", "experiment": exp.name, "experiment_file": str(exp_path),
                 "quick": args.quick, "pairs": args.pairs, "order": "ABBA per point, BAAB at every other point",
                 "subset": {k: sorted(v) for k, v in subset.items()},  # --only: the points measured
                 "arms": {a.name: a.describe() for a in arms}, "command": ["linklab", *argv],
                 "created_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "complete": False}
     from linklab.fsutil import write_json_atomic
-    write_json_atomic(run_dir / AB_FILE, manifest)
+    write_json_atomic(run_dir / ab_manifest.AB_FILE, manifest)
     say(f"linklab ab: A = {specs[0].words()}; B = {specs[1].words()}" + ("  (A/A: the arms are alike)"
                                                                           if specs[0] == _as_a(specs[1]) else ""))
     say(f"linklab ab: results go to {run_dir}")
@@ -147,7 +148,7 @@ def cmd_ab(args, argv) -> int:
     return judge_run(run_dir, as_json=args.json, report=not args.no_report)
 
 
-def parse_only(specs: list[str], matrix: dict[str, list]) -> dict[str, set[str]]:
+def parse_subset(specs: list[str], matrix: dict[str, list]) -> dict[str, set[str]]:
     """--only AXIS=V,V (repeatable) against the experiment's matrix: the subset, {axis: the values
     kept}, each value as the matrix writes it; every problem at once, with the valid choices (exit 2)."""
     subset: dict[str, set[str]] = {}
@@ -205,7 +206,7 @@ def judge_run(run_dir: Path, as_json: bool = False, report: bool = True, figures
     from linklab.results.runs import Run
     from linklab.verdict import aa
 
-    manifest = json.loads((run_dir / "ab.json").read_text())
+    manifest = ab_manifest.read(run_dir)
     runs = manifest.get("runs") or {}
     if set(runs) != {"a", "b"}:
         raise UsageError(f"{run_dir}: the A/B run has no measured arms (ab.json names no runs)")
@@ -253,7 +254,7 @@ def cmd_aa(args, argv) -> int:
                                hint="see the output above; the same command goes on from there")
     runs = []
     for d in have:
-        m = json.loads((d / "ab.json").read_text())
+        m = ab_manifest.read(d)
         runs.append((str(d), Run.load(m["runs"]["a"]), Run.load(m["runs"]["b"])))
     spread = aa.measure(runs)
     print(aa.render(spread))

@@ -117,9 +117,9 @@ def judge(a: Run, b: Run, paired: bool, aa: Spread | None = None) -> Result:
     res.judgments += metric_judgments(cs, noise, alpha, aa)
     res.judgments += [flag_judgment(f, counts, alpha) for f, counts in flags.items()]
     res.alpha = alpha
-    only_b = [q.label for q in bp if q.key() not in a_keys]
-    if only_b:
-        res.notes.append(f"only in B (not judged): {', '.join(only_b)}")
+    unmatched_b = [q.label for q in bp if q.key() not in a_keys]
+    if unmatched_b:
+        res.notes.append(f"only in B (not judged): {', '.join(unmatched_b)}")
     res.notes.append(aa.describe() if aa else "no A/A spread recorded for this experiment: each interval rests on "
                      "this run's repetitions alone (`linklab aa EXPERIMENT` records one)")
     if cs and not noise and not aa:

@@ -106,18 +106,18 @@ MATRIX = {"bond_mode": ["802.3ad", "balance-rr"], "mtu": [450, 1500, 9200], "str
 
 
 def test_only_keeps_the_values_named_as_the_matrix_writes_them():
-    assert ab_cli.parse_only(["mtu=450,9200"], MATRIX) == {"mtu": {"450", "9200"}}
-    assert ab_cli.parse_only(["mtu=450,9200", "mtu=9200", "bond_mode=802.3ad"], MATRIX) == {
+    assert ab_cli.parse_subset(["mtu=450,9200"], MATRIX) == {"mtu": {"450", "9200"}}
+    assert ab_cli.parse_subset(["mtu=450,9200", "mtu=9200", "bond_mode=802.3ad"], MATRIX) == {
         "mtu": {"9200"}, "bond_mode": {"802.3ad"}}
-    assert ab_cli.parse_only([], MATRIX) == {}
+    assert ab_cli.parse_subset([], MATRIX) == {}
 
 
 def test_only_names_every_bad_axis_and_value_with_the_valid_ones():
     with pytest.raises(ab_cli.UsageError) as e:
-        ab_cli.parse_only(["speed=1", "mtu=450,1000", "streams"], MATRIX)
+        ab_cli.parse_subset(["speed=1", "mtu=450,1000", "streams"], MATRIX)
     msg = str(e.value)
     assert "unknown axis 'speed' (valid: bond_mode, mtu, streams)" in msg
     assert "mtu has no value '1000' (valid: 450, 1500, 9200)" in msg
     assert "--only 'streams': AXIS=VALUE" in msg
     with pytest.raises(ab_cli.UsageError, match="leaves no value of mtu"):
-        ab_cli.parse_only(["mtu=450", "mtu=9200"], MATRIX)
+        ab_cli.parse_subset(["mtu=450", "mtu=9200"], MATRIX)
