@@ -168,7 +168,7 @@ def expected(r: dict, res: verdict.Result, member_bps: float) -> dict:
         changed = [lab for lab, p in a_points.items() if "balance-rr" in lab]
         hits = [p for p in changed if any(pp == p and rule == "members" for pp, _, rule in failed)]
         return {"points": len(changed), "caught": len(hits),
-                "words": f"members: {len(hits)} of {len(changed)} spread points"}
+                "words": f"members: {len(hits)} of {len(changed)} split points"}
     return {"points": 0, "caught": 0, "words": "any judgment: " + ("caught" if not res.ok else "MISSED")}
 
 

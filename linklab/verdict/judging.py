@@ -92,7 +92,7 @@ def metric_judgments(cs, noise: dict[str, tuple[float, int]], alpha: float, aa: 
 
 def judge(a: Run, b: Run, paired: bool, aa: Spread | None = None) -> Result:
     """B judged against A: every point of A, structure and metrics; `aa`: the experiment's A/A
-    spread (aa.py), whose per-point floors the intervals never go below."""
+    spread (aa.py): no point's interval is narrower than what that point moved there."""
     res = Result(a, b, paired)
     ap, bp = group(a), group(b)
     b_by_key = {q.key(): q for q in bp}

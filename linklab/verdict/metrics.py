@@ -153,8 +153,8 @@ METRICS: tuple[Metric, ...] = (
     # The sender's tx share, for the tables; the verdict judges every side and direction below.
     Metric("member_max_share", "busiest bond member's share", "of bytes", col("client_member_tx_max_share"), ".2f",
            None, scale="abs", judged=False),
-    # Each side's busiest bond member's share, per direction: 1.0 on one member, 0.5 spread over
-    # two; judged as the verdict's "members" rule (one member where the other arm spread it).
+    # Each side's busiest bond member's share, per direction: 1.0 on one member, 0.5 split over
+    # two; judged as the verdict's "members" rule (one member where the other arm split it).
     *(Metric(f"member_share_{side}_{d}", f"busiest member's share ({side} {d})", "of bytes",
              col(f"{side}_member_{d}_max_share"), ".2f", None, scale="abs", table=False, min_effect=0.1,
              rule="members")

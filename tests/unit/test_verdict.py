@@ -142,9 +142,9 @@ def test_a_regression_that_gets_worse_fails_whatever_else_its_repetitions_carry(
 
 
 def test_bond_members_one_versus_both_is_its_own_rule():
-    spread = _noisy(lambda m, u: 1e8, seed=1, client_member_tx_max_share=lambda m, u: 0.5)
+    split = _noisy(lambda m, u: 1e8, seed=1, client_member_tx_max_share=lambda m, u: 0.5)
     one = _noisy(lambda m, u: 1e8, seed=2, client_member_tx_max_share=lambda m, u: 1.0 if m == "ad" else 0.5)
-    res = verdict.judge(_run("a", spread), _run("b", one), paired=True)
+    res = verdict.judge(_run("a", split), _run("b", one), paired=True)
     assert sorted((c.point, c.rule) for c in res.failures) == [(verdict.EVERY_POINT, "members"),
                                                                 ("mode=ad mtu=1500", "members"), ("mode=ad mtu=9000", "members")]
 
@@ -212,7 +212,7 @@ def test_a_small_change_at_every_point_shows_over_the_run_though_at_no_point_alo
 
 def test_a_points_aa_spread_is_never_below_what_its_repetitions_moved_there():
     # Three A/A runs can leave a point's d small by chance (sigma_d 0.001) where its repetitions
-    # moved a lot (sigma_within 0.1): the floor is the larger, so a -10 % move there is within.
+    # moved a lot (sigma_within 0.1): its A/A spread is the larger, so a -10 % move there is within.
     from linklab.results.points import group
     a = _run("a", _noisy(lambda m, u: 1e8, seed=1))
     b = _run("b", _noisy(lambda m, u: 0.9e8 if (m, u) == ("ad", 1500) else 1e8, seed=2))

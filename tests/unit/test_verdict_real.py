@@ -87,9 +87,9 @@ def test_a_regression_that_gets_worse_fails_whatever_else_its_repetitions_carry(
     assert json.dumps(verdict.as_json(res))  # and it says so, machine-readable too
 
 
-def test_a_bond_made_balance_xor_on_the_mac_hash_is_found_on_one_member_where_rr_spread():
+def test_a_bond_made_balance_xor_on_the_mac_hash_is_found_on_one_member_where_rr_split():
     # B's bond balance-xor with the layer2 hash at every point: one member carries everything,
-    # where A's balance-rr points spread 0.50/0.50; at 802.3ad points (one member each already)
+    # where A's balance-rr points split it 0.50/0.50; at 802.3ad points (one member each already)
     # the members rule has nothing to find.
     res = judge(*arms("e1-xor-l2"))
     members = {(c.point, c.what) for c in res.failures if c.rule == "members"}
