@@ -9,7 +9,8 @@ from linklab.verdict.effect import min_effect
 from linklab.verdict.model import ALPHA, FAIL, WITHIN, Judgment, Result
 
 # verdict.json's format. 2: "noise" (was "levels"; its "<metric>/level" keys "<metric>/noise_ratio"),
-# "judgments" (was "checks").
+# "judgments" (was "checks"), and "exit_code" in today's codes (inconclusive 6, was 4:
+# docs/commands.md#exit-codes).
 # linklab writes it and never reads it back: older files stay as written.
 FORMAT = 2
 
