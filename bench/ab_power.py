@@ -6,7 +6,7 @@ Input: a results root holding `linklab ab` runs of one experiment (RESULTS/ab/<e
     the *other* A/A runs (leave one out: a run never judges itself with what it taught), and
     with no A/A spread at all (the run's own repetitions only);
   - B-arm runs (`--b PATH=VALUE`, or another revision): what each one's verdict failed, with the
-    A/A spread of every A/A run, per kind of check, and whether what the change must move was
+    A/A spread of every A/A run, per rule, and whether what the change must move was
     caught at every point where it must show (throughput at link-bound points, RTT, bond
     members, path MTU), with each run's wall time.
 Nothing here measures: it reads runs that `linklab ab` made (see bench/README.md for the
@@ -26,10 +26,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from linklab.ab.session import alike, complete_runs  # noqa: E402
+from linklab import verdict  # noqa: E402
 from linklab.model.paths import goodput_fraction  # noqa: E402
-from linklab.report import aa, verdict  # noqa: E402
-from linklab.report.points import group  # noqa: E402
-from linklab.report.runs import Run  # noqa: E402
+from linklab.results.points import group  # noqa: E402
+from linklab.results.runs import Run  # noqa: E402
+from linklab.verdict import aa  # noqa: E402
 
 # What each kind of change must move, and where (a point's label -> whether it must show there).
 LINK_BOUND = 0.95  # a point is link-bound when A carried at least this share of its members' goodput (the shaper held it)
@@ -121,7 +122,7 @@ def main() -> int:
         out["wall_s"] = {"min": min(walls), "max": max(walls), "median": sorted(walls)[len(walls) // 2]}
     spread = spread_without(aas, None)
     print("\n## Changes: each B arm judged with the A/A spread of every A/A run")
-    print(f"  {'change (B)':58} {'caught where it must show':42} {'failed checks (kind: count)':40} wall")
+    print(f"  {'change (B)':58} {'caught where it must show':42} {'failed judgments (what: count)':40} wall")
     for r in bs:
         res = verdict.judge(r["a"], r["b"], paired=True, aa=spread)
         kinds: dict[str, int] = {}
@@ -167,8 +168,8 @@ def expected(r: dict, res: verdict.Result, member_bps: float) -> dict:
         changed = [lab for lab, p in a_points.items() if "balance-rr" in lab]
         hits = [p for p in changed if any(pp == p and rule == "members" for pp, _, rule in failed)]
         return {"points": len(changed), "caught": len(hits),
-                "words": f"members: {len(hits)} of {len(changed)} spread points"}
-    return {"points": 0, "caught": 0, "words": "any check: " + ("caught" if not res.ok else "MISSED")}
+                "words": f"members: {len(hits)} of {len(changed)} split points"}
+    return {"points": 0, "caught": 0, "words": "any judgment: " + ("caught" if not res.ok else "MISSED")}
 
 
 if __name__ == "__main__":

@@ -47,7 +47,7 @@ def one(exp: Path, nodes: int, seconds: float, results: Path) -> dict:
     total = time.monotonic() - t0
     if res.returncode != 0:
         sys.exit(f"ray_overhead: the sweep on {nodes} nodes failed:\n{res.stdout[-2000:]}{res.stderr[-2000:]}")
-    from linklab.report.runs import Run
+    from linklab.results.runs import Run
     run = Run.load(next((results / f"n{nodes}" / "ray_overhead").iterdir()))
     points = len(run.rows)
     measured = float(run.manifest["timing"]["sweep_wall_s"])

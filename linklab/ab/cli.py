@@ -1,4 +1,6 @@
-"""`linklab ab`: the command (linklab.cli adds it to its parser)."""
+"""`linklab ab` and `linklab aa`: the commands (linklab.cli adds them to its parser). Handlers
+import what they run when they run: linklab.cli imports this module to build its parser, so
+whatever is imported at the top is paid by every command's start-up."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import time
 from pathlib import Path
 
 from linklab import bundled
+from linklab.ab import manifest as ab_manifest
 from linklab.console import say
 from linklab.errors import LinklabError, UsageError
 
@@ -26,11 +29,8 @@ examples:
 
 Both arms run in one lab VM boot (natively where this kernel can host the lab), each with a lab
 of its own; at every point they are measured interleaved, A B B A (B A A B at the next point), so
-that whatever the machine does for a while hits both. The verdict, per point and metric: the
-B/A ratio of means with its interval; a check fails when that interval excludes 1 (no change)
-and the ratio is beyond the metric's minimum effect, on a side that is not harmless. Structure is
-judged too (missing or failed points, pre-flight, bond members one vs spread, path MTU, new
-flags). docs/verdicts.md applies it by hand.
+that whatever the machine does for a while hits both. How B is judged against A, and how to
+do it by hand: docs/verdicts.md.
 
 Writes RESULTS/ab/<experiment>/<time>/: ab.json (the arms, their order), a/ and b/ (each a run
 as `linklab sweep` writes it), a.log and b.log (the arms' sweeps), verdict.json, report.html.
@@ -47,9 +47,8 @@ examples:
   linklab aa experiments/e1_bonding_mtu.yaml --quick --runs 0
         the spread from the A/A runs made already
 
-An A/A run is `linklab ab` with both arms alike. Per point and metric the spread is how far the
-arms' ratio moved from 1 over those runs; `linklab ab` then never judges a point with an interval
-narrower than that (docs/verdicts.md). Run it alone on the machine kind the A/B runs on.
+An A/A run is `linklab ab` with both arms alike. What the spread is and how `linklab ab` uses
+it: docs/verdicts.md ("The A/A spread"). Run it alone on the machine kind the A/B runs on.
 """
 
 
@@ -77,7 +76,7 @@ def _add_ab(sub) -> None:
         "ab", help="measure two variants side by side, interleaved in one lab, and judge B against A",
         description="Run an experiment twice at once: arm A and arm B, each a revision of the checkout (or its "
                     "working tree) with lab settings on top, measured interleaved point by point in one lab VM "
-                    "boot, then judged by one paired model (B/A ratio with its interval, a minimum effect).",
+                    "boot, then judged by the verdict (docs/verdicts.md).",
         epilog=AB_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("experiment", type=bundled.argtype("experiments"),
                    help="experiment YAML, or a bundled experiment's name (each revision's own copy of it, for --a-rev/--b-rev)")
@@ -104,14 +103,14 @@ def _add_ab(sub) -> None:
 def cmd_ab(args, argv) -> int:
     from linklab import kernel, lab, placement
     from linklab.ab import arms as arms_mod
-    from linklab.ab.session import AB_FILE, drive
+    from linklab.ab.session import drive
     from linklab.sweep.experiment import load_experiment, raw_data, topology_path
 
     if not 1 <= args.pairs <= 20:
         raise UsageError(f"--pairs {args.pairs}: a whole number from 1 to 20")
     exp_path = Path(args.experiment)
     exp = load_experiment(exp_path, quick=args.quick)  # bad input stops here, before any VM boots
-    subset = parse_only(args.only, exp.matrix)
+    subset = parse_subset(args.only, exp.matrix)
     tpath = topology_path(exp_path, exp)
     specs = [arms_mod.ArmSpec("a", args.a_rev, tuple(args.a_set)), arms_mod.ArmSpec("b", args.b_rev, tuple(args.b_set))]
     for spec in specs:
@@ -129,13 +128,13 @@ def cmd_ab(args, argv) -> int:
         placement.require_shared_with_vm(Path(args.results), "results directory")
     run_dir = new_run_dir(Path(args.results), exp.name)
     arms = arms_mod.prepare(specs, exp_path, base_lab, run_dir)
-    manifest = {"format": 1, "kind": "ab", "experiment": exp.name, "experiment_file": str(exp_path),
+    manifest = {"format": ab_manifest.FORMAT, "kind": "ab", "experiment": exp.name, "experiment_file": str(exp_path),
                 "quick": args.quick, "pairs": args.pairs, "order": "ABBA per point, BAAB at every other point",
                 "subset": {k: sorted(v) for k, v in subset.items()},  # --only: the points measured
                 "arms": {a.name: a.describe() for a in arms}, "command": ["linklab", *argv],
                 "created_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "complete": False}
     from linklab.fsutil import write_json_atomic
-    write_json_atomic(run_dir / AB_FILE, manifest)
+    write_json_atomic(run_dir / ab_manifest.AB_FILE, manifest)
     say(f"linklab ab: A = {specs[0].words()}; B = {specs[1].words()}" + ("  (A/A: the arms are alike)"
                                                                           if specs[0] == _as_a(specs[1]) else ""))
     say(f"linklab ab: results go to {run_dir}")
@@ -149,7 +148,7 @@ def cmd_ab(args, argv) -> int:
     return judge_run(run_dir, as_json=args.json, report=not args.no_report)
 
 
-def parse_only(specs: list[str], matrix: dict[str, list]) -> dict[str, set[str]]:
+def parse_subset(specs: list[str], matrix: dict[str, list]) -> dict[str, set[str]]:
     """--only AXIS=V,V (repeatable) against the experiment's matrix: the subset, {axis: the values
     kept}, each value as the matrix writes it; every problem at once, with the valid choices (exit 2)."""
     subset: dict[str, set[str]] = {}
@@ -203,10 +202,11 @@ def judge_run(run_dir: Path, as_json: bool = False, report: bool = True, figures
     """The verdict of a measured A/B run (written to verdict.json; report.html beside it); 0 when
     B does not differ from A, 1 when it does."""
     from linklab.fsutil import write_json_atomic
-    from linklab.report import aa, verdict
-    from linklab.report.runs import Run
+    from linklab import verdict
+    from linklab.results.runs import Run
+    from linklab.verdict import aa
 
-    manifest = json.loads((run_dir / "ab.json").read_text())
+    manifest = ab_manifest.read(run_dir)
     runs = manifest.get("runs") or {}
     if set(runs) != {"a", "b"}:
         raise UsageError(f"{run_dir}: the A/B run has no measured arms (ab.json names no runs)")
@@ -234,8 +234,8 @@ def aa_runs(root: Path, experiment: str, quick: bool) -> list[Path]:
 
 def cmd_aa(args, argv) -> int:
     import subprocess
-    from linklab.report import aa
-    from linklab.report.runs import Run
+    from linklab.results.runs import Run
+    from linklab.verdict import aa
     from linklab.sweep.experiment import load_experiment
 
     if not 0 <= args.runs <= 200:
@@ -254,7 +254,7 @@ def cmd_aa(args, argv) -> int:
                                hint="see the output above; the same command goes on from there")
     runs = []
     for d in have:
-        m = json.loads((d / "ab.json").read_text())
+        m = ab_manifest.read(d)
         runs.append((str(d), Run.load(m["runs"]["a"]), Run.load(m["runs"]["b"])))
     spread = aa.measure(runs)
     print(aa.render(spread))

@@ -20,12 +20,13 @@ from pathlib import Path
 from typing import IO, Any
 
 from linklab import fsutil, procs, runner, state
+from linklab.ab import manifest as ab_manifest
 from linklab.ab.arms import Arm
-from linklab.errors import LinklabError, StateError
+from linklab.ab.manifest import AB_FILE
+from linklab.errors import LinklabError, StateError, UsageError
 from linklab.sweep.progress import Progress
 from linklab.sweep.stepwise import PROTOCOL
 
-AB_FILE = "ab.json"  # the A/B run's own manifest, beside the arms' runs
 HELLO_TIMEOUT_S = 900.0  # an arm's lab built (containers, OVS and controllers in a software-emulated VM)
 PREPARE_TIMEOUT_S = 600.0  # a point's reconfiguration (a bond rebuilt), pre-flight and servers
 MEASURE_SLACK_S = 300.0  # beyond the experiment's own duration: a measurement that hangs ends the run
@@ -123,10 +124,11 @@ class ArmProcess:
 
 @dataclass
 class Plan:
-    """The points both arms measure (matched by their axes), and those only one arm has."""
+    """The points both arms measure (matched by their axes), and those of one arm that match none
+    of the other's (unmatched: not measured)."""
 
     common: list[tuple[dict[str, Any], dict[str, Any]]]  # (A's point, B's point)
-    only: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    unmatched: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
 
 def match_points(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> Plan:
@@ -145,7 +147,7 @@ def drive(arms: list[Arm], run_dir: Path, pairs: int, quick: bool, say=print, ke
     (--only): the points whose axes take these values (as written in the matrix), the others not
     measured."""
     started = time.monotonic()
-    manifest: dict[str, Any] = json.loads((run_dir / AB_FILE).read_text())
+    manifest: dict[str, Any] = ab_manifest.read(run_dir)
     for arm in arms:
         _take_down(arm, say)  # a lab left by an earlier A/B (another revision's, maybe): built anew
     say(f"linklab ab: starting both arms' sweeps (each builds its lab: {', '.join(a.lab for a in arms)})")
@@ -158,10 +160,11 @@ def drive(arms: list[Arm], run_dir: Path, pairs: int, quick: bool, say=print, ke
             plan.common = [(pa, pb) for pa, pb in plan.common if selected(pa["axes"], subset)]
         if not plan.common:
             raise StateError("the arms have no point in common: their experiments' matrices differ")
-        for name, only in plan.only.items():
-            if only:
-                say(f"  only arm {name} has {len(only)} point(s): not measured ({', '.join(p['key'] for p in only)})")
-        manifest.update(points=len(plan.common), only={k: [p["key"] for p in v] for k, v in plan.only.items()})
+        for name, unmatched in plan.unmatched.items():
+            if unmatched:
+                say(f"  only arm {name} has {len(unmatched)} point(s): not measured "
+                    f"({', '.join(p['key'] for p in unmatched)})")
+        manifest.update(points=len(plan.common), unmatched={k: [p["key"] for p in v] for k, v in plan.unmatched.items()})
         fsutil.write_json_atomic(run_dir / AB_FILE, manifest)
         pause = max(float(h.get("pause") or 0) for h in hellos.values())
         progress = Progress(len(plan.common) * 2 * pairs)
@@ -222,8 +225,8 @@ def complete_runs(root: Path, experiment: str) -> list[tuple[Path, dict[str, Any
     out = []
     for d in sorted((root / "ab" / experiment).glob("*/")):
         try:
-            m = json.loads((d / AB_FILE).read_text())
-        except (OSError, ValueError):
+            m = ab_manifest.read(d)
+        except UsageError:
             continue
         if m.get("complete") and set(m.get("runs") or {}) == {"a", "b"}:
             out.append((d, m))

@@ -1,19 +1,15 @@
-"""Reports of sweep runs: tables with full statistics, figures, the published figures and
-findings beside linklab's, and the verdict of one run against another.
+"""Reports of sweep runs: they present what others found. A run is read by linklab/results, the
+published figures and findings beside it are linklab/published's, and the verdict of one run
+against another is linklab/verdict's; here it is shown.
 
 Everything here reads only what a run directory (or a stored baseline) holds, so a report can
 be made anywhere, long after the lab is gone. Modules, one job each:
 
-    runs       find and load runs (full run directories or trimmed baselines)
-    points     group rows into matrix points; labels that tell points apart
-    metrics    what a metric is (column, unit, direction, scale, minimum effect), as data
-    stats      n, mean, sd, variance, 95 % CI per metric and point
-    published  linklab beside the published figures, in comparable units
-    findings   published findings as checkable statements -> agrees / differs / explained
-    cpu_model  E1's CPU% = alpha * packets/s + beta, fitted with its uncertainty
+    contents   what a report holds: each run with its points and its reference's findings
+    columns    which columns the tables show: the metrics measured, every other numeric column
     plots      plot types as data, rendered deterministically with matplotlib (Agg)
     render     report.md and a self-contained report.html
-    verdict    does run B differ from run A: the one model (`linklab ab`, `linklab compare`)
-    aa         the A/A spread the verdict never judges a point below (`linklab aa`)
-    compare    a stored run against another, by the verdict, advisory
+    build      a report assembled and written (a sweep's, several runs', an A/B run's)
+    merge      one run made of a sweep's shards (`linklab merge`)
+    cli        report, compare, baseline, merge
 """

@@ -4,56 +4,18 @@ write report.md, report.html and figures/ (SVG + PNG)."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 # plots is imported where figures are drawn: matplotlib takes ~1 min to import under software
 # emulation, and a report without figures (`linklab report --no-figures`) needs none of it.
-from linklab.report import cpu_model, findings, published, render, topology
-from linklab.report.points import Point, group, label_points
-from linklab.report.runs import Run
 from linklab.fsutil import write_atomic
-
-if TYPE_CHECKING:
-    from linklab.report import plots
+from linklab.report import render
+from linklab.report.contents import Report, analyse
+from linklab.results.points import group, label_points
+from linklab.results.runs import Run
+from linklab.verdict import Result
 
 REPORT_MD, REPORT_HTML, FIGURES = "report.md", "report.html", "figures"
-
-
-@dataclass
-class RunReport:
-    tag: str
-    run: Run
-    points: list[Point]
-    reference_path: Path | None
-    reference: dict[str, Any] | None
-    published: published.Published | None = None
-    verdicts: list[findings.Verdict] = field(default_factory=list)
-    fit: cpu_model.Fit | None = None
-    topology: topology.Drawing | None = None  # the lab the run measured, drawn
-
-
-@dataclass
-class Report:
-    runs: list[RunReport]
-    figures: list["plots.Figure"]
-    markdown: str = ""
-    html: str = ""
-    preface: list[Any] = field(default_factory=list)  # render.Blocks ahead of the runs' own (an A/B's verdict)
-
-
-def analyse(run: Run, tag: str, experiments_dir: Path | None = None, points: list[Point] | None = None) -> RunReport:
-    points = group(run) if points is None else points
-    ref_path = run.reference_path(experiments_dir)
-    ref = published.load_reference(ref_path) if ref_path and ref_path.is_file() else None
-    run_report = RunReport(tag, run, points, ref_path, ref, topology=topology.drawing(run))
-    if ref is not None:
-        run_report.published = published.compare(run, ref)
-        run_report.verdicts = findings.evaluate(ref, points, run.scale)
-        if ref.get("cpu_model"):
-            run_report.fit = cpu_model.fit_rows(run.ok_rows())
-    return run_report
 
 
 def build(run_dirs: list[Path], experiments_dir: Path | None = None, figures: bool = True) -> Report:
@@ -108,14 +70,14 @@ def write_report(run_dir: Path, experiments_dir: Path | None = None, figures: bo
     return paths["markdown"], rep.markdown
 
 
-def write_ab_report(run_dir: Path, res: Any, experiments_dir: Path | None = None, figures: bool = True) -> Path:
+def write_ab_report(run_dir: Path, res: Result, experiments_dir: Path | None = None, figures: bool = True) -> Path:
     """An A/B run's report (linklab/ab): the verdict and every point's B/A with its interval first,
     then both arms as one multi-run report (A and B side by side in every table and figure)."""
     rep = build([res.a.path, res.b.path], experiments_dir, figures)
     rep.preface = render.verdict_blocks(res)
     if figures:
         from linklab.report import plots
-        fig = plots.ratio_figure([c for c in res.checks if c.metric is not None])
+        fig = plots.ratio_figure([c for c in res.judgments if c.metric is not None])
         if fig is not None:
             rep.figures.insert(0, fig)
     rep.markdown, rep.html = render.markdown(rep), render.html(rep)

@@ -1,5 +1,7 @@
 """CLI commands for reports (linklab.cli adds them to its parser; each names its handler):
-report, compare, baseline, merge."""
+report, compare, baseline, merge. Handlers import what they run when they run: linklab.cli
+imports this module to build its parser, and `linklab report --no-figures` must not load
+matplotlib."""
 
 from __future__ import annotations
 
@@ -25,15 +27,12 @@ report.md and figures/*.svg|png into the run directory (several runs: results/re
 COMPARE_HELP = """\
 examples:
   linklab compare baselines/e1_bonding_mtu-quick-vm-tcg results/e1_bonding_mtu/20261122-101500
-  linklab compare BASELINE RUN --all                 # every check, not only the failures
+  linklab compare BASELINE RUN --all                 # every judgment, not only the failures
   linklab compare RUN_A RUN_B --allow-different placement   # e.g. native vs lab VM, on purpose
 
 Advisory: the two runs were not measured side by side, so whatever differed between their times
 or machines (speed, load, the lab VM's boot) differs here too. `linklab ab` measures both
-interleaved in one lab VM boot: that is the gate. The verdict is the same model
-(docs/verdicts.md): per point and metric, NEW/BASELINE with its interval from both runs' repetitions
-(and the experiment's A/A spread, where `linklab aa` recorded one) against a minimum effect;
-structure: missing or failed points, pre-flight, path MTU, bond members, new flags.
+interleaved in one lab VM boot: that is the gate. The verdict is the same (docs/verdicts.md).
 
 Refused as bad input: not a run, or runs of different experiments/scale/placement without
 --allow-different.
@@ -93,8 +92,7 @@ def _add_compare(sub) -> None:
     c = sub.add_parser(
         "compare", help="a run against a stored one, by the verdict model (advisory: not measured side by side)",
         description="Match the two runs' points by their parameters and judge every point of the baseline by the "
-                    "one verdict model: each metric's NEW/BASELINE ratio with its interval against a minimum "
-                    "effect, and the point's structure. Advisory: `linklab ab` measures both side by side. Runs of "
+                    "verdict (docs/verdicts.md). Advisory: `linklab ab` measures both side by side. Runs of "
                     "different experiments, scale or placement are refused unless --allow-different says the "
                     "difference is intended.",
         epilog=COMPARE_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -103,7 +101,7 @@ def _add_compare(sub) -> None:
     c.add_argument("--results", default="results", help="results root directory (default ./results)")
     c.add_argument("--allow-different", default="", metavar="WHAT",
                    help="comma-separated: experiment, scale, placement — compare anyway")
-    c.add_argument("--all", action="store_true", help="list every check, not only the failures")
+    c.add_argument("--all", action="store_true", help="list every judgment, not only the failures")
     c.add_argument("--json", action="store_true", help="machine-readable output")
     c.set_defaults(handler=cmd_compare)
 
@@ -147,8 +145,8 @@ def _add_merge(sub) -> None:
 
 
 def _findings_table(args, results: Path) -> int:
-    from linklab.report import reproduction
-    from linklab.report.runs import Run, find_run
+    from linklab.published import reproduction
+    from linklab.results.runs import Run, find_run
 
     root = Path.cwd()
     if args.runs:
@@ -170,7 +168,7 @@ def _findings_table(args, results: Path) -> int:
 
 def cmd_report(args, argv) -> int:
     from linklab.report.build import build, default_out, write
-    from linklab.report.runs import find_run
+    from linklab.results.runs import find_run
 
     results = Path(args.results)
     if args.findings_table or args.into:
@@ -190,9 +188,9 @@ def cmd_report(args, argv) -> int:
 
 
 def cmd_compare(args, argv) -> int:
-    from linklab.report import verdict
-    from linklab.report.compare import compare
-    from linklab.report.runs import Run, find_run
+    from linklab import verdict
+    from linklab.results.runs import Run, find_run
+    from linklab.verdict.compare import compare
 
     results = Path(args.results)
     base = Run.load(find_run(args.baseline, results))
@@ -220,7 +218,7 @@ def cmd_merge(args, argv) -> int:
 
 
 def cmd_baseline(args, argv) -> int:
-    from linklab.report.runs import Run, export, find_run
+    from linklab.results.runs import Run, export, find_run
 
     results = Path(args.results)
     if args.min_repetitions < 1 or (args.repetitions is not None and args.repetitions < 1):
@@ -259,7 +257,7 @@ def _sweep(argv: list[str]) -> int:
 
 
 def _thin_points(run, need: int) -> list[str]:
-    from linklab.report.points import group
+    from linklab.results.points import group
     return [f"{p.label}: {len(p.quiet)}" for p in group(run) if p.ok and len(p.quiet) < need]
 
 

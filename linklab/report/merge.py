@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from linklab.errors import UsageError
-from linklab.report.compare import check_comparable
-from linklab.report.runs import Run
+from linklab.verdict.compare import check_comparable
+from linklab.results.runs import Run
 from linklab.results.store import ResultsStore
 from linklab.sweep.session import fingerprint_text
 from linklab.sweep.matrix import Point, expand

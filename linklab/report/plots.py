@@ -22,10 +22,16 @@ import matplotlib.ticker  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402  (after choosing the backend)
 
 from linklab.errors import UsageError  # noqa: E402
-from linklab.report import cpu_model, metrics, samples  # noqa: E402
-from linklab.report.points import Point  # noqa: E402
-from linklab.report.runs import Run  # noqa: E402
-from linklab.report.stats import describe  # noqa: E402
+from linklab.fsutil import write_atomic  # noqa: E402
+from linklab.published import cpu_model  # noqa: E402
+from linklab.published.figures import same  # noqa: E402
+from linklab.results import samples  # noqa: E402
+from linklab.results.points import Point  # noqa: E402
+from linklab.results.runs import Run  # noqa: E402
+from linklab.verdict import metrics  # noqa: E402
+from linklab.verdict.effect import min_effect  # noqa: E402
+from linklab.verdict.model import Judgment  # noqa: E402
+from linklab.verdict.stats import describe  # noqa: E402
 
 STYLE = {
     "svg.hashsalt": "linklab", "svg.fonttype": "none", "path.simplify": False,
@@ -289,7 +295,7 @@ def _cdf(spec: PlotSpec, sources: list[Source]):
     drawn = 0
     for si, src in enumerate(sources):
         for p in src.points:
-            rtts = sorted(samples.ping_rtts(src.run.path, p))
+            rtts = sorted(samples.ping_rtts(src.run.path, p.ok))
             if not rtts:
                 continue
             ys = [(i + 1) / len(rtts) for i in range(len(rtts))]
@@ -372,7 +378,7 @@ def _timeseries(spec: PlotSpec, sources: list[Source]):
     drawn = 0
     for si, src in enumerate(sources):
         for p in _chosen(src.points, spec.max_points, spec.where):
-            for k, series in enumerate(samples.intervals(src.run.path, p)):
+            for k, series in enumerate(samples.intervals(src.run.path, p.ok)):
                 ax.plot([t for t, _ in series], [v / 1e6 for _, v in series], marker=".",
                         linestyle=LINESTYLES[si % len(LINESTYLES)], color=f"C{drawn % 10}",
                         label=_tag(src, p.label, many) if k == 0 else None)
@@ -391,7 +397,6 @@ def _timeseries(spec: PlotSpec, sources: list[Source]):
 def _chosen(points: list[Point], n: int, where: dict | None = None) -> list[Point]:
     have = [p for p in points if p.ok]
     if where:
-        from linklab.report.published import same
         return [p for p in have if all(same(p.axes.get(k), v) for k, v in where.items())][:n]
     if not have:
         return []
@@ -436,11 +441,11 @@ RENDERERS: dict[str, Callable[[PlotSpec, list[Source]], Any]] = {
 RATIO_METRICS = ("throughput_mbps", "tcp_rtt_ms", "retrans_per_gb", "busiest_core_pct", "ping_rtt_ms", "lost_percent")
 
 
-def ratio_figure(checks: list[Any], keys: tuple[str, ...] = RATIO_METRICS) -> Figure | None:
+def ratio_figure(judgments: list[Judgment], keys: tuple[str, ...] = RATIO_METRICS) -> Figure | None:
     """B against A per point, one panel per metric: the effect (B/A, or B - A for a metric in its
     unit) with its interval, the band of the metric's minimum effect shaded, failures in red
-    (`checks`: linklab/report/verdict.py's metric checks)."""
-    panels = [(k, [c for c in checks if c.metric is not None and c.metric.key == k]) for k in keys]
+    (`judgments`: the verdict's, per point and metric)."""
+    panels = [(k, [c for c in judgments if c.metric is not None and c.metric.key == k]) for k in keys]
     panels = [(k, cs) for k, cs in panels if cs]
     if not panels:
         return None
@@ -452,7 +457,7 @@ def ratio_figure(checks: list[Any], keys: tuple[str, ...] = RATIO_METRICS) -> Fi
             m = metrics.BY_KEY[key]
             log = m.scale != "abs"
             tf = math.exp if log else (lambda v: v)
-            lim = math.log1p(m.min_effect) if log else m.min_effect
+            lim = min_effect(m)
             ax.axvspan(tf(-lim), tf(lim), color="#dddddd", zorder=0)
             ax.axvline(tf(0.0), color="#888888", lw=0.8)
             finite = [x for c in cs for x in (c.low, c.high, c.effect) if math.isfinite(x)]
@@ -474,14 +479,13 @@ def ratio_figure(checks: list[Any], keys: tuple[str, ...] = RATIO_METRICS) -> Fi
         fig.tight_layout()
         out = Figure("ab_ratios", "B against A, per point", _save(fig, "svg"), _save(fig, "png"),
                      "Each bar: B/A (or B − A) with its interval; grey: within the metric's minimum effect; red: a "
-                     "failed check, blue: beyond it on a harmless side; dotted: no interval (nothing in the runs "
+                     "failed judgment, blue: beyond it on a harmless side; dotted: no interval (nothing in the runs "
                      "says how far the metric moves by chance).")
         plt.close(fig)
     return out
 
 
 def write(figs: list[Figure], out_dir: Path) -> list[Path]:
-    from linklab.fsutil import write_atomic
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = []
     for f in figs:

@@ -8,16 +8,16 @@ import base64
 import html as h
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from linklab import verdict
 from linklab.measure.flags import row_flags
-from linklab.report import metrics
-from linklab.report.findings import AGREES, DIFFERS, EXPLAINED
-from linklab.report.points import Point
-from linklab.report.stats import describe
-
-if TYPE_CHECKING:
-    from linklab.report.build import Report, RunReport
+from linklab.published.findings import AGREES, DIFFERS, EXPLAINED
+from linklab.report import columns
+from linklab.report.contents import Report, RunReport
+from linklab.results.points import Point
+from linklab.verdict import metrics
+from linklab.verdict.stats import describe
 
 
 @dataclass
@@ -67,23 +67,22 @@ def document(rep: Report) -> list[Block]:
     return b
 
 
-def verdict_blocks(res: Any) -> list[Block]:
-    """An A/B verdict (linklab/report/verdict.py) as blocks: the result, its notes, the failed
-    checks, then every check (point x metric: A, B, B/A with its interval)."""
-    from linklab.report import verdict
+def verdict_blocks(res: verdict.Result) -> list[Block]:
+    """An A/B verdict (docs/verdicts.md) as blocks: the result, its notes, the failed
+    judgments, then every judgment (point x metric: A, B, B/A with its interval)."""
     b = [Block("h2", "Verdict: B against A"),
          Block("p", ("✘ " if res.failures else "? " if res.inconclusive else "✔ ") + res.words() + f" (A: {res.a.name}, B: {res.b.name})")]
     if res.notes:
         b.append(Block("ul", res.notes))
     header = ["verdict", "point", "what", "A", "B", "B/A [interval]"]
 
-    def rows(checks):
+    def rows(judgments):
         return [[("✘ " if c.verdict == verdict.FAIL else "✔ " if c.verdict == verdict.WITHIN else "– ") + c.verdict,
-                 *verdict.row_text(c)] for c in checks]
+                 *verdict.row_text(c)] for c in judgments]
 
     if res.failures or res.inconclusive:
         b.append(Block("table", rows(res.failures + res.inconclusive), header, "points"))
-    b.append(Block("details", (f"every check ({len(res.checks)})", Block("table", rows(res.checks), header, "points"))))
+    b.append(Block("details", (f"every judgment ({len(res.judgments)})", Block("table", rows(res.judgments), header, "points"))))
     return b
 
 
@@ -243,7 +242,7 @@ def cpu_model_blocks(run_report: RunReport, rep: Report) -> list[Block]:
 
 def point_tables(run_report: RunReport, rep: Report) -> list[Block]:
     rows_all = [r for p in run_report.points for r in p.ok]
-    present = [m for m in metrics.present(rows_all) if m.table]
+    present = [m for m in columns.present(rows_all) if m.table]
     axes = run_report.run.axes
     out = [Block("h2", f"Per point{_of(run_report, rep)}"),
            Block("p", f"Mean over repetitions ± half-width of the 95 % confidence interval (Student's t); rates as "
@@ -278,7 +277,7 @@ def point_tables(run_report: RunReport, rep: Report) -> list[Block]:
     out.append(Block("details", (f"Statistics: n, mean, sd, variance, 95 % CI per point and metric{_of(run_report, rep)}",
                                  Block("table", full, ["point", "metric", "n", "mean", "sd", "variance",
                                                        "95 % CI low", "95 % CI high"]))))
-    others = metrics.other_columns(rows_all, axes)
+    others = columns.other_columns(rows_all, axes)
     if others:
         orows = []
         for p in run_report.points:

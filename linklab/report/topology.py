@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from linklab.report.runs import Run
+from linklab.results.runs import Run
 
 FILE = "topology.svg"  # under the report's figures/
 

@@ -32,15 +32,23 @@ UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _from_1}
 
 def upgrade(manifest: dict[str, Any], where: Path | str) -> dict[str, Any]:
     """`manifest` (read from `where`) in the current format."""
-    fmt = manifest.get("format", 1)
+    return upgraded(manifest, where, FORMAT, UPGRADES, "results")
+
+
+def upgraded(doc: dict[str, Any], where: Path | str, current: int,
+             upgrades: dict[int, Callable[[dict[str, Any]], dict[str, Any]]], what: str) -> dict[str, Any]:
+    """A versioned document linklab wrote (a run's manifest; an A/B run's ab.json), read from
+    `where`, in format `current`: upgraded step by step (`upgrades`: format -> what turns it into
+    the next; no `format` field is format 1), or refused when a newer linklab wrote it."""
+    fmt = doc.get("format", 1)
     if isinstance(fmt, bool) or not isinstance(fmt, int) or fmt < 1:
-        raise UsageError(f"{where}: unknown results format {fmt!r} (this linklab reads 1 to {FORMAT})")
-    if fmt > FORMAT:
-        raise UsageError(f"{where}: results format {fmt}, written by a newer linklab (this one reads 1 to {FORMAT})",
+        raise UsageError(f"{where}: unknown {what} format {fmt!r} (this linklab reads 1 to {current})")
+    if fmt > current:
+        raise UsageError(f"{where}: {what} format {fmt}, written by a newer linklab (this one reads 1 to {current})",
                          hint="update linklab to read this run")
-    for step in range(fmt, FORMAT):
-        manifest = UPGRADES[step](manifest)
-    return {**manifest, "format": FORMAT}
+    for step in range(fmt, current):
+        doc = upgrades[step](doc)
+    return {**doc, "format": current}
 
 
 def placement_name(placement: dict[str, Any] | None) -> str:

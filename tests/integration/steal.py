@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 
 from linklab.measure.disturbance import HOST_STEAL_PCT
-from linklab.report.metrics import num
+from linklab.verdict.metrics import num
 
 CAP = 0.10  # the most room steal may take from a lower bound: a tenth of it
 

@@ -60,7 +60,7 @@ def test_a_measured_run_is_judged_into_verdict_json_and_a_report(tmp_path, capsy
     out = capsys.readouterr().out
     verdict = json.loads((d / "verdict.json").read_text())
     assert rc == (0 if verdict["ok"] else 1) and ("result: no difference found" in out) == verdict["ok"]
-    assert verdict["paired"] is True and verdict["checks"]
+    assert verdict["paired"] is True and verdict["judgments"]
     html = (d / "report.html").read_text()
     assert "Verdict: B against A" in html and 'id="fig-ab_ratios"' in html
 
@@ -74,8 +74,8 @@ def test_aa_runs_are_those_whose_arms_are_alike(tmp_path):
 
 
 def test_the_verdict_reads_the_experiments_aa_spread_and_report_makes_an_ab_report(tmp_path, capsys, monkeypatch):
-    from linklab.report import aa
-    from linklab.report.runs import Run
+    from linklab.verdict import aa
+    from linklab.results.runs import Run
     d = _ab_dir(tmp_path, RUNS / "e2-quick-a", RUNS / "e2-quick-b")
     a = Run.load(d / "a" / "e2_rr_tuning" / "run")
     spread = aa.measure([("x", a, Run.load(d / "b" / "e2_rr_tuning" / "run"))])
@@ -106,18 +106,18 @@ MATRIX = {"bond_mode": ["802.3ad", "balance-rr"], "mtu": [450, 1500, 9200], "str
 
 
 def test_only_keeps_the_values_named_as_the_matrix_writes_them():
-    assert ab_cli.parse_only(["mtu=450,9200"], MATRIX) == {"mtu": {"450", "9200"}}
-    assert ab_cli.parse_only(["mtu=450,9200", "mtu=9200", "bond_mode=802.3ad"], MATRIX) == {
+    assert ab_cli.parse_subset(["mtu=450,9200"], MATRIX) == {"mtu": {"450", "9200"}}
+    assert ab_cli.parse_subset(["mtu=450,9200", "mtu=9200", "bond_mode=802.3ad"], MATRIX) == {
         "mtu": {"9200"}, "bond_mode": {"802.3ad"}}
-    assert ab_cli.parse_only([], MATRIX) == {}
+    assert ab_cli.parse_subset([], MATRIX) == {}
 
 
 def test_only_names_every_bad_axis_and_value_with_the_valid_ones():
     with pytest.raises(ab_cli.UsageError) as e:
-        ab_cli.parse_only(["speed=1", "mtu=450,1000", "streams"], MATRIX)
+        ab_cli.parse_subset(["speed=1", "mtu=450,1000", "streams"], MATRIX)
     msg = str(e.value)
     assert "unknown axis 'speed' (valid: bond_mode, mtu, streams)" in msg
     assert "mtu has no value '1000' (valid: 450, 1500, 9200)" in msg
     assert "--only 'streams': AXIS=VALUE" in msg
     with pytest.raises(ab_cli.UsageError, match="leaves no value of mtu"):
-        ab_cli.parse_only(["mtu=450", "mtu=9200"], MATRIX)
+        ab_cli.parse_subset(["mtu=450", "mtu=9200"], MATRIX)

@@ -73,7 +73,7 @@ def test_points_matched_by_axes_and_measured_interleaved(tmp_path):
     said = []
     manifest = session.drive([a, b], tmp_path, pairs=2, quick=True, say=said.append)
     assert manifest["complete"] and manifest["points"] == 2
-    assert manifest["only"] == {"a": ["only-a"], "b": ["only-b"]}
+    assert manifest["unmatched"] == {"a": ["only-a"], "b": ["only-b"]}
     assert manifest["runs"] == {"a": str(a.results) + ".cmds.run", "b": str(b.results) + ".cmds.run"}
     assert json.loads((tmp_path / session.AB_FILE).read_text())["complete"]
     ca, cb = _commands(a), _commands(b)

@@ -267,7 +267,7 @@ def test_a_report_draws_its_runs_topology(tmp_path):
 
 
 def test_a_report_prefers_the_manifests_resolved_lab(tmp_path):
-    from linklab.report.runs import Run
+    from linklab.results.runs import Run
     from linklab.report.topology import drawing
     run = Run.load(ROOT / "tests/data/runs/e1-quick")
     lab = build_lab(ROOT / "topologies/bond_switch.yaml", [])  # not the topology file it names
@@ -309,7 +309,7 @@ def test_cli_draws_a_running_lab_from_what_status_reads(tmp_path, monkeypatch, c
 
 
 def test_a_report_falls_back_to_the_topology_file_when_the_resolved_lab_does_not_load():
-    from linklab.report.runs import Run
+    from linklab.results.runs import Run
     from linklab.report.topology import drawing
     run = Run.load(ROOT / "tests/data/runs/e1-quick")
     run.manifest["resolved_lab"] = {"name": "bond2", "nodes": "not a list"}

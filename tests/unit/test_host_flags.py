@@ -11,7 +11,7 @@ from linklab.check.kinds import REGISTRY
 from linklab.lab import build_lab
 from linklab.measure import flags
 from linklab.measure.disturbance import flags as judge_flags
-from linklab.report.points import group
+from linklab.results.points import group
 from tests.unit.test_sweep_phases import _flagged, _sweep
 
 # (the first attempt's flags, measured once more?): the one answer for sweeps and checks.
@@ -99,11 +99,11 @@ def test_a_second_disturbed_attempt_stands_in_a_check_as_in_a_sweep(bond2, monke
 def test_the_verdict_and_a_baseline_count_the_same_repetitions_as_quiet():
     # A point with one repetition of each: the verdict judges it on the unflagged ones only, and a
     # baseline counts those (a stolen repetition was once counted there, not by the verdict).
-    from linklab.report import verdict
+    from linklab.verdict import effect
     from linklab.report.cli import _thin_points
     rows = [{"point_id": "p0", "point_index": 0, "rep": i, "throughput_bps": 1e6, "flags": f}
             for i, f in enumerate(["", "host_disturbed", "host_stolen", "queue_dropped"], 1)]
     run = SimpleNamespace(rows=rows, axes=[])
     (point,) = group(run)
-    assert [r["rep"] for r in verdict.quiet(point)] == [1, 4] == [r["rep"] for r in point.quiet]
+    assert [r["rep"] for r in effect.quiet(point)] == [1, 4] == [r["rep"] for r in point.quiet]
     assert _thin_points(run, 2) == [] and _thin_points(run, 3) == ["(one point): 2"]

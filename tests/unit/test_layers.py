@@ -1,12 +1,18 @@
 """Imports point one way: down the layers named here, never up (a unit test that walks every
-import of linklab/, including those inside functions).
+import of linklab/, including those inside functions), and never round in a circle.
 
-The layers, bottom first. A module may import its own layer and those below it. Imports under
-`if TYPE_CHECKING:` are for annotations only and are not followed.
+The layers, bottom first. A module may import its own layer and those below it. Each entry names
+one module exactly ("linklab.errors") or a package with every module under it ("linklab.model.*");
+the longest entry that names a module places it, and a module no entry names fails
+test_every_module_is_in_a_layer: whoever adds one says where it belongs. Imports under
+`if TYPE_CHECKING:` are for annotations only and are not followed by the layers test; the circles
+test follows them too (a circle drawn for types is still two modules that need each other).
 """
 
 import ast
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "linklab"
@@ -15,28 +21,44 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # what everything may use: errors and exit codes, units, files, processes, the console, the
     # kernel's features, the bundled controller apps, lab state files, the bundled files, optional parts
     ("foundation", ("linklab", "linklab.errors", "linklab.units", "linklab.fsutil", "linklab.runner",
-                    "linklab.procs", "linklab.console", "linklab.kernel", "linklab.controllers", "linklab.state",
-                    "linklab.bundled", "linklab.extras")),
-    ("model", ("linklab.model",)),                # topology in, resolved lab out: pure
-    ("linux", ("linklab.linux", "linklab.docker")),  # netlink, tc plans, OVS output, the Docker API: no lab knowledge
-    ("tools", ("linklab.measure",)),              # one class per measurement tool, pure parsers
-    ("backends", ("linklab.backends",)),          # realize a resolved lab; node kinds
+                    "linklab.procs", "linklab.console", "linklab.kernel", "linklab.controllers", "linklab.osken_warm",
+                    "linklab.state", "linklab.bundled", "linklab.extras")),
+    ("model", ("linklab.model.*",)),              # topology in, resolved lab out: pure
+    ("linux", ("linklab.linux.*", "linklab.docker.*")),  # netlink, tc plans, OVS output, the Docker API: no lab knowledge
+    ("tools", ("linklab.measure.*",)),            # one class per measurement tool, pure parsers
+    ("backends", ("linklab.backends.*",)),        # realize a resolved lab; node kinds
     ("handle", ("linklab.handle",)),              # a running lab: model, backend, namespaces
-    ("probes", ("linklab.measure.probes", "linklab.measure.traffic")),  # a repetition, against a handle
-    ("vm", ("linklab.vm",)),                      # the lab VM, its agent, the host's CPU
+    ("probes", ("linklab.measure.probes.*", "linklab.measure.traffic")),  # a repetition, against a handle
+    ("vm", ("linklab.vm.*",)),                    # the lab VM, its agent, the host's CPU
     ("lab", ("linklab.lab", "linklab.placement", "linklab.status_view")),  # lifecycle, where it runs
-    ("graph", ("linklab.graph",)),                # a lab drawn: the model, marked by what status reads
-    ("results", ("linklab.results",)),            # a run on disk
-    ("sweep", ("linklab.sweep",)),                # experiments run against a lab
-    ("check", ("linklab.check",)),                # coursework checks against a running lab, exercises
-    ("report", ("linklab.report",)),              # reading runs back
-    ("interop", ("linklab.interop",)),            # other tools' formats
-    ("cluster", ("linklab.cluster",)),            # sweeps across machines on Ray: above sweep, below the CLI
-    ("ab", ("linklab.ab",)),                      # two arms' stepwise sweeps side by side, then the verdict
+    ("graph", ("linklab.graph.*",)),              # a lab drawn: the model, marked by what status reads
+    ("results", ("linklab.results.*",)),          # a run on disk: written, found, read back
+    ("sweep", ("linklab.sweep.*",)),              # experiments run against a lab
+    ("check", ("linklab.check.*",)),              # coursework checks against a running lab, exercises
+    ("verdict", ("linklab.verdict.*",)),          # does run B differ from run A (docs/verdicts.md)
+    ("published", ("linklab.published.*",)),      # runs beside what the papers published
+    ("report", ("linklab.report.*",)),            # presenting runs: tables, figures, report.md/html
+    ("interop", ("linklab.interop.*",)),          # other tools' formats
+    ("cluster", ("linklab.cluster.*",)),          # sweeps across machines on Ray: above sweep, below the CLI
+    ("ab", ("linklab.ab.*",)),                    # two arms' stepwise sweeps side by side, then the verdict
     ("commands", ("linklab.validate", "linklab.schema", "linklab.init", "linklab.doctor", "linklab.sweep.cli",
                   "linklab.report.cli", "linklab.interop.cli", "linklab.ab.cli", "linklab.check.cli",
                   "linklab.graph.cli")),
     ("cli", ("linklab.cli", "linklab.__main__")),  # the parser the sub-commands add themselves to
+]
+
+# Import circles outside linklab/verdict, linklab/published and linklab/report that predate the
+# circles test (issue 49 left them to their owners). A circle may shrink or go; none may grow or
+# appear: test_no_import_circle fails on any strongly connected set of modules not inside one of these.
+KNOWN_CIRCLES: list[set[str]] = [
+    # the reconcile pass hands each kind the build context; kinds call back into it
+    {"linklab.backends.linux.build", "linklab.backends.linux.kinds.base"},
+    # an experiment's plan and the experiment it is planned from
+    {"linklab.sweep.experiment", "linklab.sweep.plan"},
+    # the check kinds' registry: kinds/__init__ imports every kind, each kind registers itself there
+    {"linklab.check.kinds", "linklab.check.spec", *(f"linklab.check.kinds.{k}" for k in (
+        "address", "base", "bond", "failover", "goodput", "loss", "measured", "member_share", "mtu", "ovs_controller",
+        "ovs_flow", "path_mtu", "qdisc", "reach", "reorder", "rtt", "sysctl"))},
 ]
 
 # Packages reached only through one door, whatever the layers allow: code above the backend
@@ -48,19 +70,27 @@ ONLY_THROUGH: dict[str, tuple[str, ...]] = {
 }
 
 
+def names(entry: str, module: str) -> bool:
+    """Whether a LAYERS entry names `module`: itself, or a package's ("pkg.*") every module."""
+    if entry.endswith(".*"):
+        package = entry[:-2]
+        return module == package or module.startswith(package + ".")
+    return module == entry
+
+
 def layer_of(module: str) -> int:
-    """The rank of the layer naming the longest prefix of `module`."""
+    """The rank of the layer whose entry names `module` most closely (the longest entry)."""
     best, rank = "", None
-    for i, (_, prefixes) in enumerate(LAYERS):
-        for p in prefixes:
-            if (module == p or module.startswith(p + ".")) and len(p) > len(best):
-                best, rank = p, i
+    for i, (_, entries) in enumerate(LAYERS):
+        for e in entries:
+            if names(e, module) and len(e) > len(best):
+                best, rank = e, i
     assert rank is not None, f"{module} is in no layer: name it in LAYERS"
     return rank
 
 
-def module_name(path: Path) -> str:
-    parts = path.relative_to(ROOT).with_suffix("").parts
+def module_name(path: Path, root: Path = ROOT) -> str:
+    parts = path.relative_to(root).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
@@ -73,11 +103,12 @@ def _type_checking_lines(tree: ast.AST) -> set[int]:
     return lines
 
 
-def imports(path: Path) -> list[tuple[int, str]]:
-    """(line, module) of every linklab module `path` imports, wherever in the file."""
-    me = module_name(path)
+def imports(path: Path, root: Path = ROOT, annotations: bool = False) -> list[tuple[int, str]]:
+    """(line, module) of every linklab module `path` (under `root`) imports, wherever in the file;
+    those under `if TYPE_CHECKING:` only with `annotations`."""
+    me = module_name(path, root)
     tree = ast.parse(path.read_text())
-    skip = _type_checking_lines(tree)
+    skip = set() if annotations else _type_checking_lines(tree)
     out = []
     for node in ast.walk(tree):
         if getattr(node, "lineno", None) in skip:
@@ -95,15 +126,91 @@ def imports(path: Path) -> list[tuple[int, str]]:
                 continue
             for a in node.names:  # `from linklab import lab` imports the module linklab.lab
                 sub = f"{target}.{a.name}"
-                is_module = (PACKAGE.parent / (sub.replace(".", "/") + ".py")).exists() or \
-                    (PACKAGE.parent / sub.replace(".", "/")).is_dir()
+                is_module = (root / (sub.replace(".", "/") + ".py")).exists() or (root / sub.replace(".", "/")).is_dir()
                 out.append((node.lineno, sub if is_module else target))
     return out
 
 
+def unplaced(root: Path = ROOT) -> list[str]:
+    """The modules under root/linklab that no LAYERS entry names."""
+    out = []
+    for path in sorted((root / "linklab").rglob("*.py")):
+        try:
+            layer_of(module_name(path, root))
+        except AssertionError:
+            out.append(module_name(path, root))
+    return out
+
+
+def circles(root: Path = ROOT) -> list[set[str]]:
+    """Every set of two or more modules under root/linklab that import each other round in a
+    circle (strongly connected: each reaches every other), counting imports inside functions and
+    under TYPE_CHECKING."""
+    graph = {module_name(p, root): {t for _, t in imports(p, root, annotations=True)}
+             for p in (root / "linklab").rglob("*.py")}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[set[str]] = []
+
+    def visit(v: str) -> None:  # Tarjan's algorithm
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph[v] & graph.keys()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            members = set()
+            while not members or v not in members:
+                members.add(stack.pop())
+            if len(members) > 1:
+                found.append(members)
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
 def test_every_module_is_in_a_layer():
-    for path in PACKAGE.rglob("*.py"):
-        layer_of(module_name(path))
+    assert not unplaced(), "modules no layer names (add each to LAYERS where it belongs):\n" + "\n".join(unplaced())
+
+
+def test_a_module_nobody_placed_fails_and_the_package_itself_places_nothing(tmp_path):
+    """The test itself: a new module at the top of linklab (which the entry "linklab" names only
+    as the package's own __init__) and one in a package no layer names are both reported."""
+    (tmp_path / "linklab" / "newpkg").mkdir(parents=True)
+    for f in ("__init__.py", "errors.py", "newthing.py", "newpkg/__init__.py", "newpkg/mod.py"):
+        (tmp_path / "linklab" / f).write_text("")
+    assert unplaced(tmp_path) == ["linklab.newpkg", "linklab.newpkg.mod", "linklab.newthing"]
+    with pytest.raises(AssertionError, match="linklab.newthing is in no layer"):
+        layer_of("linklab.newthing")
+    assert layer_of("linklab") == layer_of("linklab.errors") == 0
+
+
+def test_no_import_circle():
+    new = [c for c in circles() if not any(c <= known for known in KNOWN_CIRCLES)]
+    assert not new, "modules that import each other round in a circle (one of them must not need the " \
+        "other: move what both need below both):\n" + "\n".join(" <-> ".join(sorted(c)) for c in new)
+
+
+def test_the_circles_test_sees_a_circle_closed_inside_a_function_or_for_types(tmp_path):
+    """The test itself: a circle closed by an import inside a function, one closed under
+    TYPE_CHECKING, and a chain that is no circle."""
+    pkg = tmp_path / "linklab" / "probe"
+    pkg.mkdir(parents=True)
+    (tmp_path / "linklab" / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("from linklab.probe import b\n")
+    (pkg / "b.py").write_text("def f():\n    from linklab.probe import a\n")
+    (pkg / "c.py").write_text("from typing import TYPE_CHECKING\nfrom linklab.probe.d import x\n")
+    (pkg / "d.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from linklab.probe import c\nx = 1\n")
+    (pkg / "e.py").write_text("from linklab.probe import a\n")
+    assert sorted(map(sorted, circles(tmp_path))) == [["linklab.probe.a", "linklab.probe.b"],
+                                                      ["linklab.probe.c", "linklab.probe.d"]]
 
 
 def test_no_import_points_up_a_layer():
@@ -131,16 +238,18 @@ def test_packages_reached_only_through_their_door():
 
 
 def test_the_walk_sees_imports_inside_functions_and_relative_ones(tmp_path):
-    """The test itself: it must catch an upward import wherever it hides."""
-    mod = PACKAGE / "measure" / "_layers_probe.py"
+    """The test itself: it must catch an upward import wherever it hides. The probe is a copy of
+    the package's shape under tmp_path, so the tests walking linklab/ at the same time never see it."""
+    for f in ("__init__.py", "lab.py", "measure/__init__.py", "sweep/__init__.py", "sweep/engine.py",
+              "report/__init__.py", "report/build.py"):
+        (tmp_path / "linklab" / f).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "linklab" / f).write_text("")
+    mod = tmp_path / "linklab" / "measure" / "_layers_probe.py"
     mod.write_text("def f():\n    from linklab.sweep import engine\n    from ..report import build\n"
                    "    from linklab import lab\n")
-    try:
-        found = [t for _, t in imports(mod)]
-        assert found == ["linklab.sweep.engine", "linklab.report.build", "linklab.lab"]
-        assert all(layer_of(t) > layer_of("linklab.measure._layers_probe") for t in found)
-    finally:
-        mod.unlink()
+    found = [t for _, t in imports(mod, tmp_path)]
+    assert found == ["linklab.sweep.engine", "linklab.report.build", "linklab.lab"]
+    assert all(layer_of(t) > layer_of("linklab.measure._layers_probe") for t in found)
 
 
 def test_every_way_of_running_a_sweep_builds_its_run_through_the_one_session_and_no_import_circles_back():

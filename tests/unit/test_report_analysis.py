@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 
 from linklab.errors import UsageError
-from linklab.report import findings, published
-from linklab.report.cpu_model import fit_line, fit_rows
-from linklab.report.points import group
-from linklab.report.runs import Run
-from linklab.report.stats import describe
+from linklab.published import figures as published, findings
+from linklab.published.cpu_model import fit_line, fit_rows
+from linklab.results.points import group
+from linklab.results.runs import Run
+from linklab.verdict.stats import describe
 
 
 def test_describe_n_mean_sd_variance_and_student_t_interval():

@@ -59,9 +59,9 @@ def test_the_check_catches_a_page_that_fetches(tmp_path):
 def test_an_ab_report_opens_in_chromium_with_its_ratio_figure(tmp_path):
     # Two stored E1 quick runs as A and B (the second on a lab at half the rate), judged and
     # reported as `linklab ab` does: the verdict first, B/A per point in a figure, both arms after.
-    from linklab.report import verdict
+    from linklab import verdict
     from linklab.report.build import write_ab_report
-    from linklab.report.runs import Run
+    from linklab.results.runs import Run
     runs = ROOT / "tests" / "data" / "runs"
     res = verdict.judge(Run.load(runs / "e1-quick"), Run.load(runs / "e1-quick-halfrate"), paired=True)
     html = write_ab_report(tmp_path / "ab", res, ROOT / "experiments")

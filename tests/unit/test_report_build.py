@@ -7,10 +7,11 @@ from pathlib import Path
 import pytest
 
 from linklab.errors import UsageError
-from linklab.report import metrics, samples
+from linklab.results import samples
+from linklab.verdict import metrics
 from linklab.report.build import build, write, write_report
-from linklab.report.points import axis_texts, group
-from linklab.report.runs import Run, export, find_run
+from linklab.results.points import axis_texts, group
+from linklab.results.runs import Run, export, find_run
 from linklab.sweep.matrix import expand
 from linklab.results.store import ResultsStore
 

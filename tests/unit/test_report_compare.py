@@ -10,9 +10,10 @@ import pytest
 
 from linklab.cli import main
 from linklab.errors import UsageError
-from linklab.report import metrics, verdict
-from linklab.report.compare import compare
-from linklab.report.runs import Run
+from linklab import verdict
+from linklab.verdict import metrics
+from linklab.verdict.compare import compare
+from linklab.results.runs import Run
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data" / "runs"
@@ -83,7 +84,7 @@ def test_points_matched_by_parameters_not_order(e1):
     for r in rev.rows:
         r["point_index"], r["point_id"] = 99 - int(r["point_index"]), f"other-{r['point_id']}"
     res = compare(e1, rev)
-    assert res.ok and len([c for c in res.checks if c.metric]) == len([c for c in compare(e1, e1).checks if c.metric])
+    assert res.ok and len([c for c in res.judgments if c.metric]) == len([c for c in compare(e1, e1).judgments if c.metric])
 
 
 def test_refuses_different_experiment_scale_placement_unless_told(e1, capsys):
@@ -120,8 +121,8 @@ def test_json_and_bad_input(tmp_path, e1, capsys):
     assert "no results found" in capsys.readouterr().err
     assert main(["compare", str(E1), str(E1), "--json"]) == 0
     js = json.loads(capsys.readouterr().out)
-    assert js["ok"] is True and js["paired"] is False and js["format"] == 1
-    assert {c["rule"] for c in js["checks"]} >= {"metric", "members", "path_mtu"}
+    assert js["ok"] is True and js["paired"] is False and js["format"] == 2
+    assert {c["rule"] for c in js["judgments"]} >= {"metric", "members", "path_mtu"}
 
 
 def test_every_metric_states_its_scale_sides_and_minimum_effect():

@@ -1,4 +1,4 @@
-"""README's table of every published finding (linklab/report/reproduction.py): current with the
+"""README's table of every published finding (linklab/published/reproduction.py): current with the
 stored runs, each verdict's mechanism column, and its writing between the markers."""
 
 from pathlib import Path
@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from linklab.errors import UsageError
-from linklab.report import findings, reproduction
+from linklab.published import findings, reproduction
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -69,7 +69,7 @@ def test_wall_time_reads_the_manifest():
 
 
 def test_a_run_left_incomplete_by_failed_repetitions_shows_its_sweeps_time_and_how_many_failed(tmp_path):
-    from linklab.report.runs import Run
+    from linklab.results.runs import Run
     m = {"experiment": "e3", "points": 2, "repetitions": 2, "created_at": "2026-11-29T07:33:27+00:00",
          "timing": {"sweep_wall_s": 1753.5}}
     rows = [{"rep": 1}, {"rep": 2}, {"rep": 1, "error": "iperf3: Connection timed out"}, {"rep": 2}]

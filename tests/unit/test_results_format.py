@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from linklab.errors import UsageError
-from linklab.report.runs import Run
+from linklab.results.runs import Run
 from linklab.results import manifest
 from linklab.results.store import ResultsStore
 

@@ -280,7 +280,7 @@ def test_a_point_that_changes_only_tool_settings_does_not_reconfigure_the_lab(tm
 
 
 def test_reports_do_not_list_the_sweeps_own_timings_as_measurements():
-    from linklab.report.metrics import other_columns
+    from linklab.report.columns import other_columns
     rows = [{"phase_window_s": 6.1, "phase_record_s": 0.2, "client_nstat_TcpExtTCPSackRecv": 3}]
     assert other_columns(rows, []) == ["client_nstat_TcpExtTCPSackRecv"]
 

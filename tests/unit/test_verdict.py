@@ -1,4 +1,4 @@
-"""The verdict model (linklab/report/verdict.py) on runs made here, where what changed is known."""
+"""The verdict model (linklab/verdict/judging.py) on runs made here, where what changed is known."""
 
 import json
 import math
@@ -9,8 +9,9 @@ import pytest
 
 from linklab.errors import EXIT_INCONCLUSIVE
 from linklab.measure.stats import t_quantile
-from linklab.report import aa, verdict
-from linklab.report.runs import Run
+from linklab import verdict
+from linklab.verdict import aa
+from linklab.results.runs import Run
 
 MATRIX = {"mode": ["rr", "ad"], "mtu": [1500, 9000]}
 
@@ -46,7 +47,7 @@ def _noisy(rate, sd=0.005, reps=2, seed=0, **more):
 
 
 def _by(res, what):
-    return {c.point: c for c in res.checks if c.what.startswith(what)}
+    return {c.point: c for c in res.judgments if c.what.startswith(what)}
 
 
 def test_nothing_changed_nothing_fails_and_every_metric_point_is_judged():
@@ -97,11 +98,17 @@ def test_a_point_that_moves_with_nothing_changed_gets_its_aa_spread_and_only_tha
     bare = verdict.judge(a, b, paired=True)
     assert [c.point for c in bare.failures] == ["mode=ad mtu=1500"]
     spread = aa.Spread("t", True, "vm (tcg)", {aa.point_key(p): {"retrans_per_gb": [1.5, 1.0, 20]}
-                                              for p in __import__("linklab.report.points", fromlist=["group"]).group(a)
+                                              for p in __import__("linklab.results.points", fromlist=["group"]).group(a)
                                               if p.label == "mode=ad mtu=1500"})
     res = verdict.judge(a, b, paired=True, aa=spread)
     assert res.ok and "A/A spread from" in " ".join(res.notes)
-    # the floor is that point's alone: the same jump at another point still fails
+    # verdict.json names the run's noise against the A/A runs at the points they measured, and its
+    # own pooled spread over the others (format 2: "noise", was "levels")
+    written = verdict.as_json(res)
+    assert written["format"] == 2 and "levels" not in written and "checks" not in written and written["judgments"]
+    assert set(written["noise"]) == {"retrans_per_gb/noise_ratio", "retrans_per_gb", "throughput_mbps", "sender_cpu_pct"}
+    assert set(verdict.as_json(bare)["noise"]) == {"retrans_per_gb", "throughput_mbps", "sender_cpu_pct"}
+    # the A/A spread is that point's alone: the same jump at another point still fails
     c = _run("c", _noisy(lambda m, u: 1e8, seed=3, retransmits=lambda m, u: 2400.0 if (m, u) == ("rr", 9000) else 300.0,
                          sent_bytes=lambda m, u: 1e9))
     assert [x.point for x in verdict.judge(a, c, paired=True, aa=spread).failures] == ["mode=rr mtu=9000"]
@@ -125,7 +132,7 @@ def test_a_regression_that_gets_worse_fails_whatever_else_its_repetitions_carry(
     assert res.inconclusive[0].ratio == pytest.approx(0.6, abs=0.02)
     assert res.exit_code() == EXIT_INCONCLUSIVE and res.words().startswith("inconclusive")
     # the mean over every point is over the quiet points: the busy one moves nothing there
-    every = [c for c in res.checks if c.point == verdict.EVERY_POINT and c.metric.key == "throughput_mbps"]
+    every = [c for c in res.judgments if c.point == verdict.EVERY_POINT and c.metric.key == "throughput_mbps"]
     assert len(every) == 1 and every[0].verdict == verdict.WITHIN and len(every[0].a) == 3
     # a regression at a quiet point beside it still fails: the run differs (exit 1)
     also = _noisy(lambda m, u: 0.6e8 if (m, u) in (("rr", 9000), ("ad", 1500)) else 1e8, seed=2)
@@ -134,10 +141,10 @@ def test_a_regression_that_gets_worse_fails_whatever_else_its_repetitions_carry(
     assert res.exit_code() == 1
 
 
-def test_bond_members_one_versus_spread_is_its_own_check():
-    spread = _noisy(lambda m, u: 1e8, seed=1, client_member_tx_max_share=lambda m, u: 0.5)
+def test_bond_members_one_versus_both_is_its_own_rule():
+    split = _noisy(lambda m, u: 1e8, seed=1, client_member_tx_max_share=lambda m, u: 0.5)
     one = _noisy(lambda m, u: 1e8, seed=2, client_member_tx_max_share=lambda m, u: 1.0 if m == "ad" else 0.5)
-    res = verdict.judge(_run("a", spread), _run("b", one), paired=True)
+    res = verdict.judge(_run("a", split), _run("b", one), paired=True)
     assert sorted((c.point, c.rule) for c in res.failures) == [(verdict.EVERY_POINT, "members"),
                                                                 ("mode=ad mtu=1500", "members"), ("mode=ad mtu=9000", "members")]
 
@@ -205,8 +212,8 @@ def test_a_small_change_at_every_point_shows_over_the_run_though_at_no_point_alo
 
 def test_a_points_aa_spread_is_never_below_what_its_repetitions_moved_there():
     # Three A/A runs can leave a point's d small by chance (sigma_d 0.001) where its repetitions
-    # moved a lot (sigma_within 0.1): the floor is the larger, so a -10 % move there is within.
-    from linklab.report.points import group
+    # moved a lot (sigma_within 0.1): its A/A spread is the larger, so a -10 % move there is within.
+    from linklab.results.points import group
     a = _run("a", _noisy(lambda m, u: 1e8, seed=1))
     b = _run("b", _noisy(lambda m, u: 0.9e8 if (m, u) == ("ad", 1500) else 1e8, seed=2))
     at = next(aa.point_key(p) for p in group(a) if p.label == "mode=ad mtu=1500")
@@ -224,7 +231,7 @@ def test_a_points_aa_spread_is_as_sure_as_the_aa_runs_that_measured_it():
     # The interval's t is that of the point's A/A runs: a spread from 3 runs can be half the truth
     # (t ~ 18 at the run's alpha), one from 20 is known to ~15 % (t ~ 4.3). An A/A gate once failed
     # TCP RTT at x0.81 (4.2 of a 3-run sigma) when the run's own df were added to the three.
-    from linklab.report.points import group
+    from linklab.results.points import group
     a = _run("a", _noisy(lambda m, u: 1e8, seed=1))
     b = _run("b", _noisy(lambda m, u: 0.9e8 if (m, u) == ("ad", 1500) else 1e8, seed=2))
     at = next(aa.point_key(p) for p in group(a) if p.label == "mode=ad mtu=1500")

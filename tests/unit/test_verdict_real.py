@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from linklab import verdict
 from linklab.errors import EXIT_INCONCLUSIVE
-from linklab.report import aa, verdict
-from linklab.report.runs import Run
+from linklab.results.runs import Run
+from linklab.verdict import aa
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "ab"
 SPREAD = aa.Spread.load(DATA / "e1-aa-spread.json")
@@ -24,14 +25,14 @@ def judge(a: Run, b: Run) -> verdict.Result:
     return verdict.judge(a, b, paired=True, aa=SPREAD)
 
 
-def points(res: verdict.Result, key: str) -> dict[str, verdict.Check]:
-    return {c.point: c for c in res.checks if c.metric is not None and c.metric.key == key}
+def points(res: verdict.Result, key: str) -> dict[str, verdict.Judgment]:
+    return {c.point: c for c in res.judgments if c.metric is not None and c.metric.key == key}
 
 
 def test_nothing_changed_nothing_found():
     res = judge(*arms("e1-aa"))
     assert res.ok, verdict.render(res)
-    assert len([c for c in res.checks if c.metric is not None]) > 100  # every point and judged metric
+    assert len([c for c in res.judgments if c.metric is not None]) > 100  # every point and judged metric
 
 
 def test_every_link_at_nine_tenths_is_found_at_every_link_bound_point_with_its_ratio():
@@ -86,13 +87,13 @@ def test_a_regression_that_gets_worse_fails_whatever_else_its_repetitions_carry(
     assert json.dumps(verdict.as_json(res))  # and it says so, machine-readable too
 
 
-def test_a_bond_made_balance_xor_on_the_mac_hash_is_found_on_one_member_where_rr_spread():
+def test_a_bond_made_balance_xor_on_the_mac_hash_is_found_on_one_member_where_rr_split():
     # B's bond balance-xor with the layer2 hash at every point: one member carries everything,
-    # where A's balance-rr points spread 0.50/0.50; at 802.3ad points (one member each already)
-    # the members check has nothing to find.
+    # where A's balance-rr points split it 0.50/0.50; at 802.3ad points (one member each already)
+    # the members rule has nothing to find.
     res = judge(*arms("e1-xor-l2"))
     members = {(c.point, c.what) for c in res.failures if c.rule == "members"}
-    rr = {c.point for c in res.checks if c.point.startswith("balance-rr")}
+    rr = {c.point for c in res.judgments if c.point.startswith("balance-rr")}
     assert len(rr) == 6 and {p for p, _ in members} == rr | {verdict.EVERY_POINT}, sorted(members)
     assert len(members) == 4 * 7  # each direction of each end's bond: client/server, tx/rx
     assert not [c for c in res.failures if c.rule in ("missing", "failed", "preflight", "path_mtu")]

@@ -21,7 +21,7 @@ import pytest
 from linklab.errors import EXIT_FAILURE, EXIT_INCONCLUSIVE, EXIT_OK
 from linklab.interop.common import resolved_lab
 from linklab.model.paths import goodput_fraction
-from linklab.report.runs import Run
+from linklab.results.runs import Run
 
 ROOT = Path(__file__).resolve().parents[3]
 BASELINE = ROOT / "baselines" / "e1_bonding_mtu-quick-vm-tcg"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from linklab.report.runs import Run
+from linklab.results.runs import Run
 
 ROOT = Path(__file__).resolve().parents[3]
 E1 = ROOT / "experiments" / "e1_bonding_mtu.yaml"

@@ -24,7 +24,7 @@ def test_a_halved_rate_in_b_is_caught_and_both_labs_are_gone_after(tmp_path, cap
     assert manifest["complete"] and manifest["points"] == 2 and manifest["pairs"] == 3
     assert manifest["arms"]["b"]["overrides"] == ["links[wire].impair.rate=10mbit"]
     verdict = json.loads((run_dir / "verdict.json").read_text())
-    tp = {c["point"]: c for c in verdict["checks"] if c.get("metric") == "throughput_mbps"}
+    tp = {c["point"]: c for c in verdict["judgments"] if c.get("metric") == "throughput_mbps"}
     assert set(tp) == {"mtu=1500", "mtu=2000", "(every point)"}
     for c in tp.values():
         # 10 of 20 Mbit/s: B/A is 0.5 times the ratio of the two links' efficiencies. A carries

@@ -15,7 +15,7 @@ from linklab.measure.disturbance import FLAGS
 from linklab.measure.flags import row_flags
 from linklab.model import load_topology
 from linklab.model.resolve import resolve
-from linklab.report import metrics
+from linklab.verdict import metrics
 from linklab.model.paths import goodput_fraction
 from tests.integration import steal
 from linklab.sweep import preflight

@@ -46,9 +46,9 @@ from typing import Any, Callable
 from linklab.errors import UsageError
 from linklab.measure.flags import row_flags
 from linklab.model.paths import frame_bytes, goodput_bps
-from linklab.report import metrics
-from linklab.report.points import Point, axis_value
-from linklab.report.published import same
+from linklab.published.figures import same
+from linklab.results.points import Point, axis_value
+from linklab.verdict import metrics
 
 AGREES, DIFFERS, EXPLAINED, NOT_MEASURED = "agrees", "differs", "explained", "not measured"
 # How a differing finding's variant fared, in words in its `measured` text
@@ -332,10 +332,10 @@ def one_member(points: list[Point], ctx: Context) -> str:
         if not alone:
             continue
         alone_n += len(alone)
-        spread = [r for r in p.ok if r not in alone]
-        mbps = [sum(float(r.get("throughput_bps") or 0) for r in rs) / len(rs) / 1e6 for rs in (alone, spread) if rs]
+        shared = [r for r in p.ok if r not in alone]
+        mbps = [sum(float(r.get("throughput_bps") or 0) for r in rs) / len(rs) / 1e6 for rs in (alone, shared) if rs]
         parts.append(f"{p.label}: {len(alone)} of {len(p.ok)} repetitions on one member ({mbps[0]:.3g} Mbit/s"
-                     + (f"; the others on two: {mbps[1]:.3g}" if spread else "") + ")")
+                     + (f"; the others on two: {mbps[1]:.3g}" if shared else "") + ")")
     if not parts:
         return "every repetition of several streams left by more than one member"
     return "; ".join(parts) + (f" → {alone_n} repetition{'s' if alone_n > 1 else ''} whose streams all hashed onto one "

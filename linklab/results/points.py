@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from linklab.measure.flags import quiet as quiet_rows, row_flags
-from linklab.report.runs import Run, row_ok
+from linklab.results.runs import Run, row_ok
 
 
 @dataclass

@@ -20,11 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-
-from linklab.report import metrics
-from linklab.report.points import axis_value, canonical
-from linklab.report.runs import Run
-from linklab.report.stats import Stats, describe
+from linklab.model.loader import read_yaml
+from linklab.results.points import axis_value, canonical
+from linklab.results.runs import Run
+from linklab.verdict import metrics
+from linklab.verdict.stats import Stats, describe
 
 META_KEYS = {"approx", "note"}
 PUBLISHED_RATES = {"throughput_mbps": 1e6, "throughput_MBps": 8e6, "throughput_bps": 1.0}
@@ -74,7 +74,6 @@ class Published:
 def load_reference(path: Path) -> dict[str, Any]:
     """The reference file, read like every input: bounded in size, nesting and aliases; a bad
     file is exit 2 with its path."""
-    from linklab.model.loader import read_yaml
     return read_yaml(path)[0]
 
 

@@ -30,9 +30,9 @@ class Stats:
         return f"{format(self.mean, fmt)} ±{format(self.half_width, fmt)}"
 
 
-def describe(values: Sequence[float], level: float = 0.95) -> Stats | None:
+def describe(values: Sequence[float], confidence: float = 0.95) -> Stats | None:
     vals = [float(v) for v in values]
     if not vals:
         return None
-    s = summarize(vals, level)
+    s = summarize(vals, confidence)
     return Stats(n=s.n, mean=s.mean, sd=s.std, variance=s.std ** 2, ci_low=s.low, ci_high=s.high)

@@ -1,6 +1,6 @@
 """The A/A spread: how far B/A moves at each point and metric when both arms are alike, measured
 from A/A runs of `linklab ab` (`linklab aa` records them) and kept beside the experiment's
-baselines as aa.json. The verdict (verdict.py) never lets a point's interval be narrower than
+baselines as aa.json. The verdict (judging.py) never lets a point's interval be narrower than
 what that point did with nothing changed: a metric that is bimodal at one point (retransmits 0 in
 one repetition, 2400 per GB in the next; a tlb bond on one member or on both) is judged at that
 point with the room it needs, and every other point keeps its own narrow interval.
@@ -23,9 +23,10 @@ from pathlib import Path
 
 from linklab.errors import UsageError
 from linklab.fsutil import read_json_written_by, write_json_atomic
-from linklab.report import metrics
-from linklab.report.points import Point, group
-from linklab.report.runs import Run
+from linklab.results.points import Point, group
+from linklab.results.runs import Run
+from linklab.verdict import metrics
+from linklab.verdict.effect import cells, quiet, scaled, sum_of_squares
 
 AA_FILE = "aa.json"
 FORMAT = 1
@@ -74,8 +75,6 @@ class Spread:
 
 def measure(aa_runs: list[tuple[str, Run, Run]]) -> Spread:
     """The spread from A/A runs, each given as (its name, arm A's run, arm B's run)."""
-    from linklab.report.verdict import cells, quiet, scaled, sum_of_squares  # the verdict's own: one definition
-
     if not aa_runs:
         raise UsageError("no A/A run to measure the spread from", hint="`linklab aa EXPERIMENT --runs 20` records them")
     first = aa_runs[0][1]

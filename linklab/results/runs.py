@@ -2,7 +2,7 @@
 
 A run is either a full run directory (manifest.json + points/<point>/rep<k>/row.json, as
 `linklab sweep` writes it) or a trimmed copy (manifest.json + rows.json) such as the baselines
-stored in the repository: `export()` makes one, and everything in linklab.report reads both.
+stored in the repository: `export()` makes one, and the verdict and the report read both.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import Any
 
 from linklab.errors import UsageError
 from linklab.fsutil import write_json_atomic
+from linklab.results import samples
 from linklab.results.manifest import placement_name
 from linklab.results.store import MANIFEST, ResultsStore, read_manifest
 
@@ -149,8 +150,6 @@ def export(run: Run, dest: Path, *, drop_columns: tuple[str, ...] = ()) -> Path:
 def _with_samples(run_path: Path, row: dict) -> dict:
     """The row plus the samples its figures need and the raw files hold (idle RTTs, throughput
     intervals), so a baseline's report draws the RTT distribution and the time series."""
-    from linklab.report import samples  # here, not at the top: samples -> points -> runs
-
     out = dict(row)
     rtts = samples.row_ping_rtts(run_path, row)
     if rtts and not any(isinstance(row.get(f), list) for f in samples.RTT_FIELDS):

@@ -2,8 +2,8 @@
 the mechanism, and the command that shows it (README's "Reproduction" section).
 
 Each experiment is read from its stored run: a full run under `reproductions/` when there is
-one, else its quick baseline under `baselines/`. The verdicts are the report's own
-(linklab/report/findings.py): nothing here judges. `linklab report --findings-table` prints
+one, else its quick baseline under `baselines/`. The verdicts are findings.py's:
+nothing here judges. `linklab report --findings-table` prints
 the table; `--into FILE` writes it between FILE's markers, so README cannot drift from the runs
 (tests/unit/test_reproduction.py compares them).
 """
@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from linklab.errors import UsageError
-from linklab.report import findings
-from linklab.report.build import analyse
-from linklab.report.runs import Run
+from linklab.published import findings
+from linklab.published.reference import beside
+from linklab.results.points import group
+from linklab.results.runs import Run
 
 BEGIN, END = "<!-- reproduction table: begin -->", "<!-- reproduction table: end -->"
 FULL_DIR, QUICK_DIR = "reproductions", "baselines"
@@ -92,7 +93,7 @@ def _seconds(s: float) -> str:
 def rows(loaded: list[tuple[Run, str, str]], root: Path) -> list[Row]:
     out = []
     for run, shown, kind in loaded:
-        rep = analyse(run, "", experiments_dir=root / "experiments")
+        rep = beside(run, group(run), experiments_dir=root / "experiments")
         if rep.reference is None:
             raise UsageError(f"{shown}: experiment {run.experiment!r} has no reference file, so no published findings")
         out += [Row(run.experiment, shown, kind, v) for v in rep.verdicts]

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from linklab.measure.stats import t_quantile
-from linklab.report import metrics
+from linklab.verdict import metrics
 
 
 @dataclass(frozen=True)

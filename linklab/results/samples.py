@@ -9,7 +9,6 @@ from typing import Any
 
 from linklab.measure.iperf3 import split_json_stream
 from linklab.measure.ping import parse_ping
-from linklab.report.points import Point
 
 # Row fields other code may add with the same samples; read first when present.
 RTT_FIELDS = ("ping_rtts_ms", "ping_rtt_samples_ms")
@@ -52,13 +51,14 @@ def row_intervals(run_path: Path, row: dict[str, Any]) -> list[tuple[float, floa
     return [(per_file[0][i][0], sum(s[i][1] for s in per_file)) for i in range(n)]
 
 
-def ping_rtts(run_path: Path, point: Point) -> list[float]:
-    return [v for r in point.ok for v in row_ping_rtts(run_path, r)]
+def ping_rtts(run_path: Path, rows: list[dict[str, Any]]) -> list[float]:
+    """The idle ping RTTs of these repetitions (a point's measured ones), one list."""
+    return [v for r in rows for v in row_ping_rtts(run_path, r)]
 
 
-def intervals(run_path: Path, point: Point) -> list[list[tuple[float, float]]]:
-    """Per repetition that has them, [(end of interval s, bit/s summed over streams)]."""
-    return [s for s in (row_intervals(run_path, r) for r in point.ok) if s]
+def intervals(run_path: Path, rows: list[dict[str, Any]]) -> list[list[tuple[float, float]]]:
+    """Per repetition of `rows` (a point's measured ones) that has them, [(end of interval s, bit/s summed over streams)]."""
+    return [s for s in (row_intervals(run_path, r) for r in rows) if s]
 
 
 def _intervals_of(path: Path) -> list[tuple[float, float]]:

@@ -1,10 +1,11 @@
-"""What each reported metric is, as data: where it comes from in a row, its unit, which
-direction is better, whether it is a rate that scales with the lab, and how the verdict
-(linklab/report/verdict.py) judges it: on which scale, which side is harmless, and the smallest
-change that counts.
+"""What each metric is, as data, one row per metric: where it comes from in a row, its unit, and
+how the verdict judges it (docs/verdicts.md): on which scale, which side is harmless, and the
+smallest change that counts. The few fields only the report reads (which direction is better,
+whether it is a rate the lab's scale multiplied, whether it is a column of the per-point table)
+sit in the same row, so a new metric is added in one place.
 
-Unknown columns are not an error: the report lists every other numeric column too (see
-`other_columns`), so fields added to the rows later appear without touching this table.
+Unknown columns are not an error: the report lists every other numeric column too
+(linklab/report/columns.py), so fields added to the rows later appear without touching this table.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from linklab.report.points import axis_value
+from linklab.results.points import axis_value
 
 Row = dict[str, Any]
 
@@ -76,7 +77,7 @@ def _ratio(a: str, b: str, factor: float = 1.0) -> Callable[[Row], float | None]
     return get
 
 
-# How the verdict (linklab/report/verdict.py) measures a metric's change:
+# How the verdict (docs/verdicts.md, step 1) measures a metric's change:
 #   rel   as a ratio B/A (rates, delays, windows): on log(value)
 #   log   as a ratio of value + offset: counts and rare-event shares, whose repetitions are skewed
 #         (a handful of retransmits one run, three times as many the next); the offset keeps zero finite
@@ -106,7 +107,7 @@ class Metric:
     # "log" metrics (0.05: B/A beyond x1.05 or /1.05), the unit for "abs" ones. Smaller changes,
     # however certain, are not worth a red build.
     min_effect: float = 0.0
-    check: str = "metric"           # the verdict's name for its checks ("members": bond member shares)
+    rule: str = "metric"            # the verdict's rule that judges it ("members": bond member shares)
 
     @property
     def title(self) -> str:
@@ -152,11 +153,11 @@ METRICS: tuple[Metric, ...] = (
     # The sender's tx share, for the tables; the verdict judges every side and direction below.
     Metric("member_max_share", "busiest bond member's share", "of bytes", col("client_member_tx_max_share"), ".2f",
            None, scale="abs", judged=False),
-    # Each side's busiest bond member's share, per direction: 1.0 on one member, 0.5 spread over
-    # two; judged as the verdict's "members" check (one member where the other arm spread it).
+    # Each side's busiest bond member's share, per direction: 1.0 on one member, 0.5 split over
+    # two; judged as the verdict's "members" rule (one member where the other arm split it).
     *(Metric(f"member_share_{side}_{d}", f"busiest member's share ({side} {d})", "of bytes",
              col(f"{side}_member_{d}_max_share"), ".2f", None, scale="abs", table=False, min_effect=0.1,
-             check="members")
+             rule="members")
       for side in ("client", "server") for d in ("tx", "rx")),
     Metric("jitter_ms", "UDP jitter", "ms", col("jitter_ms"), ".3f", "lower", scale="log", offset=0.05,
            min_effect=1.0),
@@ -184,33 +185,6 @@ METRICS: tuple[Metric, ...] = (
 )
 BY_KEY = {m.key: m for m in METRICS}
 
-# Columns that are settings or identities, not measurements: never listed as "other columns".
-NOT_MEASURED = {"point_index", "rep", "scale", "repetitions", "duration_s", "omit_s", "streams", "parallel",
-                "processes", "sender_threads", "mss", "length", "ip", "mtu", "port", "reverse", "preflight_mtu",
-                "window_s", "sent_bytes", "received_bytes", "sent_bps", "received_bps", "packets", "udp_rate"}
-_COVERED = {"throughput_bps", "retransmits", "cwnd_mean", "rtt_mean_us", "cpu_client_iperf3_pct",
-            "cpu_server_iperf3_pct", "client_member_tx_max_share", "jitter_ms", "lost_percent", "ping_rtt_mean_ms",
-            "ping_rtt_p95_ms", "ping_loss_pct", "reorder_ratio", "reorder_extent_max", "load_ping_added_p50_ms",
-            "fault1_outage_s", "fault1_recover_s", "fault1_settle_s"}
-
-
 def get(metric: str | Metric, row: Row) -> float | None:
     m = metric if isinstance(metric, Metric) else BY_KEY[metric]
     return m.get(row)
-
-
-def present(rows: list[Row]) -> list[Metric]:
-    return [m for m in METRICS if any(m.get(r) is not None for r in rows)]
-
-
-def other_columns(rows: list[Row], axes: list[str]) -> list[str]:
-    """Numeric columns no metric covers (e.g. fields added to rows after this was written)."""
-    names: set[str] = set()
-    for r in rows:
-        for k, v in r.items():
-            # phase_*_s: the sweep's own timings (linklab/sweep/phases.py), not the network's.
-            if (k in axes or k in NOT_MEASURED or k in _COVERED or num(v) is None or k.startswith("tool.")
-                    or k.startswith("phase_") or (k.startswith("cpu") and k[3:4].isdigit())):
-                continue
-            names.add(k)
-    return sorted(names)

@@ -1,5 +1,5 @@
 """`linklab compare BASELINE NEW`: a stored run against another, by the one verdict model
-(verdict.py), labelled advisory: the two were not measured side by side, so whatever differed
+(docs/verdicts.md), labelled advisory: the two were not measured side by side, so whatever differed
 between their times or machines (the machine's speed, its load, the lab VM's boot) differs in
 the verdict too. `linklab ab` measures both interleaved; that is the gate.
 
@@ -10,11 +10,12 @@ the difference is intended (--allow-different); what else differs between their 
 from __future__ import annotations
 
 from linklab.errors import UsageError
-from linklab.report import aa, verdict
-from linklab.report.points import group
-from linklab.report.runs import Run
+from linklab.results.points import group
+from linklab.results.runs import Run
+from linklab.verdict import aa, judging
+from linklab.verdict.model import Result
 
-CHECKS = ("experiment", "scale", "placement")
+COMPARABLE = ("experiment", "scale", "placement")
 
 
 def identity(run: Run) -> dict[str, str]:
@@ -24,18 +25,18 @@ def identity(run: Run) -> dict[str, str]:
 
 def check_comparable(base: Run, new: Run, allow: set[str]) -> list[str]:
     """Raise UsageError for runs that measure different things; notes for what was allowed."""
-    bad = set(allow) - set(CHECKS)
+    bad = set(allow) - set(COMPARABLE)
     if bad:
-        raise UsageError(f"unknown --allow-different value(s) {sorted(bad)} (valid: {', '.join(CHECKS)})")
+        raise UsageError(f"unknown --allow-different value(s) {sorted(bad)} (valid: {', '.join(COMPARABLE)})")
     a, b = identity(base), identity(new)
     problems, notes = [], []
-    for k in CHECKS:
+    for k in COMPARABLE:
         if a[k] != b[k]:
             (notes if k in allow else problems).append(f"{k}: baseline {a[k]}, new {b[k]}")
     if problems:
         raise UsageError("the runs are not comparable: " + "; ".join(problems),
                          hint="compare runs of the same experiment, scale and placement, or say which difference "
-                              "is intended with --allow-different " + ",".join(k for k in CHECKS if a[k] != b[k]))
+                              "is intended with --allow-different " + ",".join(k for k in COMPARABLE if a[k] != b[k]))
     for what in ("lab_overrides", "sweep_overrides"):
         ob, on = base.manifest.get(what) or [], new.manifest.get(what) or []
         if ob != on:
@@ -43,7 +44,7 @@ def check_comparable(base: Run, new: Run, allow: set[str]) -> list[str]:
     return [n if "overrides" in n else f"allowed difference: {n}" for n in notes]
 
 
-def compare(base: Run, new: Run, allow: set[str] = frozenset()) -> verdict.Result:
+def compare(base: Run, new: Run, allow: set[str] = frozenset()) -> Result:
     """NEW judged against BASELINE (advisory), with the experiment's A/A spread where one is recorded."""
     notes = check_comparable(base, new, set(allow))
     if not base.rows:
@@ -51,6 +52,6 @@ def compare(base: Run, new: Run, allow: set[str] = frozenset()) -> verdict.Resul
     if not {p.key() for p in group(base)} & {p.key() for p in group(new)}:
         raise UsageError("no point of the new run matches a point of the baseline",
                          hint="points are matched by their axis values; the runs have different matrices")
-    res = verdict.judge(base, new, paired=False, aa=aa.for_run(base))
+    res = judging.judge(base, new, paired=False, aa=aa.for_run(base))
     res.notes[:0] = notes
     return res
