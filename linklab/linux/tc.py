@@ -11,6 +11,13 @@ Layouts (chosen in the model, recorded in the state):
                         plus what its delay line holds.
   netem only            root netem (rate, delay, ...; `shaper: netem`): limit in frames
   tbf [+ netem]         root tbf 1: (rate, burst, limit = queue bytes), netem 10: under class 1:1
+  ... + an AQM          (`aqm:`, linklab/model/aqm.py) the discipline takes the FIFO's place, as
+                        the leaf 10: of the shaper's class; where netem is there, netem stays at
+                        10: and the discipline is its child, 20: under 10:1 (netem hands a packet
+                        on once its delay is over; the queue for the shaper then forms in the
+                        discipline, where it can act on it)
+  AQM only              no rate: the discipline as the root qdisc 1: (netem's child 10: under
+                        1:1 where netem is there)
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from typing import Any
 from pyroute2.netlink.rtnl.tcmsg.common import tick_in_usec
 
 from linklab import runner
+from linklab.linux import aqm
 from linklab.model import queues
 from linklab.model.resolved import Qdisc
 
@@ -79,7 +87,12 @@ def plan(q: Qdisc | None, mtu: int, dev: str) -> list[list[str]]:
         return []
     tc = ["tc", "qdisc", "add", "dev", dev]
     if q.shaper in (None, "netem"):
-        return [[*tc, "root", "handle", "1:", "netem", *netem_args(q, with_rate=True)]]
+        if not q.aqm:
+            return [[*tc, "root", "handle", "1:", "netem", *netem_args(q, with_rate=True)]]
+        if not q.needs_netem:
+            return [[*tc, "root", "handle", "1:", *aqm.args(q.aqm, q.aqm_params)]]
+        return [[*tc, "root", "handle", "1:", "netem", *netem_args(q, with_rate=True)],
+                [*tc, "parent", "1:1", "handle", "10:", *aqm.args(q.aqm, q.aqm_params)]]
     burst = str(burst_bytes(q, mtu))
     over = ["overhead", str(q.overhead)] if q.overhead else []
     if q.shaper == "tbf":
@@ -91,6 +104,10 @@ def plan(q: Qdisc | None, mtu: int, dev: str) -> list[list[str]]:
                  "ceil", _bit(q.rate_bps), "burst", burst, "cburst", burst, *over]]
     if q.needs_netem:
         cmds.append([*tc, "parent", "1:1", "handle", "10:", "netem", *netem_args(q, with_rate=False)])
+        if q.aqm:
+            cmds.append([*tc, "parent", "10:1", "handle", "20:", *aqm.args(q.aqm, q.aqm_params)])
+    elif q.aqm:
+        cmds.append([*tc, "parent", "1:1", "handle", "10:", *aqm.args(q.aqm, q.aqm_params)])
     elif q.shaper == "htb" and q.queue_bytes:
         cmds.append([*tc, "parent", "1:1", "handle", "10:", "bfifo", "limit", str(q.queue_bytes)])
     return cmds
@@ -111,6 +128,37 @@ def fifo_limit_change(old: Any, new: list[list[str]]) -> tuple[int, int, int] | 
     return (tc_handle(last[last.index("handle") + 1]), tc_handle(last[last.index("parent") + 1]), int(last[-1]))
 
 
+# Words a discipline takes as a pair of opposites: either one, written out, sets the setting.
+TOGGLES = {frozenset(pair) for pair in (("ecn", "noecn"), ("pacing", "nopacing"), ("bytemode", "nobytemode"),
+                                        ("dq_rate_estimator", "no_dq_rate_estimator"), ("nat", "nonat"),
+                                        ("wash", "nowash"), ("split-gso", "no-split-gso"))}
+FIXED_ONCE_MADE = ("flows",)  # fq_codel's and fq_pie's flow table: `tc qdisc change` refuses a new size
+
+
+def aqm_change(old: Any, new: list[list[str]]) -> list[str] | None:
+    """The `tc qdisc change` command (without "tc") when the plan `new` differs from the plan
+    `old` an interface was built from only in its queue discipline's parameters, each named in
+    both (a value changed, or ecn turned on or off): the discipline is changed in place, nothing
+    queued is lost. None for any other difference. Pure."""
+    if not (isinstance(old, list) and len(old) == len(new) and new and all(isinstance(c, list) for c in old)):
+        return None
+    a, b = old[-1], new[-1]
+    if old[:-1] != new[:-1] or a == b or len(a) != len(b) or "handle" not in b:
+        return None
+    kind_at = b.index("handle") + 2
+    if b[kind_at] not in aqm.ARGS or a[:kind_at + 1] != b[:kind_at + 1]:
+        return None
+    for k in range(kind_at + 1, len(b)):
+        if a[k] == b[k]:
+            continue
+        toggled = frozenset((a[k], b[k])) in TOGGLES
+        valued = (a[k][:1].isdigit() and b[k][:1].isdigit() and a[k - 1] == b[k - 1]
+                  and b[k - 1] not in FIXED_ONCE_MADE and k - 1 > kind_at)
+        if not (toggled or valued):
+            return None
+    return ["qdisc", "change", *b[3:]]
+
+
 def tc_handle(text: str) -> int:
     """tc's "major:minor" (hexadecimal, minor omitted = 0) as the kernel's 32-bit handle. Pure."""
     major, _, minor = text.partition(":")
@@ -123,7 +171,12 @@ def same_structure(old: Qdisc | None, new: Qdisc | None) -> bool:
     if old is None or new is None:
         return False
     def stages(q: Qdisc) -> tuple:
-        return (q.shaper in (None, "netem"), q.shaper, q.needs_netem, bool(q.queue_bytes) and q.shaper == "htb")
+        # A discipline is changed in place only with the same parameters named: `tc qdisc change`
+        # keeps a parameter it is not given (it would not return to its default), and fq_codel's
+        # and fq_pie's number of flows is fixed once made.
+        params = tuple(sorted(q.aqm_params)), q.aqm_params.get("flows")
+        return (q.shaper in (None, "netem"), q.shaper, q.needs_netem, bool(q.queue_bytes) and q.shaper == "htb",
+                q.aqm, params if q.aqm else None)
     return stages(old) == stages(new)
 
 
@@ -170,6 +223,11 @@ def apply_many(netns: str, changes: list[tuple[str, Qdisc | None, int, bool]]) -
     kernel's default fails, and a failure must mean something. Without -force, tc stops at the
     first failing line and exits non-zero: the error is raised."""
     _run_batch(netns, batch_lines(changes))
+
+
+def run_lines(netns: str, lines: list[str]) -> None:
+    """Commands built here (without their "tc"), in one tc process in `netns`."""
+    _run_batch(netns, lines)
 
 
 def _run_batch(netns: str, lines: list[str]) -> None:

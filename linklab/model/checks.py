@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from linklab.model.resolve import ovs_bond_kind, ovs_switch  # the one rule for what OVS makes of a host bond
+from linklab.model import aqm
+from linklab.model.resolve import direction_fields, ovs_bond_kind, ovs_switch  # the one rule for what OVS makes of a host bond
 from linklab.model.topology import (
     CONTAINER_ONLY, IFNAME_RE, MIN_IPV6_MTU, NAME_RE, OPTION_MODES, OVS_ONLY, Impairment, Link, Topology,
 )
@@ -21,7 +22,15 @@ def check_topology(t: Topology, indices: list[int] | None = None) -> list[Proble
     """`indices[j]` is the position in the file of t.links[j] (links that failed structural
     validation are absent from t.links but keep their numbering in messages)."""
     numbered = list(zip(indices or range(len(t.links)), t.links))
-    return [*_names(t, numbered), *_hosts(t), *_switches(t), *(p for i, link in numbered for p in _link(t, i, link))]
+    return [*_names(t, numbered), *_hosts(t), *_switches(t), *_default_aqm(t),
+            *(p for i, link in numbered for p in _link(t, i, link))]
+
+
+def _default_aqm(t: Topology) -> Iterator[Problem]:
+    imp = t.defaults.impair
+    if imp is not None and imp.aqm_params:
+        for loc, msg in aqm.problems(imp.aqm, imp.aqm_params):
+            yield ("defaults", "impair", "aqm_params", *loc), msg
 
 
 def _hosts(t: Topology) -> Iterator[Problem]:
@@ -113,6 +122,40 @@ def _link(t: Topology, i: int, link: Link) -> Iterator[Problem]:
     yield from _impair(link.impair, here + ("impair",), ends)
     if link.bond:
         yield from _bond(t, link, here + ("bond",), ends, nodes)
+    yield from _aqm(t, link, here, ends)
+
+
+def _aqm(t: Topology, link: Link, here: tuple, ends: list[str]) -> Iterator[Problem]:
+    """Each `aqm_params:` against the discipline it is for: its own block's `aqm`, else the nearest
+    written above it (defaults, link, its `from:`, a bond member, the member's `from:`); then each
+    direction's discipline against its shaper."""
+    top = t.defaults.impair.aqm if t.defaults.impair else None
+    blocks = [(here + ("impair",), link.impair, top)]
+    if link.bond:
+        link_aqm = (link.impair.aqm if link.impair else None) or top  # what a member's block inherits
+        blocks += [(here + ("bond", "member", k, "impair"), m.impair, link_aqm)
+                   for k, m in enumerate(link.bond.member_impair)]
+    for path, imp, above in blocks:
+        if imp is None:
+            continue
+        own = imp.aqm or above
+        if imp.aqm_params:
+            for loc, msg in aqm.problems(own, imp.aqm_params):
+                yield path + ("aqm_params", *loc), msg
+        for sender, f in imp.from_.items():
+            if f.aqm_params:
+                for loc, msg in aqm.problems(f.aqm or own, f.aqm_params):
+                    yield path + ("from", sender, "aqm_params", *loc), msg
+    members = [None] if not link.bond else list(range(link.bond.members))
+    seen = set()
+    for sender in ends:
+        for member in members:
+            fields = direction_fields(t, link, sender, member)
+            name = fields.get("aqm") or "fifo"
+            problem = aqm.rate_problem(name, fields.get("aqm_params") or {}, fields.get("shaper"), bool(fields.get("rate")))
+            if problem and problem not in seen:
+                seen.add(problem)
+                yield here + ("impair", "aqm"), problem
 
 
 def _impair(imp: Impairment | None, path: tuple, ends: list[str]) -> Iterator[Problem]:

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 
 from linklab.errors import ValidationFailed
-from linklab.model import queues, scaling
+from linklab.model import aqm, queues, scaling
 from linklab.model import resolved
 from linklab.model.topology import MIN_IPV6_MTU, Impairment, ImpairmentFields, Topology
 
@@ -173,9 +173,13 @@ def _merge(layers: list[ImpairmentFields | None]) -> dict:
     for layer in layers:
         if layer is None:
             continue
+        if layer.aqm is not None and layer.aqm != out.get("aqm"):
+            out.pop("aqm_params", None)  # another discipline: the parameters written for the last one go
         for field in ImpairmentFields.model_fields:
             v = getattr(layer, field)
-            if v is not None:
+            if field == "aqm_params" and v is not None:
+                out[field] = {**out.get(field, {}), **v}  # a parameter at a time, as fields merge
+            elif v is not None:
                 out[field] = v
     return out
 
@@ -184,6 +188,16 @@ def _layers(imp: Impairment | None, sender: str) -> list[ImpairmentFields | None
     if imp is None:
         return []
     return [imp, imp.from_.get(sender)]
+
+
+def direction_fields(t: Topology, link, sender: str, member: int | None) -> dict:
+    """What the file asks of the traffic `sender` sends on `link` (through bond member `member`):
+    the defaults, the link's, its `from:` entry, the member's and its `from:` entry, later ones
+    winning field by field."""
+    layers = [*_layers(t.defaults.impair, sender), *_layers(link.impair, sender)]
+    if member is not None and link.bond and member < len(link.bond.member_impair):
+        layers += _layers(link.bond.member_impair[member].impair, sender)
+    return _merge(layers)
 
 
 # The shaper when none is written: htb with a byte FIFO keeps TCP's back-pressure and bounds the
@@ -213,7 +227,7 @@ def qdisc_for(fields: dict, scale: float, mtu: int = 1500, port: str = "host") -
         order_rate_bps=order_rate,
     )
     if not (q.shaper or q.needs_netem):
-        return None
+        return _with_aqm(None, fields, scale, mtu)
     if rate:
         # The bucket is recorded (state, `linklab show`): it decides a switch port's least queue.
         bucket = queues.bucket_bytes(q.shaper if q.shaper in ("htb", "tbf") else "htb", rate, mtu, q.burst)
@@ -225,7 +239,19 @@ def qdisc_for(fields: dict, scale: float, mtu: int = 1500, port: str = "host") -
                                  "limit": limit, "burst": bucket if q.shaper in ("htb", "tbf") else q.burst})
     elif fields.get("queue") and fields["queue"][0] == "packets" and q.limit is None:
         q = q.model_copy(update={"limit": int(fields["queue"][1])})  # no rate: netem's delay line only
-    return q
+    return _with_aqm(q, fields, scale, mtu)
+
+
+def _with_aqm(q: resolved.Qdisc | None, fields: dict, scale: float, mtu: int) -> resolved.Qdisc | None:
+    """`q` with its queue discipline (linklab/model/aqm.py); the FIFO leaves it as it was."""
+    name = fields.get("aqm") or "fifo"
+    if name == "fifo":
+        return q
+    if q is None:  # no rate and nothing for netem: the discipline alone, as the root qdisc
+        q = resolved.Qdisc()
+    params = aqm.resolved_params(name, fields.get("aqm_params") or {}, rate_bps=q.rate_bps, scale=scale,
+                                 queue_bytes=q.queue_bytes, mtu=mtu)
+    return q.model_copy(update={"aqm": name, "aqm_params": params})
 
 
 def _link(t: Topology, i: int, link, names: _Names, seg: int, alloc: _Addresses, scale: float,
@@ -240,10 +266,8 @@ def _link(t: Topology, i: int, link, names: _Names, seg: int, alloc: _Addresses,
         v6_note = f"IPv6 off on this link: MTU {mtu} < {MIN_IPV6_MTU} (the kernel drops IPv6 below that)"
 
     def impair_for(sender: str, member: int | None):
-        layers = [*_layers(t.defaults.impair, sender), *_layers(link.impair, sender)]
-        if member is not None and link.bond and member < len(link.bond.member_impair):
-            layers += _layers(link.bond.member_impair[member].impair, sender)
-        return qdisc_for(_merge(layers), scale, mtu, "switch" if kind_of.get(sender) == "switch" else "host")
+        return qdisc_for(direction_fields(t, link, sender, member), scale, mtu,
+                         "switch" if kind_of.get(sender) == "switch" else "host")
 
     veths: list[resolved.VethPair] = []
     bonds: list[resolved.BondEnd] = []

@@ -40,6 +40,20 @@ class Qdisc(Resolved):
     # netem reorders packets when jitter exceeds their spacing; giving netem a rate makes it
     # queue in order (each packet leaves after the previous), which is what a real link does.
     order_rate_bps: float | None = None
+    # The queue discipline that holds the queue (linklab/model/aqm.py): None is the byte FIFO;
+    # its parameters as tc is told them (times in seconds, sizes in bytes, limits in packets).
+    aqm: str | None = None
+    aqm_params: dict[str, str | int | float | bool] = {}
+
+    @model_serializer(mode="wrap")
+    def _without_fifo(self, handler):
+        # A FIFO direction is written as before AQMs existed: state files, stored runs and
+        # golden files of labs without one do not change.
+        out = handler(self)
+        if isinstance(out, dict) and out.get("aqm") is None:
+            out.pop("aqm", None)
+            out.pop("aqm_params", None)
+        return out
 
     @property
     def needs_netem(self) -> bool:
@@ -51,6 +65,8 @@ class Qdisc(Resolved):
     def queue_holder(self) -> str | None:
         """Which qdisc holds the backlog: a byte FIFO keeps TCP's back-pressure (packets stay
         charged to their socket); netem orphans packets, so a sender fills it to its limit."""
+        if self.aqm:
+            return self.aqm
         if not self.shaper:
             return None
         if self.shaper == "netem" or self.needs_netem:

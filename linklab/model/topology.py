@@ -19,6 +19,7 @@ from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fi
                       field_validator, model_validator)
 
 from linklab import units
+from linklab.model.aqm import AQMS, PARAMS
 
 NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,11}$")
 IFNAME_RE = re.compile(r"^[a-zA-Z][a-zA-Z0-9_-]{0,14}$")
@@ -95,8 +96,19 @@ Queue = Annotated[tuple[Literal["time", "bytes", "packets"], float], BeforeValid
                           units.SIZE_UNITS)]
 
 
+def _aqm_schema() -> dict:
+    """JSON Schema (for editors): the parameters each discipline takes; the loader's checks say the
+    same with more words, and also where `aqm:` is written in a block above (linklab/model/checks.py)."""
+    return {"allOf": [{"if": {"properties": {"aqm": {"const": name}}, "required": ["aqm"]},
+                       # ecn: false is accepted by any discipline (it drops), true only where it can mark
+                       "then": {"properties": {"aqm_params": {"propertyNames": {"enum": [*dict.fromkeys([*params, "ecn"])]}}}}}
+                      for name, params in PARAMS.items()]}
+
+
 class ImpairmentFields(Model):
     """What one direction of one veth does to packets. All optional: unset means 'no impairment'."""
+
+    model_config = ConfigDict(json_schema_extra=_aqm_schema())
 
     rate: Rate | None = None
     delay: Time | None = None
@@ -113,6 +125,11 @@ class ImpairmentFields(Model):
     shaper: Literal["netem", "tbf", "htb"] | None = None
     burst: Size | None = None  # tbf/htb bucket size
     allow_reorder: bool | None = None  # let jitter reorder packets within the link
+    # The queue discipline under the shaper, within the queue's bound (linklab/model/aqm.py):
+    # fifo (the byte FIFO, the default) or an AQM, and its parameters as tc names them.
+    aqm: Literal[AQMS] | None = None  # type: ignore[valid-type]
+    aqm_params: Annotated[dict[str, str | int | float | bool], Field(json_schema_extra={
+        "propertyNames": {"enum": sorted({k for ps in PARAMS.values() for k in ps})}})] | None = None
 
 
 class Impairment(ImpairmentFields):

@@ -291,6 +291,7 @@ def qdiscs(b: Build) -> None:
     """Every egress queue the lab asks for, rebuilt where it differs from what the previous
     build made (linklab/linux/tc.py)."""
     changes: dict[str, list] = {}  # node -> its interfaces' changes, one tc process per namespace
+    retune: dict[str, list[str]] = {}  # node -> queue disciplines changed in place (tc lines)
     roots: dict[str, dict[int, list]] = {}  # node -> index -> its root qdiscs: one dump per namespace
     for link, end, _, q in b.lab.egress_queues():
         key = f"{end.node}/{end.ifname}"
@@ -314,6 +315,12 @@ def qdiscs(b: Build) -> None:
                 b.batch(end.node).fifo_limit(b.idx(end.node, end.ifname), *fifo)
                 b.owned["qdiscs"][key] = sig
                 continue
+            in_place = tc.aqm_change(json.loads(before), plan) if before and not created else None
+            if in_place is not None and _root_kind_matches(mine, q):
+                # Only the queue discipline's parameters differ: `tc qdisc change`, nothing rebuilt.
+                retune.setdefault(end.node, []).append(" ".join(in_place))
+                b.owned["qdiscs"][key] = sig
+                continue
             has_root = any(x["handle"] != 0 for x in mine)  # the kernel's default has handle 0
             if q is not None or has_root:  # None on the kernel's default: nothing to do
                 changes.setdefault(end.node, []).append((end.ifname, q, link.mtu, has_root))
@@ -321,8 +328,9 @@ def qdiscs(b: Build) -> None:
     b.send_batches()  # the FIFO limits changed in place
     # One tc process per namespace, side by side: each is mostly its own start (~0.1 s under
     # software emulation), and a sweep point that changes a bucket rebuilds that queue.
-    with ThreadPoolExecutor(max_workers=max(1, len(changes))) as pool:
+    with ThreadPoolExecutor(max_workers=max(1, len(changes) + len(retune))) as pool:
         list(pool.map(lambda item: tc.apply_many(b.ns[item[0]], item[1]), changes.items()))
+        list(pool.map(lambda item: tc.run_lines(b.ns[item[0]], item[1]), retune.items()))
 
 
 def interface_settings(b: Build) -> None:
@@ -398,7 +406,9 @@ def _root_qdiscs(ns: str) -> dict[int, list]:
 
 
 def _root_kind_matches(root_qdiscs: list, q) -> bool:
-    want = None if q is None else (q.shaper if q.shaper in ("tbf", "htb") else "netem")
+    want = None if q is None else (q.shaper if q.shaper in ("tbf", "htb") else "netem" if q.needs_netem else q.aqm)
     roots = [x["kind"] for x in root_qdiscs]
     have = roots[0] if roots and roots[0] in ("netem", "tbf", "htb") else None
+    if have is None and q is not None and q.aqm:  # a discipline alone is the root, made by linklab (handle 1:)
+        have = next((x["kind"] for x in root_qdiscs if x["handle"] != 0), None)
     return have == want
