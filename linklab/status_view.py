@@ -6,13 +6,17 @@ import shlex
 from typing import Any
 
 from linklab.backends.base import bond_summary
+from linklab.linux import qdisc_report
 from linklab.units import format_rate
 
 
 def _qdisc_text(qs: list[dict[str, Any]]) -> str:
     parts = []
     for q in qs:
-        if q["kind"] in ("noqueue", "pfifo_fast", "fq_codel", "mq"):
+        if q["kind"] in ("noqueue", "pfifo_fast", "fq_codel", "mq") and q.get("handle") in ("0:", None):
+            continue  # the kernel's own default, not a queue linklab made
+        if q.get("report"):  # a queue discipline: what the kernel reports it was built with
+            parts.append(qdisc_report.summary(q["report"]))
             continue
         bits = [q["kind"]]
         if q.get("rate_bps") and q["rate_bps"] < 25e9:  # above: netem's order-keeping rate, not a limit

@@ -15,6 +15,7 @@ from typing import Any, Callable
 from linklab import lab, runner, state
 from linklab.errors import LinklabError, StateError
 from linklab.handle import LabHandle
+from linklab.linux import qdisc_report
 from linklab.measure import flags
 from linklab.measure.iperf3 import Iperf3Client
 from linklab.measure.nstat import Nstat
@@ -378,5 +379,18 @@ def _lab_manifest(exp: Experiment, tpath: Path, handle: LabHandle, opts: Options
                          "`parallel: processes` runs one iperf3 per stream instead".format(versions.get("iperf3"))),
         "sysctls_at_start": sysctls,
         "qdiscs_at_start": _qdisc_dumps(handle),
+        **_disciplines_at_start(handle),
         "resolved_lab": res,
     }
+
+
+def _disciplines_at_start(handle: LabHandle) -> dict[str, Any]:
+    """The queue disciplines (impair.aqm) as the kernel reports them, per node and interface
+    (linklab/linux/qdisc_report.py); nothing for a lab of FIFOs, whose manifest stays as it was."""
+    nodes = sorted({e.end.node for e in handle.lab.egress_queues() if e.queue is not None and e.queue.aqm})
+    if not nodes:
+        return {}
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        read = dict(zip(nodes, pool.map(lambda n: qdisc_report.read(handle.ns(n)), nodes)))
+    return {"queue_disciplines_at_start": {n: [r for r in rs if r["kind"] in qdisc_report.AQM_KINDS]
+                                           for n, rs in read.items()}}

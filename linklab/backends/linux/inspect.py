@@ -11,7 +11,7 @@ from linklab.backends.base import bond_summary  # noqa: F401  (kept importable f
 from linklab.backends.linux import bond as bondopt
 from linklab.backends.linux import kinds
 from linklab.linux import netlink
-from linklab.linux import tc
+from linklab.linux import qdisc_report, tc
 from linklab.backends.linux.names import netns_name
 from linklab.model.resolved import Lab
 
@@ -29,7 +29,21 @@ def interfaces_of(lab: Lab, names: Collection[str]) -> dict[str, list[dict[str, 
         if ns in present:
             with netlink.iproute(ns) as ipr:
                 out[name] = _interfaces(ipr)
+            _with_disciplines(ns, out[name])
     return out
+
+
+def _with_disciplines(ns: str, interfaces: list[dict[str, Any]]) -> None:
+    """Queue disciplines (fq_codel, pie, ...) as the kernel reports their options and counters
+    (linklab/linux/qdisc_report.py): one tc process, only in a namespace that has one."""
+    mine = [(it["ifname"], q) for it in interfaces for q in it["qdiscs"] if q["kind"] in qdisc_report.AQM_KINDS]
+    if not mine:
+        return
+    reports = {(r["dev"], r["handle"]): r for r in qdisc_report.read(ns)}
+    for ifname, q in mine:
+        r = reports.get((ifname, q["handle"]))
+        if r is not None:
+            q["report"] = r
 
 
 def inspect_lab(lab: Lab) -> dict[str, Any]:
