@@ -178,7 +178,7 @@ _STATS64 = struct.Struct("8Q")
 # linux/rtnetlink.h, linux/pkt_sched.h, linux/gen_stats.h
 _TCMSG = struct.Struct("BxxxiIII")  # struct tcmsg: family, ifindex, handle, parent, info
 TCA_KIND, TCA_OPTIONS, TCA_STATS2 = 1, 2, 7
-TCA_STATS_BASIC, TCA_STATS_QUEUE = 1, 3
+TCA_STATS_BASIC, TCA_STATS_QUEUE, TCA_STATS_APP = 1, 3, 4
 _GNET_BASIC = struct.Struct("QI")  # struct gnet_stats_basic: bytes, packets
 _GNET_QUEUE = struct.Struct("5I")  # struct gnet_stats_queue: qlen, backlog, drops, requeues, overlimits
 
@@ -434,7 +434,8 @@ def parse_link_dump(data: bytes) -> tuple[bool, list[dict]]:
 
 def qdiscs(name: str | None) -> list[dict]:
     """Every qdisc of namespace `name` with its counters: ifindex, handle, parent, kind, and
-    TCA_STATS2's bytes, packets, drops, overlimits, requeues (None when it has no stats). One raw
+    TCA_STATS2's bytes, packets, drops, overlimits, requeues, qlen, backlog and the raw bytes of
+    its extended statistics, xstats (None when it has no stats). One raw
     RTM_GETQDISC dump: pyroute2 decodes each qdisc's options too."""
     return _dump(name, RTM_GETQDISC, _TCMSG.pack(socket.AF_UNSPEC, 0, 0, 0, 0), parse_qdisc_dump)
 
@@ -454,6 +455,8 @@ def parse_qdisc_dump(data: bytes) -> tuple[bool, list[dict]]:
                         stats.update(zip(("bytes", "packets"), _GNET_BASIC.unpack_from(sval)))
                     elif stype == TCA_STATS_QUEUE and len(sval) >= _GNET_QUEUE.size:
                         stats.update(zip(("qlen", "backlog", "drops", "requeues", "overlimits"), _GNET_QUEUE.unpack_from(sval)))
+                    elif stype == TCA_STATS_APP:
+                        stats["xstats"] = bytes(sval)  # the qdisc's own statistics (linklab/linux/xstats.py)
                 out["stats"] = stats
         return out
     done, found = _replies(data, RTM_NEWQDISC, "qdisc")

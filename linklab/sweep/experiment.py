@@ -26,7 +26,7 @@ from linklab.model.topology import BOND_MODES, Model, written
 
 TOPOLOGY_AXES = ("mtu", "bond_mode", "bond", "sysctl_profile", "cc")
 TOOL_AXES = ("streams", "parallel", "protocol", "udp_rate", "mss", "length", "ip", "duration", "client", "server")
-MEASUREMENTS = ("throughput", "ping", "ping_load", "reorder", "cpu", "bond_counters", "nstat", "switch_counters")
+MEASUREMENTS = ("throughput", "ping", "ping_load", "reorder", "cpu", "bond_counters", "nstat", "switch_counters", "queue")
 CC_ALGORITHMS = ("cubic", "bbr", "reno", "htcp", "dctcp", "vegas", "westwood")
 
 

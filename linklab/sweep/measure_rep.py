@@ -23,6 +23,7 @@ from linklab.measure.probes.faults import RESTORE_MARGIN_S, FaultTimeline
 from linklab.measure.probes.judgement import Disturbance
 from linklab.measure.probes.nstat import StackCounters
 from linklab.measure.probes.ping import IdlePing, LoadPing
+from linklab.measure.probes.queues import QueueSampler
 from linklab.measure.probes.reorder import Reordering
 from linklab.measure.probes.switches import SwitchCounters
 from linklab.measure.probes.tcpinfo import SenderTcpInfo
@@ -60,6 +61,8 @@ def probes_for(plan: PointPlan, wanted: Collection[str], handle: LabHandle, even
         probes.append(Reordering(port=tool.port + REORDER_PORT_OFFSET, duration=tool.duration))
     if idle is not None and "ping_load" in wanted:
         probes.append(LoadPing(idle, tool.duration))
+    if "queue" in wanted:
+        probes.append(QueueSampler())
     if events:
         # Members an event took down come back as the flow's time ends: with none left up, iperf3
         # could not end its test over the path and would wait for its timeout.

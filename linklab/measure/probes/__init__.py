@@ -4,6 +4,7 @@
   reorder.py    Reordering: a sequence-numbered UDP probe beside the flow
   cpu.py        CpuLoad: per core and per process
   counters.py   QueueCounters: every qdisc's counters, and the bond members' spread
+  queues.py     QueueSampler: each shaped direction's backlog, drops, marks, delay at 10 Hz
   nstat.py      StackCounters: the two sides' TCP/UDP counters
   switches.py   SwitchCounters: packet-ins, datapath misses, port drops
   faults.py     FaultTimeline: the experiment's events, and the outage each caused
