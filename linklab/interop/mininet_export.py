@@ -30,11 +30,12 @@ TCINTF_MAX_MBIT = 1000  # mininet/link.py TCIntf.bwParamMax: larger bw values ar
 def faithful_tcintf(q: Qdisc | None) -> dict[str, Any] | None:
     """TCIntf parameters that build what linklab builds, or None when TCIntf cannot (then the
     script applies linklab's tc commands). TCIntf puts delay/loss/limit in one netem: faithful.
+    No queue discipline (aqm) either: linklab's commands build it.
     Its bw is htb with a 15 kB burst (short of the rate: bench/README.md#queues-and-shapers), its jitter
     reorders packets, and it has no duplicate, corrupt, reorder or overhead."""
     if q is None:
         return None
-    if q.shaper or q.order_rate_bps or q.duplicate_pct or q.corrupt_pct or q.reorder_pct or q.jitter_s:
+    if q.shaper or q.order_rate_bps or q.duplicate_pct or q.corrupt_pct or q.reorder_pct or q.jitter_s or q.aqm:
         return None
     return _netem_params(q)
 
@@ -69,6 +70,8 @@ def mininet_tcintf(q: Qdisc | None, where: str, notes: list[str]) -> dict[str, A
     if q.jitter_s and not q.reorder_pct and (q.order_rate_bps or q.shaper == "netem"):
         notes.append(f"{where}: jitter {round(q.jitter_s * 1e6)}us reorders packets under TCLink "
                      "(linklab keeps them in order)")
+    if q.aqm:  # TCLink's enable_red/enable_ecn are fixed RED settings, not the discipline asked for
+        notes.append(f"{where}: aqm {q.aqm} dropped (TCLink queues in its own FIFO or RED)")
     for what, value in (("duplicate", q.duplicate_pct), ("corrupt", q.corrupt_pct), ("reorder", q.reorder_pct),
                         ("overhead", q.overhead)):
         if value:

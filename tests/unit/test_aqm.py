@@ -182,3 +182,13 @@ def test_a_fault_event_changes_the_shaper_in_place_around_the_same_discipline():
     assert cmds is not None and all(c[2] == "change" for c in cmds) and cmds[-1][9] == "fq_codel"
     assert tc.change_plan(old, qdisc_for({"rate": 10e6, "aqm": "pie"}, 1.0), 1500, "e") is None
     assert tc.change_plan(old, qdisc_for({"rate": 10e6}, 1.0), 1500, "e") is None
+
+
+def test_exports_build_the_discipline_with_linklabs_own_commands():
+    from linklab.interop.mininet_export import faithful_tcintf, mininet_tcintf
+    delayed = qdisc_for({"delay": 0.01, "aqm": "codel"}, 1.0)
+    assert faithful_tcintf(qdisc_for({"delay": 0.01}, 1.0)) is not None  # netem alone: TCLink is faithful
+    assert faithful_tcintf(delayed) is None  # with a discipline: linklab's tc commands instead
+    notes: list[str] = []
+    mininet_tcintf(delayed, "link x", notes)
+    assert notes == ["link x: aqm codel dropped (TCLink queues in its own FIFO or RED)"]
