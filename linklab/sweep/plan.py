@@ -97,7 +97,7 @@ def check_experiment_points(exp_path: Path, exp: Experiment) -> list[tuple[tuple
     seen: set[str] = set()
     for where, variant in ((("matrix",), exp), (("quick", "matrix"), apply_quick(exp))):
         try:  # expand() holds the matrix's own rules (axes, values given twice, exclude/include)
-            points = expand(variant.matrix)
+            points = expand(variant.matrix, exclude=variant.exclude)  # an excluded point is never built
         except ValueError as e:
             if str(e) not in seen:  # the quick variant repeats the full matrix's axes it keeps
                 seen.add(str(e))

@@ -192,3 +192,23 @@ def test_exports_build_the_discipline_with_linklabs_own_commands():
     notes: list[str] = []
     mininet_tcintf(delayed, "link x", notes)
     assert notes == ["link x: aqm codel dropped (TCLink queues in its own FIFO or RED)"]
+
+
+def test_an_experiment_may_sweep_disciplines_and_ecn_and_exclude_what_cannot_be(tmp_path):
+    # fifo cannot mark and cake cannot stop marking: those points are excluded, and an excluded
+    # point is not validated (it was, and the experiment was refused for points it never builds).
+    from linklab.validate import validate_file
+    (tmp_path / "t.yaml").write_text(
+        "name: q\nhosts: {h1: {}, h2: {}}\nswitches: {s1: {}}\n"
+        "links: [{endpoints: [h1, s1]}, {name: neck, endpoints: [s1, h2],"
+        " impair: {from: {s1: {rate: 300mbit, queue: 100ms}}}}]\n")
+    axis, ecn = '"links[neck].impair.from.s1.aqm"', '"links[neck].impair.from.s1.aqm_params.ecn"'
+    exp = tmp_path / "e.yaml"
+    text = (f"name: e\ntopology: t.yaml\nclient: h1\nserver: h2\nrepetitions: 1\nmeasure: [throughput, queue]\n"
+            f"matrix:\n  {axis}: [fifo, fq_codel, cake]\n  {ecn}: [false, true]\n")
+    exp.write_text(text + f"exclude:\n  - {{{axis}: fifo, {ecn}: true}}\n  - {{{axis}: cake, {ecn}: false}}\n")
+    assert validate_file(str(exp)) == "experiment"
+    exp.write_text(text + f"exclude:\n  - {{{axis}: cake, {ecn}: false}}\n")
+    with pytest.raises(ValidationFailed) as e:
+        validate_file(str(exp))
+    assert len(e.value.problems) == 1 and "fifo cannot mark ECN" in e.value.problems[0]
