@@ -54,25 +54,24 @@ def fq(p: dict[str, Any]) -> list[str]:
     return args
 
 
-def pie(p: dict[str, Any]) -> list[str]:
-    args = _numbers(p, ("limit", "target", "tupdate", "alpha", "beta"), times=("target", "tupdate"))
-    args += _flag(p.get("ecn", False), "ecn", "noecn")
+def _pie_flags(p: dict[str, Any]) -> list[str]:
+    """The switches pie and fq_pie share."""
+    args = _flag(p.get("ecn", False), "ecn", "noecn")
     if "bytemode" in p:
         args += _flag(p["bytemode"], "bytemode", "nobytemode")
     if "dq_rate_estimator" in p:
         args += _flag(p["dq_rate_estimator"], "dq_rate_estimator", "no_dq_rate_estimator")
     return args
+
+
+def pie(p: dict[str, Any]) -> list[str]:
+    return [*_numbers(p, ("limit", "target", "tupdate", "alpha", "beta"), times=("target", "tupdate")), *_pie_flags(p)]
 
 
 def fq_pie(p: dict[str, Any]) -> list[str]:
     args = _numbers(p, ("limit", "flows", "target", "tupdate", "alpha", "beta", "quantum", "memory_limit", "ecn_prob"),
                     times=("target", "tupdate"))
-    args += _flag(p.get("ecn", False), "ecn", "noecn")
-    if "bytemode" in p:
-        args += _flag(p["bytemode"], "bytemode", "nobytemode")
-    if "dq_rate_estimator" in p:
-        args += _flag(p["dq_rate_estimator"], "dq_rate_estimator", "no_dq_rate_estimator")
-    return args
+    return [*args, *_pie_flags(p)]
 
 
 def cake(p: dict[str, Any]) -> list[str]:

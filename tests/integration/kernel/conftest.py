@@ -2,6 +2,7 @@
 bonding/netem). `make test` starts it through `linklab vm run` when this kernel lacks them."""
 
 import time
+from pathlib import Path
 
 import pytest
 
@@ -62,7 +63,7 @@ def make_lab():
     made = []
 
     def make(topology, name, overrides=()):
-        lb = Lab(f"{TOPOLOGIES}/{topology}", name, overrides)
+        lb = Lab(str(Path(TOPOLOGIES) / topology), name, overrides)  # an absolute path is taken as it is
         made.append(lb)
         return lb
 

@@ -18,8 +18,7 @@ from statistics import median
 
 import pytest
 
-from linklab import lab, runner, state
-from linklab.backends.linux.names import netns_name
+from linklab import lab, state
 from linklab.handle import LabHandle
 from linklab.linux import qdisc_report
 from linklab.measure.iperf3 import Iperf3Client
@@ -49,40 +48,18 @@ links:
 """
 
 
-class Lab:
-    def __init__(self, path: str, name: str):
-        self.name = name
-        lab.up(path, name=name, say=lambda *_: None)
-
-    def ns(self, node):
-        return netns_name(self.name, node)
-
-    def run(self, node, argv, check=True, timeout=60):
-        return runner.run(argv, netns=self.ns(node), check=check, timeout=timeout)
-
-    def set(self, path: str, value):
-        lab.set_params(self.name, [(path, value)], say=lambda *_: None)
-
-    def down(self):
-        if lab.state.load(self.name):
-            lab.down(self.name, say=lambda *_: None)
-
-
 @pytest.fixture
-def dumbbell(tmp_path):
+def dumbbell(tmp_path, make_lab):
     name = "itaqm"
     path = tmp_path / f"{name}.yaml"
     path.write_text(TOPOLOGY.format(name=name))
-    lb = Lab(str(path), name)
-    try:
-        # 300mbit written is 30 Mbit/s at the software-emulated VM's scale (0.1); elsewhere the
-        # written rate follows the scale so that the link runs at RATE_BPS all the same.
-        scale = resolved(lb).scale
-        if abs(300e6 * scale - RATE_BPS) > 1:
-            lb.set("links[bottleneck].impair.from.s1.rate", f"{RATE_BPS / scale:.0f}")
-        yield lb
-    finally:
-        lb.down()
+    lb = make_lab(path, name)  # taken down after the test
+    # 300mbit written is 30 Mbit/s at the software-emulated VM's scale (0.1); elsewhere the
+    # written rate follows the scale so that the link runs at RATE_BPS all the same.
+    scale = resolved(lb).scale
+    if abs(300e6 * scale - RATE_BPS) > 1:
+        lb.set(("links[bottleneck].impair.from.s1.rate", f"{RATE_BPS / scale:.0f}"))
+    return lb
 
 
 def resolved(lb):
@@ -145,7 +122,7 @@ def test_fq_codel_holds_the_queue_a_fifo_lets_four_flows_fill(dumbbell):
 
     fifo_rtts, fifo_bps = loaded(lb)
     assert discipline(lb)["kind"] == "bfifo"
-    lb.set("links[bottleneck].impair.from.s1.aqm", "fq_codel")
+    lb.set(("links[bottleneck].impair.from.s1.aqm", "fq_codel"))
     codel = discipline(lb)
     assert codel["kind"] == "fq_codel" and codel["options"]["target"] == pytest.approx(0.005)
     # The 100 ms bound as fq_codel's packet limit: 100 ms of 1514-byte frames at the rate as run.
@@ -169,11 +146,11 @@ def test_fq_codel_holds_the_queue_a_fifo_lets_four_flows_fill(dumbbell):
 
 def test_ecn_marks_instead_of_dropping_and_set_changes_it_in_place(dumbbell):
     lb = dumbbell
-    lb.set("links[bottleneck].impair.from.s1.aqm", "fq_codel")
+    lb.set(("links[bottleneck].impair.from.s1.aqm", "fq_codel"))
     pings(lb, 20, 0.05)  # some traffic through the discipline, so that its counters are not zero
     before = discipline(lb)
     assert before["options"].get("ecn") is not True and before["bytes"] > 0
-    lb.set("links[bottleneck].impair.from.s1.aqm_params.ecn", True)
+    lb.set(("links[bottleneck].impair.from.s1.aqm_params.ecn", True))
     mid = discipline(lb)
     # Changed in place (tc qdisc change): the same qdisc, its counters kept; a rebuilt one starts at 0.
     assert mid["options"]["ecn"] is True and mid["handle"] == before["handle"] and mid["bytes"] >= before["bytes"]
