@@ -63,3 +63,23 @@ def test_not_a_list_is_refused():
     with pytest.raises(ValueError):
         qdisc_report.parse('{"kind": "htb"}')
     assert qdisc_report.parse("") == []
+
+
+def test_the_manifest_records_the_disciplines_of_the_nodes_that_have_one(tmp_path, monkeypatch):
+    from linklab.handle import LabHandle
+    from linklab.model import Context, load_topology, resolve
+    from linklab.sweep import engine
+
+    def lab(impair):
+        p = tmp_path / "t.yaml"
+        p.write_text(f"name: q\nhosts: {{a: {{}}, b: {{}}}}\nlinks: [{{endpoints: [a, b], impair: {impair}}}]\n")
+        lb = resolve(load_topology(p), Context(scale_override=1.0))
+        return LabHandle(lb, backend=object(), netns={"a": "ns-a", "b": "ns-b"})
+
+    text = (DATA / "tc_s_j_qdisc_aqms.handmade.json").read_text()
+    read = []
+    monkeypatch.setattr(engine.qdisc_report, "read", lambda ns: read.append(ns) or qdisc_report.parse(text))
+    assert engine._disciplines_at_start(lab("{rate: 20mbit}")) == {} and read == []  # FIFOs: no key, no tc
+    got = engine._disciplines_at_start(lab("{rate: 20mbit, from: {a: {aqm: fq_codel}}}"))
+    assert read == ["ns-a"] and list(got["queue_disciplines_at_start"]) == ["a"]
+    assert {r["kind"] for r in got["queue_disciplines_at_start"]["a"]} == set(qdisc_report.AQM_KINDS)
