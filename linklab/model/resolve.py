@@ -335,6 +335,11 @@ def _link(t: Topology, i: int, link, names: _Names, seg: int, alloc: _Addresses,
     name = link.name or f"{ep_a.node}-{ep_b.node}" + (f"-{i}" if _pair_repeats(t, i) else "")
     if v6_note:
         notes.append(f"link {name}: {v6_note}")
+    unshaped = sorted({f"{end.node} sending ({q.aqm})" for pair in veths for end, _, q in pair.directions()
+                       if q is not None and q.aqm and not q.rate_bps})
+    if unshaped:
+        notes.append(f"link {name}, {', '.join(unshaped)}: a queue discipline without a rate; nothing shapes there, "
+                     "so it sees a queue only where the interface pushes back (a veth never does)")
     return resolved.Link(index=i, name=name, kind="bond" if link.bond else "veth", mtu=mtu, ipv6=v6, ipv6_note=v6_note,
                   ends=ends, veths=veths, bonds=bonds, segment=seg)
 
