@@ -21,50 +21,28 @@ its path and line:
         requires: [core-mtu]
 
 Settings every check has: id, kind, title, points, hint, stage, requires, hidden, severity
-(fail | warn). The rest are the kind's (linklab/check/kinds/).
+(fail | warn) (linklab/check/kinds/base.py: Check). The rest are the kind's (linklab/check/kinds/).
 """
 
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import ValidationError
 
+from linklab.check.kinds import REGISTRY, get
+from linklab.check.kinds.base import Check
 from linklab.errors import LinklabError, UsageError, ValidationFailed
 from linklab.model import variables
 from linklab.model.loader import _located, line_map, pydantic_problems, read_yaml
 from linklab.model.resolved import Lab
-from linklab.model.topology import Model
 
-ID_RE = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 FILE_KEYS = ("topology", "title", "description", "vars", "checks")
 # What tells a topology with a checks: section from a checks file naming one.
 TOPOLOGY_KEYS = ("hosts", "switches", "links")
-
-
-class Check(Model):
-    """What every check has; each kind's parameters extend it (linklab/check/kinds/)."""
-
-    id: str
-    kind: str
-    title: str | None = None
-    points: Annotated[float, Field(ge=0, le=1000)] = 1
-    hint: str | None = None
-    stage: Annotated[int, Field(ge=1, le=100)] = 1
-    requires: list[str] = Field(default_factory=list)
-    hidden: bool = False  # counts for the grade; not run or shown with --student
-    severity: Literal["fail", "warn"] = "fail"  # warn: a failure is a warning (exit: only warnings, if nothing else)
-
-    @field_validator("id")
-    @classmethod
-    def _id(cls, v):
-        if not re.match(ID_RE, v):
-            raise ValueError(f"bad id {v!r}: letters, digits, _, . and -, starting with a letter or digit, at most 64")
-        return v
 
 
 @dataclass(frozen=True)
@@ -156,7 +134,6 @@ def load_checks(path: str | Path, lab: Lab | None = None, seed: str | None = Non
                              + (f" ({'; '.join(e.problems[:3])})" if isinstance(e, ValidationFailed) else "")))
     if lab is not None:
         for i, c in checks:
-            from linklab.check.kinds import get
             problems += [(("checks", i) + loc, msg) for loc, msg in get(c.kind).problems(c, lab)]
     if problems:
         ordered = sorted(dict.fromkeys(problems), key=lambda p: lines.line(p[0]) or 0)
@@ -203,7 +180,6 @@ def with_topology_vars(path: str | Path, seed: str | None) -> dict[str, Any]:
 
 
 def _validate_items(items: list) -> tuple[list[tuple[int, Check]], list[tuple[tuple, str]]]:
-    from linklab.check.kinds import REGISTRY
     good: list[tuple[int, Check]] = []
     problems: list[tuple[tuple, str]] = []
     for i, item in enumerate(items):

@@ -1,5 +1,7 @@
-"""The kinds of check, one module each (base.py says what a kind is; measured.py what the
-measured ones share). Add a kind by writing its module and listing it here.
+"""The kinds of check, one module each (base.py says what a kind is and the settings every check
+has; measured.py what the measured ones share). Add a kind by writing its module and listing it
+here. The registry imports the kinds and no kind imports it back (containerlab's node registry):
+the checks file (spec.py) asks it for a kind's parameters.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """What a kind of check is, and what every kind shares.
 
-A kind has its parameters (a model extending spec.Check) and four verbs:
+A kind has its parameters (a model extending Check, the settings every check has) and four verbs:
   problems(p, lab)   what in the parameters does not fit the lab (unknown node, a link with no
                      bond...), as (path, message): reported with the file's other problems,
                      before anything runs
@@ -12,16 +12,41 @@ A kind has its parameters (a model extending spec.Check) and four verbs:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import Field, field_validator
 
 from linklab import runner
-from linklab.check.spec import Check
 from linklab.handle import LabHandle
 from linklab.model.resolved import Lab, Link, LinkEnd
+from linklab.model.topology import Model
 
 PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
+ID_RE = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+
+
+class Check(Model):
+    """What every check has; each kind's parameters extend it (linklab/check/kinds/)."""
+
+    id: str
+    kind: str
+    title: str | None = None
+    points: Annotated[float, Field(ge=0, le=1000)] = 1
+    hint: str | None = None
+    stage: Annotated[int, Field(ge=1, le=100)] = 1
+    requires: list[str] = Field(default_factory=list)
+    hidden: bool = False  # counts for the grade; not run or shown with --student
+    severity: Literal["fail", "warn"] = "fail"  # warn: a failure is a warning (exit: only warnings, if nothing else)
+
+    @field_validator("id")
+    @classmethod
+    def _id(cls, v):
+        if not re.match(ID_RE, v):
+            raise ValueError(f"bad id {v!r}: letters, digits, _, . and -, starting with a letter or digit, at most 64")
+        return v
 
 
 @dataclass(frozen=True)

@@ -19,8 +19,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, model_validator
 
 from linklab.backends.base import bond_summary
-from linklab.check.kinds.base import FAIL, PASS, Context, Judgement, Kind, end_of, find, link_problem, node_problem
-from linklab.check.spec import Check
+from linklab.check.kinds.base import FAIL, PASS, Check, Context, Judgement, Kind, end_of, find, link_problem, node_problem
 from linklab.model.resolved import Lab
 from linklab.model.topology import BOND_MODES, BondOptions
 

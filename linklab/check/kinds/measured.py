@@ -34,8 +34,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 from pydantic import BeforeValidator, Field
 
 from linklab import units
-from linklab.check.kinds.base import FAIL, INCONCLUSIVE, PASS, Context, Judgement, Kind, node_problem, ping_target
-from linklab.check.spec import Check
+from linklab.check.kinds.base import FAIL, INCONCLUSIVE, PASS, Check, Context, Judgement, Kind, node_problem, ping_target
 from linklab.errors import LinklabError
 from linklab.measure import flags
 from linklab.measure.iperf3 import Iperf3Client

@@ -11,8 +11,7 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from linklab.check.kinds.base import FAIL, PASS, Context, Judgement, Kind, find, link_interfaces, link_problem
-from linklab.check.spec import Check
+from linklab.check.kinds.base import FAIL, PASS, Check, Context, Judgement, Kind, find, link_interfaces, link_problem
 from linklab.model.resolved import Lab
 
 

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from linklab.check.kinds.base import FAIL, PASS, Context, Judgement, Kind, node_problem
-from linklab.check.spec import Check
+from linklab.check.kinds.base import FAIL, PASS, Check, Context, Judgement, Kind, node_problem
 from linklab.linux import ovs as ovsparse
 from linklab.model.resolved import Lab
 

@@ -13,8 +13,7 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
-from linklab.check.kinds.base import FAIL, PASS, Context, Judgement, Kind, node_problem
-from linklab.check.spec import Check
+from linklab.check.kinds.base import FAIL, PASS, Check, Context, Judgement, Kind, node_problem
 from linklab.linux import ovs as ovsparse
 from linklab.model.resolved import Lab
 

@@ -14,8 +14,7 @@ from typing import Annotated, Any
 from pydantic import BeforeValidator, Field, model_validator
 
 from linklab import units
-from linklab.check.kinds.base import FAIL, PASS, Context, Judgement, Kind, find, link_problem, node_problem
-from linklab.check.spec import Check
+from linklab.check.kinds.base import FAIL, PASS, Check, Context, Judgement, Kind, find, link_problem, node_problem
 from linklab.model.resolved import Lab
 
 NOT_A_LIMIT_BPS = 25e9  # netem's order-keeping rate (linklab/model/resolve.py) is no shaping

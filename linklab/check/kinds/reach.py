@@ -21,8 +21,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, Field, model_validator
 
 from linklab import runner, units
-from linklab.check.kinds.base import FAIL, PASS, Context, Judgement, Kind, as_list, node_problem, ping_target
-from linklab.check.spec import Check
+from linklab.check.kinds.base import FAIL, PASS, Check, Context, Judgement, Kind, as_list, node_problem, ping_target
 from linklab.measure.ping import Ping, PingError, PingResult, parse_ping
 from linklab.model.resolved import Lab
 

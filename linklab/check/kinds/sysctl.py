@@ -10,8 +10,7 @@ from typing import Any
 
 from pydantic import field_validator
 
-from linklab.check.kinds.base import FAIL, PASS, Context, Judgement, Kind, node_problem
-from linklab.check.spec import Check
+from linklab.check.kinds.base import FAIL, PASS, Check, Context, Judgement, Kind, node_problem
 from linklab.model.resolved import Lab
 
 
