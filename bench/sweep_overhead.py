@@ -107,7 +107,8 @@ def main() -> int:
     p.add_argument("--out", default="bench/results/sweep_overhead.json")
     p.add_argument("--no-report", action="store_true", help="skip the results-vs-published report")
     args = p.parse_args()
-    from linklab.sweep.experiment import load_experiment, topology_path
+    from linklab.sweep.experiment import topology_path
+    from linklab.sweep.plan import load_experiment
     from linklab.sweep.phases import breakdown, from_row
 
     exp = load_experiment(args.experiment, quick=True)

@@ -22,7 +22,7 @@ def validate_file(path: str, seed: str | None = None) -> str:
         load_checks(path, seed=seed, lab_for=lambda topo, s: resolve(load_topology(topo, seed=s)))
         return "checks file"
     if "matrix" in data or "measure" in data or "topology" in data:
-        from linklab.sweep.experiment import load_experiment
+        from linklab.sweep.plan import load_experiment
         load_experiment(path)
         return "experiment"
     lab = resolve(load_topology(path, seed=seed))  # resolution finds address clashes and pool exhaustion

@@ -104,7 +104,8 @@ def cmd_ab(args, argv) -> int:
     from linklab import kernel, lab, placement
     from linklab.ab import arms as arms_mod
     from linklab.ab.session import drive
-    from linklab.sweep.experiment import load_experiment, raw_data, topology_path
+    from linklab.sweep.experiment import raw_data, topology_path
+    from linklab.sweep.plan import load_experiment
 
     if not 1 <= args.pairs <= 20:
         raise UsageError(f"--pairs {args.pairs}: a whole number from 1 to 20")
@@ -236,7 +237,7 @@ def cmd_aa(args, argv) -> int:
     import subprocess
     from linklab.results.runs import Run
     from linklab.verdict import aa
-    from linklab.sweep.experiment import load_experiment
+    from linklab.sweep.plan import load_experiment
 
     if not 0 <= args.runs <= 200:
         raise UsageError(f"--runs {args.runs}: a whole number from 0 to 200")

@@ -225,7 +225,7 @@ def cmd_baseline(args, argv) -> int:
         raise UsageError("--repetitions and --min-repetitions: whole numbers from 1")
     target = Path(args.run)
     if target.suffix in (".yaml", ".yml") and target.is_file():
-        from linklab.sweep.experiment import load_experiment
+        from linklab.sweep.plan import load_experiment
         reps = args.repetitions or max(MIN_REPETITIONS, load_experiment(target, quick=args.quick).repetitions)
         if reps < args.min_repetitions:
             raise UsageError(f"--repetitions {reps} is below --min-repetitions {args.min_repetitions}")

@@ -71,7 +71,8 @@ def cmd_sweep(args, argv) -> int:
     from linklab import kernel, placement, state
     from linklab.results.spool import through_vm
     from linklab.results.store import ResultsStore
-    from linklab.sweep.experiment import load_experiment, raw_data, topology_path
+    from linklab.sweep.experiment import raw_data, topology_path
+    from linklab.sweep.plan import load_experiment
     from linklab.sweep.engine import run
 
     if args.repetitions is not None and not 1 <= args.repetitions <= 1000:

@@ -21,7 +21,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, Field, ValidationError, field_validator, model_validator
 
 from linklab import units
-from linklab.model.loader import load_model, read_yaml
+from linklab.model.loader import read_yaml
 from linklab.model.topology import BOND_MODES, Model, written
 
 TOPOLOGY_AXES = ("mtu", "bond_mode", "bond", "sysctl_profile", "cc")
@@ -235,13 +235,6 @@ def check_axis_value(axis: str, value: Any, exp: Experiment) -> str | None:
         except ValueError as e:
             return str(e)
     return None
-
-
-def load_experiment(path: str | Path, quick: bool = False) -> Experiment:
-    """Validate an experiment file, its topology, and every point's overrides; nothing runs."""
-    from linklab.sweep.plan import check_experiment_points
-    exp = load_model(path, Experiment, checks=lambda e, _idx: check_experiment_points(Path(path), e))
-    return apply_quick(exp) if quick else exp
 
 
 def apply_quick(exp: Experiment) -> Experiment:

@@ -1,4 +1,5 @@
-"""From a matrix point to what must change: topology overrides and the tool's settings.
+"""From a matrix point to what must change: topology overrides and the tool's settings; an
+experiment file loaded with every point's plan checked (`load_experiment`).
 
 Pure: the same experiment, topology and point give the same plan (validation runs every
 point's plan through the topology loader before anything is measured).
@@ -14,7 +15,10 @@ from pydantic import ValidationError
 
 from linklab.errors import LinklabError, ValidationFailed
 from linklab.measure.traffic import CC_SYSCTL
-from linklab.sweep.experiment import TOOL_AXES, Experiment, Tool, is_path_axis, one_of, topology_path
+from linklab.model import load_topology
+from linklab.model.loader import format_path, load_model, pydantic_problems, read_yaml
+from linklab.sweep.experiment import TOOL_AXES, Experiment, Tool, apply_quick, is_path_axis, one_of, topology_path
+from linklab.sweep.matrix import expand
 
 
 @dataclass(frozen=True)
@@ -66,13 +70,14 @@ def plan_point(exp: Experiment, topo: dict, axes: dict[str, Any]) -> PointPlan:
                      cc=cc, mtu_varied="+".join(varied) or "none")
 
 
+def load_experiment(path: str | Path, quick: bool = False) -> Experiment:
+    """Validate an experiment file, its topology, and every point's overrides; nothing runs."""
+    exp = load_model(path, Experiment, checks=lambda e, _idx: check_experiment_points(Path(path), e))
+    return apply_quick(exp) if quick else exp
+
+
 def check_experiment_points(exp_path: Path, exp: Experiment) -> list[tuple[tuple, str]]:
     """Every point of the full and quick matrix must give a valid lab: checked before running."""
-    from linklab.model import load_topology
-    from linklab.model.loader import read_yaml
-    from linklab.sweep.experiment import apply_quick
-    from linklab.sweep.matrix import expand
-
     tpath = topology_path(exp_path, exp)
     try:
         topo_raw = read_yaml(tpath)[0]
@@ -107,7 +112,6 @@ def check_experiment_points(exp_path: Path, exp: Experiment) -> list[tuple[tuple
             try:
                 plan = plan_point(variant, topo_raw, point.axes)
             except ValidationError as e:  # a tool axis value the tool settings refuse
-                from linklab.model.loader import format_path, pydantic_problems
                 for loc, msg in pydantic_problems(e, Tool):
                     text = f"point {point.key}: tool.{format_path(loc)}: {msg}"
                     if text not in seen:

@@ -23,7 +23,8 @@ from typing import Any, Protocol
 from linklab import __version__
 from linklab.errors import StateError, UsageError
 from linklab.results.store import ResultsStore
-from linklab.sweep.experiment import Experiment, file_sha256, load_experiment, topology_path
+from linklab.sweep.experiment import Experiment, file_sha256, topology_path
+from linklab.sweep.plan import load_experiment
 from linklab.sweep import shard
 from linklab.sweep.matrix import Point, expand
 from linklab.sweep.progress import Progress

@@ -310,7 +310,8 @@ def test_member_share_on_real_bond_counters_a_hashed_bond_fails_round_robin_pass
 
 
 def test_failover_on_real_outages():
-    from linklab.sweep.experiment import load_experiment, topology_path
+    from linklab.sweep.experiment import topology_path
+    from linklab.sweep.plan import load_experiment
     exp_path = ROOT / "experiments" / "failover.yaml"
     lab = build_lab(topology_path(exp_path, load_experiment(exp_path)), [])
     kind = REGISTRY["failover"]

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from linklab.cluster.run import MAX_TRIES, Driver, Unit
 from linklab.results.store import ResultsStore
-from linklab.sweep.experiment import load_experiment
+from linklab.sweep.plan import load_experiment
 from linklab.sweep.matrix import expand
 from linklab.sweep.progress import Progress
 

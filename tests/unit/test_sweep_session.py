@@ -9,7 +9,7 @@ import pytest
 
 from linklab.results.store import ResultsStore
 from linklab.sweep import session
-from linklab.sweep.experiment import load_experiment
+from linklab.sweep.plan import load_experiment
 from linklab.sweep.matrix import expand
 
 E1 = Path(__file__).resolve().parents[2] / "experiments" / "e1_bonding_mtu.yaml"

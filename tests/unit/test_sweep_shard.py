@@ -9,7 +9,7 @@ from linklab.errors import UsageError
 from linklab.report.merge import merge
 from linklab.results.store import ResultsStore, split_row
 from linklab.sweep import engine, shard
-from linklab.sweep.experiment import load_experiment
+from linklab.sweep.plan import load_experiment
 from linklab.sweep.matrix import expand
 
 ROOT = Path(__file__).resolve().parents[2]

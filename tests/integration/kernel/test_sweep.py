@@ -20,7 +20,7 @@ from linklab.model.paths import goodput_fraction
 from tests.integration import steal
 from linklab.sweep import preflight
 from linklab.sweep.engine import Options, run
-from linklab.sweep.experiment import load_experiment
+from linklab.sweep.plan import load_experiment
 from linklab.units import parse_rate
 
 DATA = Path(__file__).resolve().parents[1] / "data"

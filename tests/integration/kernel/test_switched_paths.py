@@ -35,7 +35,8 @@ from linklab.model import load_topology
 from linklab.model.paths import goodput_fraction
 from tests.integration import steal
 from linklab.sweep.engine import Options, run
-from linklab.sweep.experiment import load_experiment, topology_path
+from linklab.sweep.experiment import topology_path
+from linklab.sweep.plan import load_experiment
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 LOW, HIGH = 0.97, 1.01  # of theory: the best repetition
