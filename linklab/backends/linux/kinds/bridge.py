@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from linklab.backends.linux.build import Build
-from linklab.backends.linux.kinds.base import Kind
+from linklab.backends.linux.kinds.base import Build, Kind
 from linklab.linux import netlink
 from linklab.model.resolved import Lab, Node
 

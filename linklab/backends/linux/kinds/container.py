@@ -21,7 +21,7 @@ from pyroute2.netlink.exceptions import NetlinkError
 
 from linklab import runner
 from linklab.backends.linux import hostsfile, sysctl
-from linklab.backends.linux.build import Build
+from linklab.backends.linux.kinds.base import Build
 from linklab.backends.linux.kinds.host import Host
 from linklab.backends.linux.names import Mark, current_home
 from linklab.backends.linux.ownership import is_ours, mark_loopback, remove_netns

@@ -12,8 +12,7 @@ from typing import Any
 
 from linklab import controllers, osken_warm, procs, runner
 from linklab.backends.linux import daemons, ovsd
-from linklab.backends.linux.build import Build
-from linklab.backends.linux.kinds.base import Kind
+from linklab.backends.linux.kinds.base import Build, Kind
 from linklab.backends.linux.names import netns_name
 from linklab.errors import LinklabError
 from linklab.linux import netlink, sockets

@@ -6,8 +6,7 @@ from __future__ import annotations
 import ipaddress
 
 from linklab.backends.linux import hostsfile
-from linklab.backends.linux.build import Build
-from linklab.backends.linux.kinds.base import Kind
+from linklab.backends.linux.kinds.base import Build, Kind
 from linklab.model.resolved import Node
 
 

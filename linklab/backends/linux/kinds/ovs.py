@@ -9,8 +9,7 @@ from typing import Any
 
 from linklab import runner
 from linklab.backends.linux import daemons, ovsd
-from linklab.backends.linux.build import Build
-from linklab.backends.linux.kinds.base import Kind
+from linklab.backends.linux.kinds.base import Build, Kind
 from linklab.errors import LinklabError
 from linklab.linux import ovs as parse
 from linklab.model.resolved import Lab, Node
