@@ -7,6 +7,8 @@ from linklab.errors import UsageError
 
 
 def _linux() -> Backend:
+    # Imported when asked for (start-up cost): pyroute2 and the node kinds, which what needs only
+    # the Backend interface (a check kind's bond_summary, a drawing) would otherwise import too.
     from linklab.backends.linux.backend import LinuxBackend
     return LinuxBackend()
 

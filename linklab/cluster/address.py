@@ -52,5 +52,7 @@ def require_ray() -> None:
 
 
 def import_ray():
-    """The ray module, or exit 4 with how to install it."""
+    """The ray module, or exit 4 with how to install it. Ray is imported here and by the functions
+    that use it, never at a module's top (start-up cost): it is an optional extra, and seconds of
+    imports a command without --cluster must not pay."""
     return extras.load("ray", "cluster", "--cluster")

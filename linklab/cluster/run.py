@@ -303,7 +303,7 @@ class Driver:
         if self.spec["workload"] == "dry" or not self.workers:
             return
         ray = import_ray()
-        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy  # late: start-up cost (import_ray)
         task = ray.remote(worker.teardown)
         alive = {n["NodeID"] for n in ray.nodes() if n.get("Alive")}  # a resumed run's earlier workers may be gone
         refs = [task.options(num_cpus=0, scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False)).remote(self.spec)

@@ -34,7 +34,7 @@ def _warm(ray) -> None:
     """A worker process started on every node that may host a lab, before the sweep: a node's
     first task waits ~1 s for Python and linklab to start there, a cost of the cluster's start,
     not of the points (bench/ray_overhead.py measures the points)."""
-    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy  # late: start-up cost (import_ray)
     task = ray.remote(worker.worker_info)
     nodes = [n["NodeID"] for n in ray.nodes() if n.get("Alive") and n.get("Resources", {}).get(RESOURCE)]
     ray.get([task.options(num_cpus=0, scheduling_strategy=NodeAffinitySchedulingStrategy(n, soft=True)).remote()
@@ -46,7 +46,7 @@ def connect(address: Address, say=print) -> Iterator[int]:
     """Connected to the cluster for the block; yields how many nodes can host a lab."""
     if address.on_loopback:
         os.environ[ONE_MACHINE] = "0"  # before ray is imported; the nodes and their workers inherit it
-    ray = import_ray()
+    ray = import_ray()  # ray's modules below are imported late alike (start-up cost)
     cluster = None
     try:
         if address.on_loopback:
