@@ -16,8 +16,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from linklab.check.kinds import get
-from linklab.check.kinds.base import FAIL, INCONCLUSIVE, PASS, Context, Judgement
-from linklab.check.spec import Check, ChecksFile, order
+from linklab.check.kinds.base import FAIL, INCONCLUSIVE, PASS, Check, Context, Judgement
+from linklab.check.spec import ChecksFile, order
 from linklab.errors import CommandFailed, StateError, check_exit_code
 from linklab.handle import LabHandle
 from linklab.measure.base import MeasurementError

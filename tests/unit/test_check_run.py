@@ -9,9 +9,9 @@ import junitparser
 import pytest
 
 from linklab.check import kinds, output
-from linklab.check.kinds.base import FAIL, INCONCLUSIVE, PASS, Judgement, Kind
+from linklab.check.kinds.base import FAIL, INCONCLUSIVE, PASS, Check, Judgement, Kind
 from linklab.check.run import run_checks, selected
-from linklab.check.spec import Check, ChecksFile, order
+from linklab.check.spec import ChecksFile, order
 from linklab.errors import EXIT_FAILURE, EXIT_INCONCLUSIVE, EXIT_OK, EXIT_WARNINGS, check_exit_code
 from linklab.lab import build_lab
 from linklab.measure.base import MeasurementError
