@@ -21,11 +21,12 @@ from linklab.measure.iperf3 import Iperf3Client
 from linklab.measure.nstat import Nstat
 from linklab.measure.ping import Ping
 from linklab.measure.probes.base import Repetition
-from linklab.measure.traffic import ServerPool, stop_stale_iperf3
+from linklab.measure.traffic import ServerPool  # noqa: F401 (the iperf3 kind's; tests reach it here)
 from linklab.model.resolved import Lab
 from linklab.results.store import ResultsStore
-from linklab.sweep import measure_rep, preflight, session
+from linklab.sweep import build, measure_rep, preflight, session
 from linklab.sweep.experiment import Experiment, file_sha256, raw_data, topology_path
+from linklab.sweep.kinds import Kind, kind_for
 from linklab.sweep.matrix import Point
 from linklab.sweep.session import Options, load_for, open_results, select_points
 from linklab.sweep.session import refuse_mismatched_resume as refuse_mismatched_resume  # importable from here too
@@ -61,9 +62,12 @@ def run(exp_path: str | Path, opts: Options, say=print, order: Order | None = No
         opts, say)
     if complete:
         return store
+    workdir = Path(exp_path).resolve().parent
     with store.lock(), state.locked(lab_name):
+        # The program the experiment runs, built as this tree has it: once, before any point.
+        build.run(exp.build, workdir, store.path / "build", say)
         sweep = Sweep(exp, topo_raw, handle, lab.remember_base_overrides(lab_name), store, Progress(0), say,
-                      rerun_disturbed=opts.rerun_disturbed, overrides=tuple(opts.overrides))
+                      rerun_disturbed=opts.rerun_disturbed, overrides=tuple(opts.overrides), workdir=workdir)
         session.fill(store, exp, points, opts, LabExecutor(sweep, order or in_turn, started), started, say)
     rows = store.rows()
     failed = sum(1 for r in rows if not r.get("preflight_ok", True) or r.get("error"))
@@ -91,7 +95,7 @@ class Sweep:
     # Time outside the repetitions' rows (start-up, recording, restoring the lab), kept in the
     # manifest's `timing` so the whole wall time is accounted for.
     totals: PhaseClock = field(default_factory=PhaseClock)
-    servers: ServerPool = field(default_factory=ServerPool)
+    kind: Kind = field(init=False)  # the tool's kind (linklab/sweep/kinds/): the traffic and its servers
     recording: Recording = field(init=False)  # writes each repetition in the background
     applied: list[tuple[str, Any]] | None = None  # the overrides the lab has now (None: not set yet)
     rerun_disturbed: bool = False  # Options.rerun_disturbed
@@ -99,9 +103,11 @@ class Sweep:
     # The path the last passing pre-flight proved (preflight.path_signature): a point whose lab
     # has the same need not prove it again (preflight.run).
     proved: str | None = None
+    workdir: Path = field(default_factory=Path.cwd)  # the experiment's directory: a command tool runs there
 
     def __post_init__(self) -> None:
         self.recording = Recording(self.totals)
+        self.kind = kind_for(getattr(getattr(self.exp, "tool", None), "kind", "iperf3"))(self.workdir)
 
 
 def _lab_for(lab_name: str, tpath: Path, exp_path, opts: Options, say) -> dict[str, Any]:
@@ -144,10 +150,8 @@ class LabExecutor:
     def measure(self, points: list[Point], todo: dict[str, list[int]], progress: Progress) -> None:
         sweep = self.sweep
         sweep.progress = progress
-        # iperf3s a killed sweep left running in the lab (they live in their own sessions).
-        for node in sweep.handle.lab.nodes:
-            if stop_stale_iperf3(sweep.handle, node.name):
-                sweep.say(f"  stopped iperf3 left running on {node.name} by an interrupted sweep")
+        for what in sweep.kind.clean(sweep.handle):
+            sweep.say(f"  stopped {what} left running by an interrupted sweep")
         sweep.totals.add("startup", time.monotonic() - self.started)
         self.order(sweep, points, todo)
 
@@ -156,7 +160,7 @@ class LabExecutor:
         try:
             sweep.recording.close()  # the last repetition written whole, whatever stopped the loop
         finally:
-            sweep.servers.stop()
+            sweep.kind.close()
         with sweep.totals.phase("restore"):
             # Put the lab back the way the user left it, whatever happened.
             lab.set_params(sweep.handle.name, sweep.base_overrides, replace=True, lock=False, say=lambda *_: None,
@@ -209,9 +213,7 @@ def prepare_point(sweep: Sweep, point: Point) -> Prepared:
         time.sleep(max(0.0, settled_at - time.monotonic()))
     with clock.phase("server_start"):
         if pf.ok:  # kept up from the previous point when it wants the same servers
-            sweep.servers.get(sweep.handle, plan.server, plan.client, plan.tool.port,
-                              plan.tool.streams if plan.tool.parallel == "processes" else 1,
-                              measure_rep.report_interval(plan, exp.events))
+            sweep.kind.serve(sweep.handle, plan, exp.events)
     return Prepared(point, plan, pf, info, dumps, fault_targets, clock)
 
 
@@ -236,7 +238,7 @@ def measure_point_rep(sweep: Sweep, prep: Prepared, rep: int, attempt: int = 1) 
     raw["timings.json"] = prep.clock.raw()
     row.update(prep.clock.row())
     prep.clock = PhaseClock()
-    sweep.recording.submit(partial(_record, sweep.store, prep.point, rep, raw, row, tool_columns(prep.plan)))
+    sweep.recording.submit(partial(_record, sweep.store, prep.point, rep, raw, row, tool_columns(prep.plan, sweep.kind)))
     return row
 
 
@@ -305,8 +307,8 @@ def _measure_rep(sweep: Sweep, plan: PointPlan, fault_targets: dict[int, Lab], c
     rep = Repetition(sweep.handle, plan.client, plan.server, plan.tool.ip, omit=exp.warmup)
     try:
         m_raw, m_row = measure_rep.measure(
-            rep, measure_rep.traffic_for(plan, sweep.handle, exp.warmup, exp.events),
-            measure_rep.probes_for(plan, exp.measure, sweep.handle, exp.events, fault_targets), clock)
+            rep, sweep.kind.traffic(sweep.handle, plan, exp.warmup, exp.events),
+            measure_rep.probes_for(plan, exp.measure, sweep.handle, exp.events, fault_targets, sweep.kind), clock)
         raw.update(m_raw)
         row.update(m_row)
         if row.get("flags"):  # say it now: a disturbed point is worth rerunning
@@ -317,8 +319,10 @@ def _measure_rep(sweep: Sweep, plan: PointPlan, fault_targets: dict[int, Lab], c
         sweep.progress.log(f"  measurement failed: {e}")
 
 
-def tool_columns(plan: PointPlan) -> dict[str, Any]:
+def tool_columns(plan: PointPlan, kind: Kind | None = None) -> dict[str, Any]:
     """The tool settings a point asked for; stored as `tool.<name>`, apart from what was measured."""
+    if kind is not None and kind.name != "iperf3":
+        return kind.columns(plan)
     t = plan.tool
     return {"duration_s": t.duration, "cc": plan.cc, "protocol": t.protocol, "ip": t.ip, "streams": t.streams,
             "parallel": t.parallel, "mss": t.mss, "length": t.length}
@@ -368,7 +372,7 @@ def _lab_manifest(exp: Experiment, tpath: Path, handle: LabHandle, opts: Options
                for n in handle.lab.nodes if n.kind == "host"}
     versions = parts["tools"]
     return {
-        "source": exp.source, "tool": exp.tool.model_dump(), "measure": exp.measure, "warmup_s": exp.warmup,
+        "source": exp.source, "tool": exp.tool.model_dump(by_alias=True), "measure": exp.measure, "warmup_s": exp.warmup,
         "settle_s": exp.settle, "reference": exp.reference, "notes": exp.notes,
         "topology_sha256": file_sha256(tpath), "lab": res["name"],
         "lab_overrides": st["topology"].get("overrides", []),

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import shlex
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -38,9 +39,75 @@ Seconds = Annotated[float, BeforeValidator(_secs), Field(ge=0),
                     written({"type": "number", "minimum": 0}, ["", *units.TIME_UNITS])]
 
 
-class Tool(Model):
-    """Measurement defaults; tool axes override them per point."""
+Command = str | Annotated[list[str], Field(min_length=1)]  # split shell-like into an argv, or an argv already
+TOOL_KINDS = ("iperf3", "command")  # linklab/measure/kinds/: one module each
+HARMLESS = ("below", "above")
 
+
+class Ready(Model):
+    """When a command tool's server is ready: it listens on `port` (TCP or UDP, in its node),
+    `file` exists (relative to the experiment's directory), or its output matches `log`."""
+
+    port: Annotated[int, Field(ge=1, le=65535)] | None = None
+    file: str | None = None
+    log: str | None = None
+    timeout: Seconds = 30.0
+
+    @model_validator(mode="after")
+    def _one(self):
+        given = [k for k in ("port", "file", "log") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError(f"give exactly one of port, file, log (given: {', '.join(given) or 'none'})")
+        if self.log is not None:
+            _regex(self.log, groups=None)
+        return self
+
+
+def _regex(pattern: str, groups: int | None) -> None:
+    try:
+        compiled = re.compile(pattern)
+    except re.error as e:
+        raise ValueError(f"not a regular expression: {pattern!r} ({e})") from None
+    if groups is not None and compiled.groups != groups:
+        raise ValueError(f"regex {pattern!r} needs exactly {groups} group (it has {compiled.groups}): the group is the value")
+
+
+class DeclaredMetric(Model):
+    """A metric a command tool's client prints: read by `json` (a dotted path into its JSON output,
+    numbers index arrays) or `regex` (one group), judged by the verdict as the built-in ones are
+    (linklab/verdict/metrics.py): on its `scale`, failing beyond `min_effect`, unless it moved to
+    its `harmless` side."""
+
+    json_path: str | None = Field(None, alias="json")
+    regex: str | None = None
+    scale: Literal["rel", "log", "abs"] = "rel"
+    min_effect: Annotated[float, Field(ge=0)]
+    harmless: Literal[HARMLESS] | None = None  # type: ignore[valid-type]
+    unit: str = ""
+    offset: Annotated[float, Field(ge=0)] = 0.0  # log scale: log(value + offset), so zero is finite
+
+    @model_validator(mode="after")
+    def _source(self):
+        given = [k for k in ("json", "regex") if getattr(self, "json_path" if k == "json" else k) is not None]
+        if len(given) != 1:
+            raise ValueError(f"give exactly one of json, regex (given: {', '.join(given) or 'none'})")
+        if self.regex is not None:
+            _regex(self.regex, groups=1)
+        return self
+
+    def spec(self) -> dict[str, Any]:
+        """What the manifest records and linklab/measure/command.py reads it by."""
+        return self.model_dump(by_alias=True)
+
+
+METRIC_NAME = r"^[a-z][a-z0-9_]*$"
+
+
+class Tool(Model):
+    """Measurement defaults; tool axes override them per point. `kind` names the traffic
+    (linklab/measure/kinds/): iperf3 (the default), or command, a program of your own."""
+
+    kind: Literal[TOOL_KINDS] = "iperf3"  # type: ignore[valid-type]
     duration: Seconds = 10.0
     protocol: Literal["tcp", "udp"] = "tcp"
     streams: Annotated[int, Field(ge=1, le=128)] = 1
@@ -53,12 +120,41 @@ class Tool(Model):
     ping_interval: Seconds = 0.2
     port: int = 5201
     interval: Seconds | None = None  # iperf3 -i: report every this many seconds (events: 0.1)
+    # kind: command (linklab/measure/kinds/command.py)
+    server: Command | None = None   # started on the server node, kept up for the point
+    client: Command | None = None   # run on the client node once per repetition
+    ready: Ready | None = None      # when the server is ready
+    metrics: dict[Annotated[str, Field(pattern=METRIC_NAME)], DeclaredMetric] = Field(default_factory=dict)
+    timeout: Seconds = 300.0        # a client run longer than this is killed, its repetition failed
 
     @field_validator("udp_rate")
     @classmethod
     def _rate(cls, v):
         units.parse_rate(v)
         return v
+
+    @model_validator(mode="after")
+    def _kind(self):
+        own = [k for k in ("server", "client", "ready") if getattr(self, k) is not None] + (["metrics"] if self.metrics else [])
+        if self.kind != "command" and own:
+            raise ValueError(f"{', '.join(own)}: settings of kind command (this tool is kind {self.kind})")
+        if self.kind == "command":
+            missing = [k for k in ("client", "metrics") if not getattr(self, k)]
+            if missing:
+                raise ValueError(f"kind command needs {' and '.join(missing)} (the program run per repetition, "
+                                 "the metrics read from its output)")
+            if self.ready is not None and self.server is None:
+                raise ValueError("ready: says when the server is ready, but no server is given")
+            for what in ("server", "client"):
+                cmd = getattr(self, what)
+                if cmd is not None:
+                    try:
+                        shlex.split(cmd) if isinstance(cmd, str) else None
+                    except ValueError as e:
+                        raise ValueError(f"{what}: cannot be split into arguments ({e})") from None
+                    if isinstance(cmd, str) and not cmd.strip():
+                        raise ValueError(f"{what}: an empty command")
+        return self
 
 
 EVENT_RE = re.compile(r"^links\[(?P<link>[^\]]+)\]\.bond\.member\[(?P<member>\d+)\]\.state=(?P<state>up|down)$")
@@ -154,6 +250,9 @@ class Experiment(Model):
     reference: str | None = None  # published figures, beside the experiment file
     notes: list[str] = Field(default_factory=list)
     events: list[Event] = Field(default_factory=list)  # faults inside each repetition's window
+    # Run once per sweep before anything is measured, in the experiment's directory (under
+    # `linklab ab`, each arm's revision's): a program of your own built as that revision has it.
+    build: list[Command] = Field(default_factory=list)
 
     @field_validator("matrix")
     @classmethod

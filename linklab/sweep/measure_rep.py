@@ -38,11 +38,14 @@ REORDER_PORT_OFFSET = 100  # the reorder probe's port, above the iperf3 servers'
 
 
 def probes_for(plan: PointPlan, wanted: Collection[str], handle: LabHandle, events: Sequence[Event] = (),
-               fault_targets: Mapping[int, Lab] | None = None) -> list[Probe]:
+               fault_targets: Mapping[int, Lab] | None = None, kind: Any = None) -> list[Probe]:
     """The probes of one repetition, in the order they begin (they finish in reverse): the
     switches' counters before the idle ping (their reset makes its first packet cross the
     controller), the CPU sampler last (it covers the traffic's window and nothing before it),
-    the judgement of the whole row at the end. `wanted`: the experiment's `measure` list."""
+    the judgement of the whole row at the end. `wanted`: the experiment's `measure` list; `kind`:
+    the tool's (linklab/sweep/kinds/; None: iperf3), whose sockets and processes the probes read."""
+    tcp_ports = True if kind is None else kind.tcp_ports
+    comms = ("iperf3",) if kind is None else kind.comms
     tool = plan.tool
     probes: list[Probe] = []
     if "switch_counters" in wanted:
@@ -67,11 +70,11 @@ def probes_for(plan: PointPlan, wanted: Collection[str], handle: LabHandle, even
         # Members an event took down come back as the flow's time ends: with none left up, iperf3
         # could not end its test over the path and would wait for its timeout.
         probes.append(FaultTimeline(events, fault_targets or {}, restore_at=tool.duration + RESTORE_MARGIN_S))
-    if tool.protocol == "tcp":  # always: the limiting-factor flags read the sender's tcp_info
+    if tool.protocol == "tcp" and tcp_ports:  # always: the limiting-factor flags read the sender's tcp_info
         n = tool.streams if tool.parallel == "processes" else 1
         probes.append(SenderTcpInfo(tuple(range(tool.port, tool.port + n)), tool.duration))
     if "cpu" in wanted:
-        probes.append(CpuLoad())
+        probes.append(CpuLoad(comms))
     host_cpu = placement.host_cpu_probe()
     if host_cpu is not None:
         probes.append(host_cpu)  # last but one: it waits for the host's first sample after the window

@@ -7,7 +7,7 @@ point's plan through the topology loader before anything is measured).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,7 @@ class PointPlan:
     server: str
     cc: str | None
     mtu_varied: str  # interface | mss | length | interface+mss ... | none
+    axes: dict[str, Any] = field(default_factory=dict)  # the point's axes as the matrix gives them (${point.AXIS})
 
 
 def _bond_links(topo: dict) -> list[int]:
@@ -67,7 +68,7 @@ def plan_point(exp: Experiment, topo: dict, axes: dict[str, Any]) -> PointPlan:
     varied = [name for name, hit in (("interface", "mtu" in axes or any(is_path_axis(a) and a.endswith(".mtu") for a in axes)),
                                      ("mss", "mss" in axes), ("length", "length" in axes)) if hit]
     return PointPlan(overrides=tuple(overrides), tool=Tool.model_validate(tool), client=client, server=server,
-                     cc=cc, mtu_varied="+".join(varied) or "none")
+                     cc=cc, mtu_varied="+".join(varied) or "none", axes=dict(axes))
 
 
 def load_experiment(path: str | Path, quick: bool = False) -> Experiment:
@@ -95,6 +96,7 @@ def check_experiment_points(exp_path: Path, exp: Experiment) -> list[tuple[tuple
         for i, v in enumerate(exp.matrix.get(axis, [])):
             if not one_of(v, base.hosts):
                 problems.append((("matrix", axis, i), f"unknown host {v!r} (valid: {', '.join(base.hosts)})"))
+    problems += placeholder_problems(exp, [*base.hosts, *base.switches])
     if "bond_mode" in exp.matrix and not _bond_links(topo_raw):
         problems.append((("matrix", "bond_mode"), f"{tpath} has no bonded link to change the mode of"))
     if problems:
@@ -128,4 +130,26 @@ def check_experiment_points(exp_path: Path, exp: Experiment) -> list[tuple[tuple
                         problems.append((("matrix",), text))
             except LinklabError as e:
                 problems.append((("matrix",), f"point {point.key}: {e}"))
+    return problems
+
+
+def placeholder_names(exp: Experiment, nodes: list[str]) -> list[str]:
+    """What a command tool's commands may name as ${NAME}: the point's server and client, any
+    node (each by the address the running node's hosts file gives it), ${point.AXIS}."""
+    return ["server", "client", *nodes, *(f"point.{axis}" for axis in exp.matrix)]
+
+
+def placeholder_problems(exp: Experiment, nodes: list[str]) -> list[tuple[tuple, str]]:
+    from linklab.measure.command import placeholders
+    valid = placeholder_names(exp, nodes)
+    problems = []
+    for what in ("server", "client"):
+        cmd = getattr(exp.tool, what)
+        for name in placeholders(cmd) if cmd is not None else []:
+            if name not in valid:
+                problems.append((("tool", what), f"unknown placeholder ${{{name}}} "
+                                                 f"(valid: {', '.join('${' + v + '}' for v in valid)})"))
+    for i, cmd in enumerate(exp.build):
+        for name in placeholders(cmd):
+            problems.append((("build", i), f"${{{name}}}: a build step runs before any lab or point, it has no placeholders"))
     return problems

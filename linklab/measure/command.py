@@ -1,0 +1,194 @@
+"""A program of the user's own as the traffic (`tool.kind: command`): its argv with the lab's names
+substituted, the metrics read from its output, and the waits until its server is ready.
+
+Pure where it can be (argv, metric extraction, the listening ports in `ss` output); the waits
+poll what the server shows (a port, a file, a line of its log) until a deadline. Running goes
+through linklab.runner: an argv list, never a shell.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import shlex
+import subprocess
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from linklab import runner
+from linklab.measure.base import MeasurementError
+
+TAIL_LINES = 15  # of a program's output, in the error of a repetition it failed
+PLACEHOLDER = re.compile(r"\$\{([^}]*)\}")
+
+
+class CommandError(MeasurementError):
+    """The program failed, or what it printed does not hold a declared metric."""
+
+
+class NotReady(MeasurementError):
+    """The server did not become ready in time (or ended first)."""
+
+
+def split(command: str | list[str] | tuple[str, ...]) -> list[str]:
+    """A command as an argv: a string split as a POSIX shell would split it (quotes, escapes),
+    but never run by one; a list as it is."""
+    argv = shlex.split(command) if isinstance(command, str) else [str(a) for a in command]
+    if not argv:
+        raise ValueError("empty command")
+    return argv
+
+
+def placeholders(command: str | list[str] | tuple[str, ...]) -> list[str]:
+    """The ${NAME} placeholders a command uses, in order."""
+    parts = [command] if isinstance(command, str) else list(command)
+    return [m for p in parts for m in PLACEHOLDER.findall(str(p))]
+
+
+def substitute(command: str | list[str] | tuple[str, ...], values: Mapping[str, str]) -> list[str]:
+    """The argv with every ${NAME} replaced by values[NAME] (after splitting: a value with spaces
+    stays one argument). An unknown name raises ValueError listing the valid ones."""
+    def one(arg: str) -> str:
+        def repl(m: re.Match) -> str:
+            if m[1] not in values:
+                raise ValueError(f"unknown placeholder ${{{m[1]}}} (valid: {', '.join('${' + k + '}' for k in values)})")
+            return str(values[m[1]])
+        return PLACEHOLDER.sub(repl, arg)
+    return [one(a) for a in split(command)]
+
+
+def tail(text: str, lines: int = TAIL_LINES) -> str:
+    return "\n".join(text.rstrip().splitlines()[-lines:])
+
+
+# -- metrics ---------------------------------------------------------------------------------
+
+def json_document(text: str) -> Any:
+    """The program's JSON output: the whole of it, or else its last line that is JSON (a program
+    may log before its result)."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    for line in reversed(text.strip().splitlines()):
+        try:
+            return json.loads(line)
+        except ValueError:
+            continue
+    raise CommandError("the output holds no JSON document")
+
+
+def at_path(doc: Any, path: str) -> Any:
+    """doc["a"]["b"][0] for "a.b.0": a dotted path through objects, whole numbers index arrays."""
+    here = doc
+    for i, part in enumerate(path.split(".")):
+        where = ".".join(path.split(".")[:i]) or "the document"
+        if isinstance(here, dict):
+            if part not in here:
+                raise CommandError(f"no {part!r} in {where} (it has: {', '.join(map(str, here)) or 'nothing'})")
+            here = here[part]
+        elif isinstance(here, list) and re.fullmatch(r"-?\d+", part):
+            try:
+                here = here[int(part)]
+            except IndexError:
+                raise CommandError(f"{where} has {len(here)} items, no [{part}]") from None
+        else:
+            raise CommandError(f"{where} is {type(here).__name__}, not an object: no {part!r}")
+    return here
+
+
+def number(value: Any, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise CommandError(f"{what} is {json.dumps(value)[:80]}, not a number")
+    try:
+        v = float(value)
+    except ValueError:
+        raise CommandError(f"{what} is {str(value)[:80]!r}, not a number") from None
+    if not math.isfinite(v):
+        raise CommandError(f"{what} is {v}, not a finite number")
+    return v
+
+
+def extract(name: str, spec: Mapping[str, Any], text: str) -> float:
+    """One declared metric from the program's output: {"json": dotted path} or {"regex": one group}."""
+    if spec.get("json") is not None:
+        return number(at_path(json_document(text), spec["json"]), f"{name} (json: {spec['json']})")
+    m = re.search(spec["regex"], text, re.MULTILINE)
+    if m is None:
+        raise CommandError(f"{name}: no match for regex {spec['regex']!r}")
+    return number(m.group(1), f"{name} (regex: {spec['regex']!r})")
+
+
+def read_metrics(metrics: Mapping[str, Mapping[str, Any]], text: str) -> dict[str, float]:
+    """Every declared metric, or CommandError naming each that cannot be read and the output's tail."""
+    out, problems = {}, []
+    for name, spec in metrics.items():
+        try:
+            out[name] = extract(name, spec, text)
+        except CommandError as e:
+            problems.append(str(e))
+    if problems:
+        raise CommandError("; ".join(problems) + f"; the output's last lines:\n{tail(text) or '(nothing)'}")
+    return out
+
+
+# -- readiness -------------------------------------------------------------------------------
+
+def listening_ports(ss_output: str) -> set[int]:
+    """The ports `ss -Hltnu` shows listening: each line's local address (its first ADDRESS:PORT;
+    the peer's is ADDRESS:*)."""
+    ports = set()
+    for line in ss_output.splitlines():
+        for f in line.split():
+            m = re.search(r":(\d+)$", f)
+            if m:
+                ports.add(int(m[1]))
+                break
+    return ports
+
+
+def ready_now(ready: Mapping[str, Any], *, netns: str | None, workdir: Path, log: Path | None) -> bool:
+    """Whether the server shows the sign `ready` names, once."""
+    if ready.get("port") is not None:
+        out = runner.run(["ss", "-Hltnu"], netns=runner.netns_of(netns) if netns else None, check=False,
+                         timeout=10).stdout
+        return int(ready["port"]) in listening_ports(out)
+    if ready.get("file") is not None:
+        return (workdir / ready["file"]).exists()
+    if ready.get("log") is not None and log is not None:
+        try:
+            return re.search(ready["log"], log.read_text(errors="replace"), re.MULTILINE) is not None
+        except OSError:
+            return False
+    return True
+
+
+def wait_ready(ready: Mapping[str, Any] | None, proc: subprocess.Popen | None, *, netns: str | None,
+               workdir: Path, log: Path | None, poll_s: float = 0.05) -> float:
+    """Until the server is ready (seconds waited); NotReady past ready["timeout"] or when the server
+    ends first, with its output's tail."""
+    if not ready:
+        return 0.0
+    t0 = time.monotonic()
+    timeout = float(ready.get("timeout") or 30.0)
+    while True:
+        if ready_now(ready, netns=netns, workdir=workdir, log=log):
+            return time.monotonic() - t0
+        what = next(f"{k} {ready[k]}" for k in ("port", "file", "log") if ready.get(k) is not None)
+        if proc is not None and proc.poll() is not None:
+            raise NotReady(f"the server exited {proc.returncode} before it was ready ({what})"
+                           + _log_tail(log))
+        if time.monotonic() - t0 > timeout:
+            raise NotReady(f"the server was not ready ({what}) within {timeout:g} s" + _log_tail(log))
+        time.sleep(poll_s)
+
+
+def _log_tail(log: Path | None) -> str:
+    try:
+        text = tail(log.read_text(errors="replace")) if log else ""
+    except OSError:
+        text = ""
+    return f"; its output's last lines:\n{text}" if text else "; it printed nothing"
