@@ -96,6 +96,8 @@ def _add_ab(sub) -> None:
     p.add_argument("--keep-labs", action="store_true", help="leave both arms' labs up afterwards (default: taken down)")
     p.add_argument("--json", action="store_true", help="print the verdict as JSON")
     p.add_argument("--no-report", action="store_true", help="no report.html (the verdict is printed either way)")
+    p.add_argument("--junit", metavar="FILE", help="also write the verdict as JUnit XML for CI: a test case per point "
+                   "and judged metric and per point and structural check (differs: failure; inconclusive: skipped)")
     p.add_argument("--run-dir", help=argparse.SUPPRESS)  # the host's half names the run the VM's half fills
     p.set_defaults(handler=cmd_ab)
 
@@ -105,7 +107,7 @@ def cmd_ab(args, argv) -> int:
     from linklab.ab import arms as arms_mod
     from linklab.ab.session import drive
     from linklab.sweep.experiment import raw_data, topology_path
-    from linklab.sweep.plan import load_experiment
+    from linklab.validate import load_experiment
 
     if not 1 <= args.pairs <= 20:
         raise UsageError(f"--pairs {args.pairs}: a whole number from 1 to 20")
@@ -146,7 +148,8 @@ def cmd_ab(args, argv) -> int:
             return rc
     else:
         drive(arms, run_dir, args.pairs, args.quick, say=say, keep_labs=args.keep_labs, subset=subset)
-    return judge_run(run_dir, as_json=args.json, report=not args.no_report)
+    return judge_run(run_dir, as_json=args.json, report=not args.no_report,
+                     junit=Path(args.junit) if args.junit else None)
 
 
 def parse_subset(specs: list[str], matrix: dict[str, list]) -> dict[str, set[str]]:
@@ -199,9 +202,9 @@ def new_run_dir(root: Path, experiment: str) -> Path:
 
 
 def judge_run(run_dir: Path, as_json: bool = False, report: bool = True, figures: bool = True,
-              quiet: bool = False) -> int:
-    """The verdict of a measured A/B run (written to verdict.json; report.html beside it); 0 when
-    B does not differ from A, 1 when it does."""
+              quiet: bool = False, junit: Path | None = None) -> int:
+    """The verdict of a measured A/B run (written to verdict.json; report.html beside it, and the
+    JUnit XML to `junit`); 0 when B does not differ from A, 1 when it does."""
     from linklab.fsutil import write_json_atomic
     from linklab import verdict
     from linklab.results.runs import Run
@@ -214,6 +217,12 @@ def judge_run(run_dir: Path, as_json: bool = False, report: bool = True, figures
     a = Run.load(runs["a"])
     res = verdict.judge(a, Run.load(runs["b"]), paired=True, aa=aa.for_run(a))
     write_json_atomic(run_dir / "verdict.json", verdict.as_json(res))
+    if junit is not None:
+        from linklab.fsutil import write_atomic
+        from linklab.verdict.junit import junit_text
+        junit.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(junit, junit_text(res, a.experiment))
+        say(f"  JUnit: {junit}")
     if not quiet:
         print(json.dumps(verdict.as_json(res), indent=1) if as_json else verdict.render(res))
     if report:
@@ -258,7 +267,8 @@ def cmd_aa(args, argv) -> int:
         m = ab_manifest.read(d)
         runs.append((str(d), Run.load(m["runs"]["a"]), Run.load(m["runs"]["b"])))
     spread = aa.measure(runs)
-    print(aa.render(spread))
+    from linklab.verdict.metrics import table_of
+    print(aa.render(spread, table_of(*(r.manifest for _, a, b in runs for r in (a, b)))))
     if args.dry_run:
         return 0
     out = Path(args.out) if args.out else aa.default_path(spread.experiment, spread.quick, spread.placement)

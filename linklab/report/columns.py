@@ -6,7 +6,7 @@ from __future__ import annotations
 from linklab.verdict.metrics import METRICS, Metric, Row, num
 
 # Columns that are settings or identities, not measurements: never listed as "other columns".
-NOT_MEASURED = {"point_index", "rep", "scale", "repetitions", "duration_s", "omit_s", "streams", "parallel",
+NOT_MEASURED = {"point_index", "rep", "client_exit", "scale", "repetitions", "duration_s", "omit_s", "streams", "parallel",
                 "processes", "sender_threads", "mss", "length", "ip", "mtu", "port", "reverse", "preflight_mtu",
                 "window_s", "sent_bytes", "received_bytes", "sent_bps", "received_bps", "packets", "udp_rate"}
 _COVERED = {"throughput_bps", "retransmits", "cwnd_mean", "rtt_mean_us", "cpu_client_iperf3_pct",
@@ -15,9 +15,10 @@ _COVERED = {"throughput_bps", "retransmits", "cwnd_mean", "rtt_mean_us", "cpu_cl
             "fault1_outage_s", "fault1_recover_s", "fault1_settle_s"}
 
 
-def present(rows: list[Row]) -> list[Metric]:
-    """The metrics some row measured, in the table's order."""
-    return [m for m in METRICS if any(m.get(r) is not None for r in rows)]
+def present(rows: list[Row], table: tuple[Metric, ...] = METRICS) -> list[Metric]:
+    """The metrics some row measured, in the table's order; `table`: the run's (metrics.table_of:
+    the metrics its experiment declared too)."""
+    return [m for m in table if any(m.get(r) is not None for r in rows)]
 
 
 def other_columns(rows: list[Row], axes: list[str]) -> list[str]:

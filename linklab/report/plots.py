@@ -445,6 +445,8 @@ def ratio_figure(judgments: list[Judgment], keys: tuple[str, ...] = RATIO_METRIC
     """B against A per point, one panel per metric: the effect (B/A, or B - A for a metric in its
     unit) with its interval, the band of the metric's minimum effect shaded, failures in red
     (`judgments`: the verdict's, per point and metric)."""
+    declared = [c.metric.key for c in judgments if c.metric is not None and c.metric.key not in metrics.BY_KEY]
+    keys = tuple(keys) + tuple(dict.fromkeys(declared))  # an experiment's own metrics: a panel each
     panels = [(k, [c for c in judgments if c.metric is not None and c.metric.key == k]) for k in keys]
     panels = [(k, cs) for k, cs in panels if cs]
     if not panels:
@@ -454,7 +456,7 @@ def ratio_figure(judgments: list[Judgment], keys: tuple[str, ...] = RATIO_METRIC
         fig, axes = plt.subplots(1, len(panels), figsize=(2.6 * len(panels) + 2.4, 0.32 * len(labels) + 1.4),
                                  sharey=True, squeeze=False)
         for ax, (key, cs) in zip(axes[0], panels):
-            m = metrics.BY_KEY[key]
+            m = cs[0].metric
             log = m.scale != "abs"
             tf = math.exp if log else (lambda v: v)
             lim = min_effect(m)

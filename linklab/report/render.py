@@ -242,7 +242,7 @@ def cpu_model_blocks(run_report: RunReport, rep: Report) -> list[Block]:
 
 def point_tables(run_report: RunReport, rep: Report) -> list[Block]:
     rows_all = [r for p in run_report.points for r in p.ok]
-    present = [m for m in columns.present(rows_all) if m.table]
+    present = [m for m in columns.present(rows_all, metrics.table_of(run_report.run.manifest)) if m.table]
     axes = run_report.run.axes
     out = [Block("h2", f"Per point{_of(run_report, rep)}"),
            Block("p", f"Mean over repetitions ± half-width of the 95 % confidence interval (Student's t); rates as "
@@ -277,7 +277,7 @@ def point_tables(run_report: RunReport, rep: Report) -> list[Block]:
     out.append(Block("details", (f"Statistics: n, mean, sd, variance, 95 % CI per point and metric{_of(run_report, rep)}",
                                  Block("table", full, ["point", "metric", "n", "mean", "sd", "variance",
                                                        "95 % CI low", "95 % CI high"]))))
-    others = columns.other_columns(rows_all, axes)
+    others = [c for c in columns.other_columns(rows_all, axes) if c not in {m.key for m in present}]
     if others:
         orows = []
         for p in run_report.points:

@@ -72,8 +72,8 @@ def cmd_sweep(args, argv) -> int:
     from linklab.results.spool import through_vm
     from linklab.results.store import ResultsStore
     from linklab.sweep.experiment import raw_data, topology_path
-    from linklab.sweep.plan import load_experiment
     from linklab.sweep.engine import run
+    from linklab.validate import load_experiment
 
     if args.repetitions is not None and not 1 <= args.repetitions <= 1000:
         raise UsageError(f"--repetitions {args.repetitions}: a whole number from 1 to 1000")

@@ -85,7 +85,7 @@ def measure(aa_runs: list[tuple[str, Run, Run]]) -> Spread:
         # that other work or the hypervisor disturbed tells what they did, not what the machine does
         # when nothing changed.
         matched = [(p, by_key[p.key()]) for p in group(a) if p.key() in by_key and quiet(p) and quiet(by_key[p.key()])]
-        for p, m, va, vb, _busy in cells(matched):
+        for p, m, va, vb, _busy in cells(matched, metrics.table_of(a.manifest, b.manifest)):
             ya, yb = scaled(m, va), scaled(m, vb)
             d = sum(yb) / len(yb) - sum(ya) / len(ya)
             acc = sums.setdefault(point_key(p), {}).setdefault(m.key, [0.0, 0, 0.0, 0])
@@ -111,7 +111,7 @@ def for_run(run: Run, root: Path = Path("baselines")) -> Spread | None:
     return Spread.load(path) if path.is_file() else None
 
 
-def render(spread: Spread) -> str:
+def render(spread: Spread, table: tuple[metrics.Metric, ...] = metrics.METRICS) -> str:
     """Per metric: the widest and the typical point, as a factor (B/A) or in the metric's unit."""
     lines = [f"A/A spread of {spread.experiment}{' (quick)' if spread.quick else ''} on {spread.placement}, "
              f"{len(spread.runs)} runs: sigma of one repetition, as B/A would move by it"]
@@ -119,7 +119,7 @@ def render(spread: Spread) -> str:
     for pk, ms in spread.sigma.items():
         for mk, (sigma, _w, _n) in ms.items():
             by_metric.setdefault(mk, []).append((sigma, pk))
-    for m in metrics.METRICS:
+    for m in table:
         got = sorted(by_metric.get(m.key, []))
         if not got:
             continue

@@ -48,13 +48,14 @@ def busy_host(p: Point, q: Point) -> bool:
     return not quiet(p) or not quiet(q)
 
 
-def cells(pairs: list[tuple[Point, Point]]) -> list[tuple[Point, metrics.Metric, list[float], list[float], bool]]:
+def cells(pairs: list[tuple[Point, Point]], table: tuple[metrics.Metric, ...] = metrics.METRICS,
+          ) -> list[tuple[Point, metrics.Metric, list[float], list[float], bool]]:
     """(A's point, metric, A's values, B's values, busy host) for every judged metric both arms
-    measured at a point."""
+    measured at a point; `table`: the runs' metrics (metrics.table_of: the declared ones too)."""
     out = []
     for p, q in pairs:
         busy, ra, rb = busy_host(p, q), judged_rows(p), judged_rows(q)  # once per point, not per metric
-        for m in metrics.METRICS:
+        for m in table:
             if m.judged and (va := values(m, ra)) and (vb := values(m, rb)):
                 out.append((p, m, va, vb, busy))
     return out

@@ -77,11 +77,10 @@ def metric_judgments(cs, noise: dict[str, tuple[float, int]], alpha: float, aa: 
         out.append(Judgment(p.label, m.rule, m.title, INCONCLUSIVE if busy and verdict == FAIL else verdict,
                          m, tuple(va), tuple(vb), d, low, high))
         if not busy:
-            by_metric.setdefault(m.key, []).append((d, se, df, sum(va) / len(va), sum(vb) / len(vb)))
-    for key, got in by_metric.items():
+            by_metric.setdefault(m, []).append((d, se, df, sum(va) / len(va), sum(vb) / len(vb)))
+    for m, got in by_metric.items():
         if len(got) < 2:
             continue
-        m = metrics.BY_KEY[key]
         d = sum(g[0] for g in got) / len(got)
         se = math.sqrt(sum(g[1] ** 2 for g in got)) / len(got)
         verdict, low, high = decide(m, d, se, min(g[2] for g in got), alpha)
@@ -107,7 +106,7 @@ def judge(a: Run, b: Run, paired: bool, aa: Spread | None = None) -> Result:
         if p.ok and q.ok:
             res.judgments += structure_judgments(p, q)
             matched.append((p, q))
-    cs = cells(matched)
+    cs = cells(matched, metrics.table_of(a.manifest, b.manifest))  # the declared metrics judged as the built-in
     flags = flag_counts(matched)
     # Bonferroni over every judgment that is a test: a run where nothing changed fails any with chance <= ALPHA.
     tests = len(cs) + len({c[1].key for c in cs}) + len(flags)

@@ -185,6 +185,44 @@ METRICS: tuple[Metric, ...] = (
 )
 BY_KEY = {m.key: m for m in METRICS}
 
+# A declared metric's `harmless` side (linklab/sweep/experiment.py: DeclaredMetric) as the sides it is judged on.
+HARMLESS_SIDES = {"below": "upper", "above": "lower"}
+
+
+def declared(manifest: dict[str, Any]) -> tuple[Metric, ...]:
+    """The metrics a run's experiment declared (`tool.kind: command`, as its manifest records
+    them): each a row of this table like the built-in ones, read from the row's column of its
+    name. A name that is a built-in metric's is left to the built-in (the experiment refuses it)."""
+    tool = manifest.get("tool") or {}
+    out = []
+    for name, spec in (tool.get("metrics") or {}).items() if isinstance(tool, dict) else ():
+        if name in BY_KEY or not isinstance(spec, dict):
+            continue
+        harmless = spec.get("harmless")
+        sides = HARMLESS_SIDES.get(harmless, "both")
+        better = {"upper": "lower", "lower": "higher"}.get(sides)
+        out.append(Metric(name, name.replace("_", " "), str(spec.get("unit") or ""), col(name), ".4g", better,
+                          scale=spec.get("scale") or "rel", offset=float(spec.get("offset") or 0.0), sides=sides,
+                          sides_why=f"the experiment states a move {harmless} harmless" if harmless else "",
+                          min_effect=float(spec.get("min_effect") or 0.0)))
+    return tuple(out)
+
+
+def table_of(*manifests: dict[str, Any]) -> tuple[Metric, ...]:
+    """Every metric of these runs: the built-in ones, then each declared one (the first run's
+    declaration of a name wins)."""
+    seen: dict[str, Metric] = {}
+    for manifest in manifests:
+        for m in declared(manifest):
+            seen.setdefault(m.key, m)
+    return METRICS + tuple(seen.values())
+
+
+def check_declared(names) -> list[str]:
+    """Problems with declared metric names: one a built-in metric already has."""
+    return [f"tool.metrics.{n}: a built-in metric's name (choose another; built-in: {', '.join(BY_KEY)})"
+            for n in names if n in BY_KEY]
+
 def get(metric: str | Metric, row: Row) -> float | None:
     m = metric if isinstance(metric, Metric) else BY_KEY[metric]
     return m.get(row)
