@@ -113,13 +113,17 @@ def number(value: Any, what: str) -> float:
 
 
 def extract(name: str, spec: Mapping[str, Any], text: str) -> float:
-    """One declared metric from the program's output: {"json": dotted path} or {"regex": one group}."""
-    if spec.get("json") is not None:
-        return number(at_path(json_document(text), spec["json"]), f"{name} (json: {spec['json']})")
-    m = re.search(spec["regex"], text, re.MULTILINE)
-    if m is None:
-        raise CommandError(f"{name}: no match for regex {spec['regex']!r}")
-    return number(m.group(1), f"{name} (regex: {spec['regex']!r})")
+    """One declared metric from the program's output: {"json": dotted path} or {"regex": one group}.
+    CommandError names the metric and why."""
+    try:
+        if spec.get("json") is not None:
+            return number(at_path(json_document(text), spec["json"]), f"json: {spec['json']}")
+        m = re.search(spec["regex"], text, re.MULTILINE)
+        if m is None:
+            raise CommandError(f"no match for regex {spec['regex']!r}")
+        return number(m.group(1), f"regex: {spec['regex']!r}")
+    except CommandError as e:
+        raise CommandError(f"{name}: {e}") from None
 
 
 def read_metrics(metrics: Mapping[str, Mapping[str, Any]], text: str) -> dict[str, float]:

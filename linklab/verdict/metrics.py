@@ -201,7 +201,7 @@ def declared(manifest: dict[str, Any]) -> tuple[Metric, ...]:
         harmless = spec.get("harmless")
         sides = HARMLESS_SIDES.get(harmless, "both")
         better = {"upper": "lower", "lower": "higher"}.get(sides)
-        out.append(Metric(name, name.replace("_", " "), str(spec.get("unit") or ""), col(name), ".4g", better,
+        out.append(Metric(name, name, str(spec.get("unit") or ""), col(name), ".4g", better,
                           scale=spec.get("scale") or "rel", offset=float(spec.get("offset") or 0.0), sides=sides,
                           sides_why=f"the experiment states a move {harmless} harmless" if harmless else "",
                           min_effect=float(spec.get("min_effect") or 0.0)))
