@@ -1,0 +1,143 @@
+"""tool.kind: command in real labs: examples/own-app's program swept (its declared metrics in the
+rows, the report's table and the verdict's table; its server gone afterwards), a build step that
+fails the run, and `linklab ab` of two revisions of a throwaway git repository whose program
+differs: the slower one fails, the same revision twice passes. `linklab ab` runs with the argv
+examples/ci/'s recipes run (tests/ci_recipe.py).
+
+Kernel tier: it needs netem (the example's link is shaped), so it runs where the lab kernel is."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from linklab import procs, state
+from linklab.cli import main
+from linklab.results.runs import Run
+from linklab.verdict.metrics import table_of
+from tests.ci_recipe import GITHUB, ab_argv
+
+ROOT = Path(__file__).resolve().parents[3]
+EXAMPLE = ROOT / "examples/own-app"
+
+
+def _servers() -> list[int]:
+    """app.py servers still running anywhere (the lab's namespaces share this kernel's /proc)."""
+    return procs.carrying("serve", "python3")
+
+
+@pytest.mark.timeout(900)
+def test_the_example_sweeps_and_its_declared_metrics_land_in_rows_and_tables(tmp_path, capsys):
+    rc = main(["sweep", str(EXAMPLE / "experiment.yaml"), "--quick", "--lab", "ownappt", "--results", str(tmp_path)])
+    out = capsys.readouterr().out
+    try:
+        assert rc == 0, out
+        (run_dir,) = (tmp_path / "own_app").iterdir()
+        run = Run.load(run_dir)
+        assert run.manifest["tool"]["kind"] == "command"
+        assert [m.key for m in table_of(run.manifest)][-2:] == ["goodput_bps", "p99_ms"]
+        rows = {r["links[wire].impair.delay"]: [] for r in run.rows}
+        for r in run.rows:
+            assert not r.get("error"), r.get("error")
+            rows[r["links[wire].impair.delay"]].append(r)
+        assert len(rows["5ms"]) == len(rows["20ms"]) == 2
+        # One 64 KiB request at a time over 50 Mbit/s: 10.5 ms on the wire plus a round trip (10 ms
+        # at 5 ms each way, 40 ms at 20 ms): ~26 and ~10 Mbit/s once the window has grown; a third
+        # either way allowed for the window's growth and an emulated sender's delays.
+        for delay, (low, high) in (("5ms", (12e6, 35e6)), ("20ms", (5e6, 14e6))):
+            for r in rows[delay]:
+                assert low <= r["goodput_bps"] <= high, (delay, r["goodput_bps"])
+        for r in rows["20ms"]:
+            assert 40.0 <= r["p99_ms"] <= 400.0, r["p99_ms"]  # at least the round trip, at most ten of them
+            assert r["ping_rtt_mean_ms"] >= 40.0  # linklab's own probes ran beside it
+        rep1 = next(run_dir.glob("points/*/rep1"))
+        assert json.loads((rep1 / "client.out").read_text().splitlines()[-1])["requests"] > 10
+        assert "listening on 5001" in (rep1 / "server.log").read_text()
+        assert (run_dir / "build/step-1.log").is_file()
+        assert main(["report", str(run_dir)]) == 0
+        report = next(run_dir.glob("report.md")).read_text()
+        assert "goodput_bps (bit/s)" in report and "p99_ms (ms)" in report
+        assert _servers() == []  # the point's server stopped when the sweep ended
+    finally:
+        main(["down", "ownappt"])
+
+
+def _repo(tmp_path: Path) -> tuple[Path, str, str]:
+    """A git repository holding the example; its second commit's receiver spends 20 ms more on
+    every request (WORK_MS 0 -> 20): per request 40.5 ms instead of 20.5 at 5 ms each way, so
+    goodput x0.51 and the latency's tail x1.5 to x2."""
+    repo = tmp_path / "repo"
+    shutil.copytree(EXAMPLE, repo)
+    exp = (repo / "experiment.yaml").read_text()
+    # lab names of its own; one point (5 ms each way) keeps it short
+    (repo / "lab.yaml").write_text((repo / "lab.yaml").read_text().replace("name: ownapp", "name: ownab"))
+    (repo / "experiment.yaml").write_text(exp.replace("[5ms, 20ms]", "[5ms]"))
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True,
+                              env={"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+                                   "GIT_COMMITTER_EMAIL": "t@t", "PATH": "/usr/bin:/bin"}).stdout.strip()
+
+    git("init", "-q")
+    git("add", "-A")
+    git("commit", "-qm", "fast")
+    fast = git("rev-parse", "HEAD")
+    app = repo / "app.py"
+    app.write_text(app.read_text().replace("WORK_MS = 0.0", "WORK_MS = 20.0"))
+    git("commit", "-qam", "slow")
+    return repo, fast, git("rev-parse", "HEAD")
+
+
+@pytest.mark.timeout(1800)
+def test_ab_of_a_slower_revision_fails_and_the_same_revision_twice_passes(tmp_path, capsys):
+    repo, fast, slow = _repo(tmp_path)
+    exp = str(repo / "experiment.yaml")
+    # B = the working tree (the slow commit), A = the fast one: the recipe's command
+    junit = tmp_path / "slower.xml"
+    rc = main(ab_argv(GITHUB, experiment=exp, base=fast, junit=str(junit), results=str(tmp_path / "r1")))
+    out = capsys.readouterr().out
+    assert rc == 1, out
+    (run_dir,) = (tmp_path / "r1/ab/own_app").iterdir()
+    verdict = json.loads((run_dir / "verdict.json").read_text())
+    # one point: its judgments are labelled "(one point)", and no judgment over every point is made
+    (good,) = [j for j in verdict["judgments"] if j.get("metric") == "goodput_bps"]
+    assert good["verdict"] == "FAIL" and 0.40 <= good["ratio"] <= 0.65, good  # x0.51 expected
+    (tail,) = [j for j in verdict["judgments"] if j.get("metric") == "p99_ms"]
+    assert tail["verdict"] == "FAIL", tail  # a longer tail is not the harmless side
+    suite = ET.parse(junit).getroot().find("testsuite")
+    failed = [c.get("name") for c in suite.iter("testcase") if c.find("failure") is not None]
+    assert "goodput_bps (bit/s)" in failed and "p99_ms (ms)" in failed
+    assert (run_dir / "report.html").is_file()
+    assert state.load("ownab_a") is None and state.load("ownab_b") is None
+
+    junit = tmp_path / "same.xml"
+    rc = main(ab_argv(GITHUB, experiment=exp, base=slow, junit=str(junit), results=str(tmp_path / "r2")))
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    root = ET.parse(junit).getroot()
+    assert root.get("failures") == "0" and int(root.get("tests")) >= 2 + 4  # 2 metrics, 4 structural checks
+    assert _servers() == []
+
+
+@pytest.mark.timeout(600)
+def test_a_failed_build_step_fails_the_run_with_its_tail(tmp_path, capsys):
+    d = tmp_path / "exp"
+    shutil.copytree(EXAMPLE, d)
+    (d / "lab.yaml").write_text((d / "lab.yaml").read_text().replace("name: ownapp", "name: ownbld"))
+    text = (d / "experiment.yaml").read_text()
+    (d / "experiment.yaml").write_text(text.replace(
+        "  - python3 -m py_compile app.py",
+        "  - [python3, -c, \"import sys; print('app.c:3: error: expected'); sys.exit(1)\"]"))
+    try:
+        rc = main(["sweep", str(d / "experiment.yaml"), "--quick", "--results", str(tmp_path / "r")])
+        err = capsys.readouterr().err
+        assert rc == 1
+        assert "build step 1" in err and "exited 1; its last lines:\napp.c:3: error: expected" in err
+        assert not list((tmp_path / "r").glob("own_app/*/points/*/rep1/row.json"))  # nothing measured
+    finally:
+        main(["down", "ownbld"])
