@@ -356,3 +356,56 @@ def test_a_failed_build_step_fails_the_run_with_its_tail_and_runs_nothing_after(
     assert not (tmp_path / "after").exists()
     with pytest.raises(build.BuildFailed, match="could not start"):
         build.run(["no-such-compiler --version"], tmp_path, tmp_path / "logs", lambda *_: None)
+
+
+# -- the kind end to end on this host (no lab: every node is 127.0.0.1) -----------------------------
+
+class _Node:
+    def __init__(self, name):
+        self.name, self.sysctls = name, {}
+
+    def address_of(self, name):
+        return "127.0.0.1"
+
+
+class _Lab:
+    nodes = [_Node("h1"), _Node("h2")]
+
+    def node(self, name):
+        return next(n for n in self.nodes if n.name == name)
+
+
+def test_the_example_program_served_measured_and_stopped_by_its_kind(tmp_path):
+    from linklab.sweep import measure_rep
+    from linklab.measure.probes.base import Repetition
+    from linklab.sweep.phases import PhaseClock
+    port = _free_port()
+    tool = Tool.model_validate({"kind": "command", "server": f"python3 app.py serve {port}",
+                                "client": f"python3 app.py send ${{server}} {port} ${{point.seconds}}",
+                                "ready": {"log": "listening on", "timeout": "10s"},
+                                "metrics": {"goodput_bps": {"json": "goodput_bps", "min_effect": 0.05},
+                                            "p99_ms": {"regex": r"p99=([0-9.]+) ms", "min_effect": 0.1}}})
+    plan = SimpleNamespace(tool=tool, client="h1", server="h2", axes={"seconds": "0.5"})
+    handle = SimpleNamespace(name="t", lab=_Lab(), ns=lambda node: None)
+    kind = CommandKind(ROOT / "examples/own-app")
+    kind.serve(handle, plan, [])
+    server = kind.proc
+    try:
+        assert server.poll() is None and kind.failed is None
+        kind.serve(handle, plan, [])
+        assert kind.proc is server  # the same command for the next point: kept up
+        rows = []
+        for _ in range(2):
+            rep = Repetition(handle, "h1", "h2", 4, omit=0)
+            raw, row = measure_rep.measure(rep, kind.traffic(handle, plan, 0, []), [], PhaseClock())
+            rows.append((raw, row))
+        (raw1, row1), (raw2, row2) = rows
+        # over loopback a 64 KiB request takes tens of microseconds: far above 100 Mbit/s, a tail
+        # under a second; 0.5 s each ("${point.seconds}")
+        assert row1["goodput_bps"] > 1e8 and 0 < row1["p99_ms"] < 1000 and row1["client_exit"] == 0
+        assert 0.45 <= row1["window_s"] <= 5.0
+        assert raw1["server.log"] == f"listening on {port}\n" and "server.log" not in raw2  # only what is new
+        assert '"requests"' in raw2["client.out"]
+    finally:
+        kind.close()
+    assert server.poll() is not None  # stopped with the sweep
