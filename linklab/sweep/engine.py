@@ -107,7 +107,8 @@ class Sweep:
 
     def __post_init__(self) -> None:
         self.recording = Recording(self.totals)
-        self.kind = kind_for(getattr(getattr(self.exp, "tool", None), "kind", "iperf3"))(self.workdir)
+        tool = getattr(self.exp, "tool", None)
+        self.kind = kind_for(getattr(tool, "kind", "iperf3"))(self.workdir, tool)
 
 
 def _lab_for(lab_name: str, tpath: Path, exp_path, opts: Options, say) -> dict[str, Any]:

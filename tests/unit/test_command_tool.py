@@ -145,7 +145,7 @@ def test_a_server_that_never_gets_ready_or_exits_first_fails_with_its_output(tmp
         t0 = time.monotonic()
         with pytest.raises(NotReady, match=rf"not ready \(port {port}\) within 0.5 s; its output's last lines:\nwarming up"):
             wait_ready({"port": port, "timeout": 0.5}, p, netns=None, workdir=tmp_path, log=tmp_path / "a.log")
-        assert 0.5 <= time.monotonic() - t0 <= 3.0
+        assert 0.5 <= time.monotonic() - t0 <= 5.0  # its timeout, plus an `ss` poll that a loaded machine slows
     finally:
         procs.stop_popen([p])
     p = _start([PY, "-c", "import sys; print('bad port', flush=True); sys.exit(3)"], log=tmp_path / "b.log")
@@ -409,3 +409,22 @@ def test_the_example_program_served_measured_and_stopped_by_its_kind(tmp_path):
     finally:
         kind.close()
     assert server.poll() is not None  # stopped with the sweep
+
+
+def test_a_server_a_killed_sweep_left_is_stopped_and_nothing_else(tmp_path):
+    from linklab.sweep.kinds.command import same_command
+    assert same_command(["python3", "app.py", "serve", "10.0.0.2"], ["python3", "app.py", "serve", "${server}"])
+    assert not same_command(["python3", "app.py", "send", "x"], ["python3", "app.py", "serve", "${server}"])
+    tool = Tool.model_validate({"kind": "command", "server": [PY, "-c", "import time; time.sleep(30)", "${h2}"],
+                                "client": "x", "metrics": {"g": {"json": "g", "min_effect": 0}}})
+    stale = _start([PY, "-c", "import time; time.sleep(30)", "10.0.0.2"])
+    other = _start([PY, "-c", "import time; time.sleep(30)", "10.0.0.2", "more"])
+    try:
+        time.sleep(0.2)  # both exec'd
+        backend = SimpleNamespace(node_pids=lambda lab, node: [stale.pid, other.pid] if node == "h2" else [])
+        handle = SimpleNamespace(name="t", lab=_Lab(), backend=backend)
+        said = CommandKind(tmp_path, tool).clean(handle)
+        assert len(said) == 1 and said[0].endswith("on h2")
+        assert stale.wait(timeout=5) is not None and other.poll() is None
+    finally:
+        procs.stop_popen([stale, other])

@@ -20,8 +20,9 @@ class Kind:
     # The processes whose CPU the CPU probe reports per side (linklab/measure/probes/cpu.py).
     comms: ClassVar[tuple[str, ...]] = ()
 
-    def __init__(self, workdir: Path):
+    def __init__(self, workdir: Path, tool: Any = None):
         self.workdir = workdir  # the experiment's directory: where a program of the user's own runs
+        self.exp_tool = tool  # the experiment's tool settings (each point's own come with its plan)
 
     def clean(self, handle: LabHandle) -> list[str]:
         """Stop what an interrupted sweep of this kind left running in the lab; what was stopped."""

@@ -19,10 +19,16 @@ from typing import Any
 
 from linklab import procs, runner
 from linklab.handle import LabHandle
-from linklab.measure.command import CommandError, NotReady, read_metrics, substitute, tail, wait_ready
+from linklab.measure.command import (PLACEHOLDER, CommandError, NotReady, read_metrics, split, substitute, tail,
+                                     wait_ready)
 from linklab.sweep.kinds.base import Kind
 
 OUTPUT_GRACE_S = 30.0  # beyond the tool's timeout: a client killed past it still gives its output
+
+
+def same_command(argv: list[str], want: list[str]) -> bool:
+    """Whether a running process's argv is the command `want`, its ${...} arguments matching any."""
+    return len(argv) == len(want) and all(PLACEHOLDER.search(w) or a == w for a, w in zip(argv, want))
 
 
 def values(handle: LabHandle, plan: Any, as_seen_by: str) -> dict[str, str]:
@@ -80,8 +86,8 @@ class CommandTraffic:
 class CommandKind(Kind):
     name = "command"
 
-    def __init__(self, workdir: Path):
-        super().__init__(workdir)
+    def __init__(self, workdir: Path, tool: Any = None):
+        super().__init__(workdir, tool)
         self.metrics: dict[str, dict[str, Any]] = {}
         self.proc: subprocess.Popen | None = None
         self.key: tuple | None = None
@@ -89,6 +95,21 @@ class CommandKind(Kind):
         self._logs = Path(tempfile.mkdtemp(prefix="linklab-command-"))
         self.log: Path | None = None
         self._read = 0  # how much of the server's log the repetitions have taken
+
+    def clean(self, handle: LabHandle) -> list[str]:
+        """Servers of this command a killed sweep left running on the lab's nodes (they would hold
+        its port): a process whose argv is the server command's, any ${...} argument aside."""
+        tool = getattr(self.exp_tool, "server", None)
+        if tool is None:
+            return []
+        want = split(tool)
+        stopped = []
+        for node in handle.lab.nodes:
+            stale = [pid for pid in handle.backend.node_pids(handle.lab, node.name)
+                     if same_command(procs.cmdline(pid), want)]
+            procs.stop(stale, grace=0.5)
+            stopped += [f"{' '.join(want)} on {node.name}"] * bool(stale)
+        return stopped
 
     def serve(self, handle, plan, events) -> None:
         tool = plan.tool

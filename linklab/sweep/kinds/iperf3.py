@@ -16,8 +16,8 @@ class Iperf3Kind(Kind):
     tcp_ports = True
     comms = ("iperf3",)
 
-    def __init__(self, workdir):
-        super().__init__(workdir)
+    def __init__(self, workdir, tool=None):
+        super().__init__(workdir, tool)
         self.servers = ServerPool()
 
     def clean(self, handle: LabHandle) -> list[str]:
