@@ -142,6 +142,8 @@ def test_a_server_that_never_gets_ready_or_exits_first_fails_with_its_output(tmp
     port = _free_port()
     p = _start([PY, "-c", "import time; print('warming up', flush=True); time.sleep(30)"], log=tmp_path / "a.log")
     try:
+        while not (tmp_path / "a.log").read_text():  # it has started (slow on a loaded machine) and printed
+            time.sleep(0.02)
         t0 = time.monotonic()
         with pytest.raises(NotReady, match=rf"not ready \(port {port}\) within 0.5 s; its output's last lines:\nwarming up"):
             wait_ready({"port": port, "timeout": 0.5}, p, netns=None, workdir=tmp_path, log=tmp_path / "a.log")
