@@ -11,6 +11,7 @@ from typing import Any
 from xml.etree import ElementTree as ET
 
 from linklab import __version__, fsutil
+from linklab import junit as junit_xml
 from linklab.check.kinds.base import FAIL, INCONCLUSIVE, PASS
 from linklab.check.run import SKIP, WARN, Report
 from linklab.errors import EXIT_INCONCLUSIVE, EXIT_WARNINGS
@@ -76,17 +77,13 @@ def junit(report: Report) -> str:
     """JUnit XML: one testsuite, one testcase per check. A failed check is a <failure>; a
     skipped or inconclusive one <skipped> (with why); a warning passes, with <system-out>."""
     s = report.summary()
-    suites = ET.Element("testsuites", name="linklab check", tests=str(s["checks"]), failures=str(s["failed"]),
-                        errors="0", skipped=str(s["skipped"] + s["inconclusive"]), time=f"{report.seconds:.3f}")
-    suite = ET.SubElement(suites, "testsuite", name=report.checks_file, tests=str(s["checks"]),
-                          failures=str(s["failed"]), errors="0", skipped=str(s["skipped"] + s["inconclusive"]),
-                          time=f"{report.seconds:.3f}", timestamp=report.started_at[:19], hostname=report.lab)
+    suite = junit_xml.suite(report.checks_file, timestamp=report.started_at[:19], hostname=report.lab)
     props = ET.SubElement(suite, "properties")
     for name, value in (("lab", report.lab), ("topology", report.topology), ("seed", report.seed),
                         ("points", s["points"]), ("max_points", s["max_points"]), ("linklab", __version__)):
         ET.SubElement(props, "property", name=name, value="" if value is None else str(value))
     for r in report.results:
-        case = ET.SubElement(suite, "testcase", classname=f"linklab.check.{r.kind}", name=r.id, time=f"{r.seconds:.3f}")
+        case = junit_xml.case(suite, f"linklab.check.{r.kind}", r.id, r.seconds)
         text = "\n".join(x for x in (f"expected: {r.expected}", f"observed: {r.observed}", r.detail,
                                      f"hint: {r.hint}" if r.hint else "") if x)
         if r.verdict == FAIL:
@@ -95,8 +92,7 @@ def junit(report: Report) -> str:
             ET.SubElement(case, "skipped", message=f"{r.verdict}: {r.detail or r.observed}"[:500])
         elif r.verdict == WARN:
             ET.SubElement(case, "system-out").text = f"WARNING\n{text}"
-    ET.indent(suites)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
+    return junit_xml.document("linklab check", suite, report.seconds)
 
 
 def write_junit(report: Report, path: Path) -> None:

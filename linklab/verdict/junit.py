@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
+from linklab import junit as junit_xml
 from linklab.results.points import group
 from linklab.verdict.model import EVERY_POINT, FAIL, HARMLESS, INCONCLUSIVE, Judgment, Result
 from linklab.verdict.output import row_text
@@ -25,7 +26,7 @@ STRUCTURAL = (("missing", "point in B"), ("preflight", "pre-flight"), ("failed",
 
 
 def _case(suite: ET.Element, classname: str, name: str, j: Judgment | None) -> None:
-    case = ET.SubElement(suite, "testcase", classname=classname, name=name, time="0")
+    case = junit_xml.case(suite, classname, name)
     if j is None:
         return
     _point, _what, a, b, ratio = row_text(j)
@@ -40,9 +41,9 @@ def _case(suite: ET.Element, classname: str, name: str, j: Judgment | None) -> N
         ET.SubElement(case, "system-out").text = f"harmless: {detail}" + (f"\n{why}" if why else "")
 
 
-def junit(res: Result, name: str) -> ET.ElementTree:
-    """The verdict `res` of an A/B run called `name` (its experiment) as a JUnit tree."""
-    suite = ET.Element("testsuite", name=f"linklab ab {name}")
+def junit_text(res: Result, name: str) -> str:
+    """The verdict `res` of an A/B run called `name` (its experiment) as a JUnit document."""
+    suite = junit_xml.suite(f"linklab ab {name}")
     for j in (j for j in res.judgments if j.metric is not None):
         _case(suite, f"{name}.{j.point}", j.what, j)
     structural = {(j.point, j.rule): j for j in res.judgments if j.metric is None and j.rule != "flag"}
@@ -54,17 +55,4 @@ def junit(res: Result, name: str) -> ET.ElementTree:
         _case(suite, f"{name}.{point}", f"structure: {j.what} ({rule})", j)
     for j in (j for j in res.judgments if j.rule == "flag"):
         _case(suite, f"{name}.{EVERY_POINT}", f"flag: {j.what}", j)
-    cases = suite.findall("testcase")
-    counts = {"tests": len(cases), "failures": sum(c.find("failure") is not None for c in cases),
-              "errors": 0, "skipped": sum(c.find("skipped") is not None for c in cases), "time": "0"}
-    for k, v in counts.items():
-        suite.set(k, str(v))
-    root = ET.Element("testsuites", name="linklab ab", **{k: str(v) for k, v in counts.items()})
-    root.append(suite)
-    ET.indent(root)
-    return ET.ElementTree(root)
-
-
-def junit_text(res: Result, name: str) -> str:
-    # as `linklab check --junit` writes its own (linklab/check/output.py)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(junit(res, name).getroot(), encoding="unicode") + "\n"
+    return junit_xml.document("linklab ab", suite)

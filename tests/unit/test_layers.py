@@ -19,10 +19,11 @@ PACKAGE = ROOT / "linklab"
 
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # what everything may use: errors and exit codes, units, files, processes, the console, the
-    # kernel's features, the bundled controller apps, lab state files, the bundled files, optional parts
+    # kernel's features, the bundled controller apps, lab state files, the bundled files, optional parts,
+    # JUnit XML
     ("foundation", ("linklab", "linklab.errors", "linklab.units", "linklab.fsutil", "linklab.runner",
                     "linklab.procs", "linklab.console", "linklab.kernel", "linklab.controllers", "linklab.osken_warm",
-                    "linklab.state", "linklab.bundled", "linklab.extras")),
+                    "linklab.state", "linklab.bundled", "linklab.extras", "linklab.junit")),
     ("model", ("linklab.model.*",)),              # topology in, resolved lab out: pure
     ("linux", ("linklab.linux.*", "linklab.docker.*")),  # netlink, tc plans, OVS output, the Docker API: no lab knowledge
     ("tools", ("linklab.measure.*",)),            # one class per measurement tool, pure parsers
