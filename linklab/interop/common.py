@@ -25,6 +25,15 @@ def resolved_lab(topology: str | Path, overrides: list[tuple[str, Any]] = (), sc
 MAX_IFNAME = 15  # Linux
 
 
+def refuse_routers(lab: Lab, target: str) -> None:
+    """Routers (and the routes of a routed lab) are not exported yet: an export that dropped them
+    would build a lab whose hosts cannot reach each other, so it is refused instead."""
+    routers = [n.name for n in lab.nodes if n.kind == "router"]
+    if routers:
+        raise UsageError(f"lab {lab.name} has routers ({', '.join(routers)}): the {target} export does not map "
+                         "routers and their routes yet", hint="`linklab up` builds it; export a lab without routers")
+
+
 def ovs_switches(lab: Lab) -> list[str]:
     """The lab's Open vSwitch switches, in node order."""
     return [n.name for n in lab.nodes if n.switch_kind == "ovs"]

@@ -31,7 +31,10 @@ def load_topology(path: Path | str, overrides: list[tuple[str, Any]] | None = No
         data = apply_overrides(data, overrides)
     if name:
         data = {**data, "name": name}
-    topo = load_model(path, Topology, data=data, checks=lambda t, idx: problems + check_topology(t, idx),
+    links = data.get("links")
+    total = len(links) if isinstance(links, list) else 0
+    topo = load_model(path, Topology, data=data,
+                      checks=lambda t, idx: problems + check_topology(t, idx, complete=len(idx or t.links) == total),
                       itemwise="links", lenient=_lenient_topology)
     return _absolute_binds(topo, Path(base_dir) if base_dir is not None else Path(path).parent.absolute())
 
@@ -52,7 +55,8 @@ def _lenient_topology(data: dict, links: list) -> Topology | None:
     except Exception:
         mtu = 1500
     return Topology.model_construct(name=str(data.get("name", "?")), hosts=names("hosts"),
-                                    switches=names("switches"), links=links, defaults=Defaults(mtu=mtu))
+                                    switches=names("switches"), routers=names("routers"), links=links,
+                                    defaults=Defaults(mtu=mtu), routing=None)
 
 
 def topology_sha256(path: Path | str) -> str:

@@ -5,10 +5,12 @@ Each check yields (path, message). All of them run, so a user sees every problem
 
 from __future__ import annotations
 
+import ipaddress
 from typing import Iterator
 
 from linklab.model import aqm
-from linklab.model.resolve import direction_fields, ovs_bond_kind, ovs_switch  # the one rule for what OVS makes of a host bond
+from linklab.model.resolve import direction_fields, link_name, node_kinds, ovs_bond_kind, ovs_switch, segments
+from linklab.model.routes import Graph, Port
 from linklab.model.topology import (
     CONTAINER_ONLY, IFNAME_RE, MIN_IPV6_MTU, NAME_RE, OPTION_MODES, OVS_ONLY, Impairment, Link, Topology,
 )
@@ -18,12 +20,14 @@ Problem = tuple[tuple, str]
 BACK_TO_BACK_BROKEN = ("balance-tlb", "balance-alb")
 
 
-def check_topology(t: Topology, indices: list[int] | None = None) -> list[Problem]:
+def check_topology(t: Topology, indices: list[int] | None = None, complete: bool = True) -> list[Problem]:
     """`indices[j]` is the position in the file of t.links[j] (links that failed structural
-    validation are absent from t.links but keep their numbering in messages)."""
+    validation are absent from t.links but keep their numbering in messages). `complete`: every
+    link validated; else what depends on all of them (a router's links, the subnets routing
+    reaches, link names) is not judged from the part that did."""
     numbered = list(zip(indices or range(len(t.links)), t.links))
     return [*_names(t, numbered), *_hosts(t), *_switches(t), *_default_aqm(t),
-            *(p for i, link in numbered for p in _link(t, i, link))]
+            *(p for i, link in numbered for p in _link(t, i, link)), *_routing(t, numbered, complete)]
 
 
 def _default_aqm(t: Topology) -> Iterator[Problem]:
@@ -68,13 +72,14 @@ def _switches(t: Topology) -> Iterator[Problem]:
 
 
 def _names(t: Topology, numbered: list[tuple[int, Link]]) -> Iterator[Problem]:
-    for section in ("hosts", "switches"):
+    for section in ("hosts", "switches", "routers"):
         for name in getattr(t, section):
             if not NAME_RE.match(name):
                 yield (section, name), (f"bad node name {name!r}: lower-case letters, digits and _, "
                                         "starting with a letter, at most 12 (it becomes part of namespace names)")
-    for name in set(t.hosts) & set(t.switches):
-        yield ("switches", name), f"{name!r} is both a host and a switch"
+    for first, second in (("hosts", "switches"), ("hosts", "routers"), ("switches", "routers")):
+        for name in sorted(set(getattr(t, first)) & set(getattr(t, second))):
+            yield (second, name), f"{name!r} is both a {first[:-1]} and a {second[:-1]}"
     if not t.hosts:
         yield ("hosts",), "a lab needs at least one host"
     for i, link in numbered:
@@ -97,7 +102,7 @@ def _names(t: Topology, numbered: list[tuple[int, Link]]) -> Iterator[Problem]:
 
 
 def _link(t: Topology, i: int, link: Link) -> Iterator[Problem]:
-    nodes = {**{h: "host" for h in t.hosts}, **{s: "switch" for s in t.switches}}
+    nodes = node_kinds(t)
     here = ("links", i)
     ends = [ep.node for ep in link.endpoints]
     for j, node in enumerate(ends):
@@ -197,7 +202,7 @@ def _bond(t: Topology, link: Link, path: tuple, ends: list[str], nodes: dict[str
         yield path + ("member",), f"{len(bond.member_impair)} member entries for a bond of {bond.members} members"
     for k, m in enumerate(bond.member_impair):
         yield from _impair(m.impair, path + ("member", k, "impair"), ends)
-    if mode in BACK_TO_BACK_BROKEN and kinds == ["host", "host"]:
+    if mode in BACK_TO_BACK_BROKEN and "switch" not in kinds:
         yield (path + ("mode",),
                f"{mode} bonds back to back lose traffic: each side sends to a member the other side "
                "does not receive on (measured: 100 % ping loss). Put a switch between them: "
@@ -213,3 +218,76 @@ def _bond(t: Topology, link: Link, path: tuple, ends: list[str], nodes: dict[str
         yield (path + ("switch_lag",),
                f"802.3ad needs an LACP partner; with switch_lag {bond.switch_lag} no aggregator forms "
                "and only one member carries traffic (use switch_lag: lacp or auto)")
+
+
+def _routing(t: Topology, numbered: list[tuple[int, Link]], complete: bool) -> Iterator[Problem]:
+    """Routers, written routes and static routing's reach: a router joins two or more links, a
+    route's `via` is a neighbour and its `to` something with an address, and with routing: static
+    every router reaches every link's subnet."""
+    if not complete:
+        return  # judged from a part of the links, each of these would mislead
+    kinds = node_kinds(t)
+    ends = {name: [i for i, link in numbered if any(ep.node == name for ep in link.endpoints)] for name in kinds}
+    for name in t.routers:
+        if len(ends[name]) < 2:
+            # An error, not a warning: every link is a subnet of its own, so a router on one link
+            # has nothing to forward between; a node that only ends traffic is a host.
+            yield ("routers", name), (f"router {name!r} is on {len(ends[name])} link{'s' * (len(ends[name]) != 1)}: "
+                                      "a router forwards between links (each its own subnet), so it needs two or "
+                                      "more; a node on one link is a host")
+    seg = segments(t)
+    ports = [Port(ep.node, seg[j], j, link.cost) for j, (_, link) in enumerate(numbered)
+             for ep in link.endpoints if kinds.get(ep.node) in ("host", "router")]
+    graph = Graph(ports, t.routers)
+    link_names = [link_name(t, j) for j in range(len(numbered))]
+    l3 = [n for n, k in kinds.items() if k != "switch"]
+    for section in ("hosts", "routers"):
+        for node, spec in getattr(t, section).items():
+            seen: dict[str, int] = {}
+            for k, route in enumerate(spec.routes if spec else []):
+                here = (section, node, "routes", k)
+                yield from _route_to(route.to, node, here + ("to",), kinds, link_names, l3)
+                if route.to in seen:
+                    yield here + ("to",), f"routes[{seen[route.to]}] already goes to {route.to!r}"
+                seen.setdefault(route.to, k)
+                yield from _route_via(route.via, node, here + ("via",), kinds, graph, l3)
+    if t.routing_protocol != "static":
+        return
+    for segment, routers in graph.unreachable().items():
+        j = min(j for j, (_, link) in enumerate(numbered) if seg[j] == segment)
+        yield ("links", numbered[j][0]), (f"the subnet of link {link_names[j]} cannot be reached from "
+                                          f"{', '.join(routers)}: no chain of routers joins it to theirs "
+                                          "(join it to a router, or write routing: none)")
+
+
+def _route_to(to: str, node: str, here: tuple, kinds: dict[str, str], link_names: list[str],
+              l3: list[str]) -> Iterator[Problem]:
+    if to == "default" or kinds.get(to) in ("host", "router") or to in link_names:
+        if to == node:
+            yield here, f"{node!r} is this node: a route goes elsewhere"
+        return
+    if kinds.get(to) == "switch":
+        yield here, f"{to!r} is a switch and has no address: route to a link's subnet (write the link's name)"
+        return
+    if any(c in to for c in "./:"):
+        try:
+            ipaddress.ip_network(to)
+        except ValueError as e:
+            yield here, f"bad prefix {to!r}: {e}"
+        return
+    yield here, (f"unknown destination {to!r} (valid: default, a node ({', '.join(l3)}), a link "
+                 f"({', '.join(link_names) or 'none'}), or a prefix such as 10.9.0.0/16)")
+
+
+def _route_via(via: str, node: str, here: tuple, kinds: dict[str, str], graph: Graph,
+               l3: list[str]) -> Iterator[Problem]:
+    if via not in kinds:
+        yield here, f"unknown node {via!r} (valid: {', '.join(n for n in l3 if n != node)})"
+    elif kinds[via] == "switch":
+        yield here, f"{via!r} is a switch: a route's next hop is the host or router beyond it"
+    elif via == node:
+        yield here, f"{via!r} is this node: a route's next hop is a neighbour"
+    elif not graph.shared(node, via):
+        near = sorted({p.node for mine in graph.by_node.get(node, ()) for p in graph.by_segment[mine.segment]} - {node})
+        yield here, (f"{via!r} is not a neighbour of {node!r}: a next hop shares a link or a switch with it "
+                     f"({node}'s neighbours: {', '.join(near) or 'none'})")

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 
 from linklab.errors import ValidationFailed
-from linklab.model import aqm, queues, scaling
+from linklab.model import aqm, queues, routes, scaling
 from linklab.model import resolved
 from linklab.model.topology import MIN_IPV6_MTU, Impairment, ImpairmentFields, Topology
 
@@ -35,17 +35,20 @@ class Context:
 def resolve(t: Topology, ctx: Context = Context()) -> resolved.Lab:
     scale, scale_source = _scale(t, ctx)
     names = _Names(t)
-    segments = _segments(t)
+    segments_of = segments(t)
     notes: list[str] = []
     links: list[resolved.Link] = []
     problems: list[str] = []
-    alloc = _Addresses(t, segments)
+    alloc = _Addresses(t, segments_of)
     for i, link in enumerate(t.links):
-        links.append(_link(t, i, link, names, segments[i], alloc, scale, notes))
+        links.append(_link(t, i, link, names, segments_of[i], alloc, scale, notes))
     problems += alloc.problems
     if problems:
         raise ValidationFailed(t.name, problems)
-    nodes = _nodes(t, links, scale, notes)
+    node_routes = routes.resolve_routes(t, links, node_kinds(t), notes, problems)
+    if problems:
+        raise ValidationFailed(t.name, problems)
+    nodes = _nodes(t, links, scale, notes, node_routes)
     return resolved.Lab(name=t.name, scale=scale, scale_source=scale_source, nodes=nodes, links=links, notes=notes)
 
 
@@ -76,7 +79,7 @@ class _Names:
         return f"{stem}{n}"
 
 
-def _segments(t: Topology) -> list[int]:
+def segments(t: Topology) -> list[int]:
     """L2 segment of each link: links into the same switch (or joined switches) share one."""
     parent = list(range(len(t.links)))
 
@@ -257,7 +260,7 @@ def _with_aqm(q: resolved.Qdisc | None, fields: dict, scale: float, mtu: int) ->
 def _link(t: Topology, i: int, link, names: _Names, seg: int, alloc: _Addresses, scale: float,
           notes: list[str]) -> resolved.Link:
     ep_a, ep_b = link.endpoints
-    kind_of = {**{h: "host" for h in t.hosts}, **{s: "switch" for s in t.switches}}
+    kind_of = node_kinds(t)
     mtu = link.mtu or t.defaults.mtu
     want_v6 = (link.ipv6 if link.ipv6 is not None else t.defaults.ipv6) and t.addressing.ipv6 is not None
     v6 = want_v6 and mtu >= MIN_IPV6_MTU
@@ -266,8 +269,10 @@ def _link(t: Topology, i: int, link, names: _Names, seg: int, alloc: _Addresses,
         v6_note = f"IPv6 off on this link: MTU {mtu} < {MIN_IPV6_MTU} (the kernel drops IPv6 below that)"
 
     def impair_for(sender: str, member: int | None):
+        # A router's port queues what it forwards, as a switch port does: packets with no socket
+        # of its own to hold back, in the bursts of the shapers before it.
         return qdisc_for(direction_fields(t, link, sender, member), scale, mtu,
-                         "switch" if kind_of.get(sender) == "switch" else "host")
+                         "host" if kind_of.get(sender) == "host" else "switch")
 
     veths: list[resolved.VethPair] = []
     bonds: list[resolved.BondEnd] = []
@@ -288,7 +293,7 @@ def _link(t: Topology, i: int, link, names: _Names, seg: int, alloc: _Addresses,
         members: dict[str, list[str]] = {}
         far_ovs = [ovs_bond_kind(bond, sw) for ep in (ep_a, ep_b) if (sw := ovs_switch(t, ep.node))]
         for ep in (ep_a, ep_b):
-            if kind_of.get(ep.node) == "host":
+            if kind_of.get(ep.node) != "switch":  # a host's or a router's bond
                 bname = ep.ifname or names.take(ep.node, "bond", 0)
                 members[ep.node] = [f"{bname}-m{k}" for k in range(bond.members)]
                 end_ifaces[ep.node] = bname
@@ -322,7 +327,7 @@ def _link(t: Topology, i: int, link, names: _Names, seg: int, alloc: _Addresses,
     for ep in (ep_a, ep_b):
         ifname = end_ifaces[ep.node]
         settings = link.interfaces.get(ep.node)
-        if kind_of.get(ep.node) == "host":
+        if kind_of.get(ep.node) != "switch":
             ipv4, ipv6 = alloc.assign(i, seg, ep.node, v6)
             ports: list[str] = []
         else:
@@ -332,7 +337,7 @@ def _link(t: Topology, i: int, link, names: _Names, seg: int, alloc: _Addresses,
                               txqueuelen=settings.txqueuelen if settings else None,
                               offloads=dict(settings.offloads) if settings else {}, bridge_ports=ports,
                               ovs_bond=ovs_bonds.get(ep.node)))
-    name = link.name or f"{ep_a.node}-{ep_b.node}" + (f"-{i}" if _pair_repeats(t, i) else "")
+    name = link_name(t, i)
     if v6_note:
         notes.append(f"link {name}: {v6_note}")
     unshaped = sorted({f"{end.node} sending ({q.aqm})" for pair in veths for end, _, q in pair.directions()
@@ -342,6 +347,18 @@ def _link(t: Topology, i: int, link, names: _Names, seg: int, alloc: _Addresses,
                      "so it sees a queue only where the interface pushes back (a veth never does)")
     return resolved.Link(index=i, name=name, kind="bond" if link.bond else "veth", mtu=mtu, ipv6=v6, ipv6_note=v6_note,
                   ends=ends, veths=veths, bonds=bonds, segment=seg)
+
+
+def node_kinds(t: Topology) -> dict[str, str]:
+    """Each node's section: host, switch or router."""
+    return {**{h: "host" for h in t.hosts}, **{s: "switch" for s in t.switches}, **{r: "router" for r in t.routers}}
+
+
+def link_name(t: Topology, i: int) -> str:
+    """The name of link `i`: as written, else its ends' (h1-r1), numbered where a pair repeats."""
+    link = t.links[i]
+    ep_a, ep_b = link.endpoints
+    return link.name or f"{ep_a.node}-{ep_b.node}" + (f"-{i}" if _pair_repeats(t, i) else "")
 
 
 def _pair_repeats(t: Topology, i: int) -> bool:
@@ -431,15 +448,32 @@ def _switch_lag(bond) -> tuple[str, dict] | None:
     return None
 
 
-def _nodes(t: Topology, links: list[resolved.Link], scale: float, notes: list[str]) -> list[resolved.Node]:
+# What makes a router of a namespace: it forwards both families (IPv6's `all` switch turns
+# forwarding on for every interface, and routers stop taking router advertisements).
+FORWARDING = {"net.ipv4.ip_forward": "1", "net.ipv6.conf.all.forwarding": "1"}
+# fib_multipath_hash_policy: what the kernel hashes a flow's packets by to pick one path of a
+# multipath route (0: addresses, 1: addresses and ports), set on the nodes that have one.
+HASH_POLICY = {"l3": "0", "l4": "1"}
+
+
+def _nodes(t: Topology, links: list[resolved.Link], scale: float, notes: list[str],
+           node_routes: dict[str, list[resolved.Route]]) -> list[resolved.Node]:
     nodes: list[resolved.Node] = []
     ends_of = _ends_by_node(links)
+    policy = HASH_POLICY[t.routing.hash_policy if t.routing else "l4"]
+
+    def sysctls_of(name: str, section: str, own: dict, forwarding: dict) -> dict[str, str]:
+        multipath = any(len(r.nexthops) > 1 for r in node_routes.get(name, []))
+        hashing = {f"net.ipv{v}.fib_multipath_hash_policy": policy for v in (4, 6)} if multipath else {}
+        merged = {**t.defaults.sysctls, **forwarding, **hashing, **own}  # what the node's file says wins
+        scaled, changed = scaling.scale_sysctls({k: str(v) for k, v in merged.items()}, scale)
+        notes.extend(f"{section} {name}: {n}" for n in changed)
+        return scaled
+
     for name, host in t.hosts.items():
-        sysctls = {**t.defaults.sysctls, **(host.sysctls if host else {})}
-        scaled, changed = scaling.scale_sysctls({k: str(v) for k, v in sysctls.items()}, scale)
-        notes += [f"host {name}: {n}" for n in changed]
-        nodes.append(resolved.Node(name=name, kind="host", sysctls=scaled, container=_container(host),
-                            hosts=_hosts_entries(name, t, links, ends_of), exec=host.exec if host else []))
+        nodes.append(resolved.Node(name=name, kind="host", sysctls=sysctls_of(name, "host", host.sysctls if host else {}, {}),
+                                   container=_container(host), hosts=_hosts_entries(name, t, links, ends_of),
+                                   exec=host.exec if host else [], routes=node_routes.get(name, [])))
     for name, sw in t.switches.items():
         mtus = [link.mtu for link in links if any(e.node == name for e in link.ends)]
         ovs = sw is not None and sw.kind == "ovs"
@@ -450,6 +484,12 @@ def _nodes(t: Topology, links: list[resolved.Link], scale: float, notes: list[st
                             fail_mode=(sw.fail_mode or ("secure" if ctl else "standalone")) if ovs else None,
                             datapath=sw.datapath if ovs else None, port_mtu=sw.port_mtu if sw else None,
                             mtu=min(mtus) if mtus else None, exec=sw.exec if sw else []))
+    # After the switches: a switch's OpenFlow datapath id is its place among the nodes.
+    for name, router in t.routers.items():
+        nodes.append(resolved.Node(name=name, kind="router",
+                                   sysctls=sysctls_of(name, "router", router.sysctls if router else {}, FORWARDING),
+                                   hosts=_hosts_entries(name, t, links, ends_of), exec=router.exec if router else [],
+                                   routes=node_routes.get(name, [])))
     return nodes
 
 
@@ -482,7 +522,7 @@ def _hosts_entries(me: str, t: Topology, links: list[resolved.Link],
     ends_of = ends_of if ends_of is not None else _ends_by_node(links)
     my_segments = {link.segment for link, _ in ends_of.get(me, [])}
     entries: list[tuple[str, str]] = []
-    for other in t.hosts:
+    for other in [*t.hosts, *t.routers]:
         if other == me:
             continue
         mine = ends_of.get(other, [])

@@ -146,9 +146,27 @@ class Container(Resolved):
     binds: list[str] = []  # HOST:CONTAINER[:ro|rw]
 
 
+class NextHop(Resolved):
+    via: str  # the gateway: the neighbour's address on the link they share
+    dev: str  # the interface it is reached through
+    node: str  # the neighbour
+
+
+class Route(Resolved):
+    """One route a node's kernel gets: to a prefix (0.0.0.0/0, ::/0: default), through one next
+    hop, or several (a multipath route: the kernel hashes each flow onto one)."""
+
+    to: str
+    nexthops: list[NextHop]
+    source: Literal["computed", "written"]  # routing: static computed it, or the node's `routes:` wrote it
+    cost: int | None = None  # computed: the path's cost (links' cost: summed, 1 each by default)
+
+
 class Node(Resolved):
     name: str
-    kind: Literal["host", "switch"]  # a container node is a host (addresses, sysctls, names) in a container
+    # A container node is a host (addresses, sysctls, names) in a container; a router is a host
+    # that forwards (its sysctls say so).
+    kind: Literal["host", "switch", "router"]
     container: Container | None = None
     switch_kind: Literal["bridge", "ovs"] | None = None
     stp: bool = False
@@ -161,6 +179,7 @@ class Node(Resolved):
     mtu: int | None = None  # switches: the bridge's MTU (the smallest of its links)
     hosts: list[tuple[str, str]] = []  # /etc/hosts entries seen from this node: (address, name)
     exec: list[list[str]] = []  # commands run in the node once the lab is up, in order (argv lists)
+    routes: list[Route] = []  # beyond its own links' subnets: computed (routing: static) or written
 
     def address_of(self, name: str) -> str | None:
         """The address this node's hosts file gives `name` (its first line for it, as the
@@ -169,14 +188,15 @@ class Node(Resolved):
 
     @model_serializer(mode="wrap")
     def _without_no_container(self, handler):
-        # A node that is no container, or runs no commands, is written as before it could:
-        # state files, stored runs and golden files of labs without them do not change.
+        # A node that is no container, runs no commands or has no routes is written as before
+        # it could: state files, stored runs and golden files of labs without them do not change.
         out = handler(self)
         if isinstance(out, dict):
             if out.get("container") is None:
                 out.pop("container", None)
-            if not out.get("exec"):
-                out.pop("exec", None)
+            for key in ("exec", "routes"):
+                if not out.get(key):
+                    out.pop(key, None)
         return out
 
 

@@ -248,6 +248,9 @@ class Link(Model):
     addresses: dict[str, Addresses] = Field(default_factory=dict)  # keyed by node name
     interfaces: dict[str, IfaceSettings] = Field(default_factory=dict)  # keyed by node name
     ipv6: bool | None = None
+    # What crossing this link costs a routed path (routing: static adds them up; fewest hops when
+    # every link costs 1). Out of the sending node's end, as OSPF counts an interface's cost.
+    cost: Annotated[int, Field(ge=1, le=65535)] = 1
 
 
 HOST_KINDS = ("host", "container")
@@ -317,6 +320,18 @@ def _only_if(field: str, value: str, fields: tuple[str, ...], then: dict | None 
     return {"if": when, "then": then or {}, "else": {"properties": {f: False for f in fields}}}
 
 
+class Route(Model):
+    """A route written by hand (`routes: [{to: h2, via: r2}]`): it wins over a computed one to
+    the same destination. Names resolve to addresses (linklab/model/routes.py)."""
+
+    # default, a node (its addresses), a link (its subnet) or a prefix (10.9.0.0/16, fd00:9::/48)
+    to: Annotated[str, StringConstraints(min_length=1)]
+    via: Annotated[str, StringConstraints(min_length=1)]  # a neighbour: a node sharing a link or a switch
+
+
+ROUTES_HELP = "routes written by hand, e.g. {to: h2, via: r1}: they win over computed ones"
+
+
 class Host(Model):
     model_config = ConfigDict(json_schema_extra=_only_if("kind", "container", CONTAINER_ONLY, {"required": ["image"]}))
     # host: a network namespace sharing this machine's files; container: a Docker container (its
@@ -332,6 +347,7 @@ class Host(Model):
     binds: list[Annotated[str, AfterValidator(_bind), Field(json_schema_extra={"pattern": BIND_PATTERN})]] = \
         Field(default_factory=list)
     exec: list[Command] = Field(default_factory=list, description=EXEC_HELP)
+    routes: list[Route] = Field(default_factory=list, description=ROUTES_HELP)
 
     @field_validator("env")
     @classmethod
@@ -344,10 +360,53 @@ class Host(Model):
     @field_validator("sysctls")
     @classmethod
     def _sysctl_keys(cls, v):
-        for k in v:
-            if not re.fullmatch(SYSCTL_NAME, k):
-                raise ValueError(f"bad sysctl name {k!r} (write it dotted, e.g. net.ipv4.tcp_reordering)")
-        return v
+        return _sysctl_names(v)
+
+
+def _sysctl_names(v: dict) -> dict:
+    for k in v:
+        if not re.fullmatch(SYSCTL_NAME, k):
+            raise ValueError(f"bad sysctl name {k!r} (write it dotted, e.g. net.ipv4.tcp_reordering)")
+    return v
+
+
+class Router(Model):
+    """A node that forwards IPv4 and IPv6 between its links (each link its own subnet, as
+    everywhere): a namespace with forwarding on, its routes computed (routing: static) or
+    written (`routes:`)."""
+
+    sysctls: dict[str, str | int] = Field(default_factory=dict, json_schema_extra=SYSCTL_NAMES)
+    description: str | None = None
+    exec: list[Command] = Field(default_factory=list, description=EXEC_HELP)
+    routes: list[Route] = Field(default_factory=list, description=ROUTES_HELP)
+
+    @field_validator("sysctls")
+    @classmethod
+    def _sysctl_keys(cls, v):
+        return _sysctl_names(v)
+
+
+ROUTING_PROTOCOLS = ("static", "none")
+HASH_POLICIES = ("l3", "l4")
+
+
+class Routing(Model):
+    """How a lab's nodes learn routes. static: linklab computes shortest paths (by links' cost)
+    from every host and router to every link's subnet and installs them; none: only the routes
+    written by hand."""
+
+    protocol: Literal[ROUTING_PROTOCOLS] = "static"  # type: ignore[valid-type]
+    # Equal-cost paths all installed, as one multipath route (else one next hop: the first link
+    # in file order); the kernel hashes each flow onto one of them.
+    ecmp: bool = False
+    # What the kernel's multipath hash reads (fib_multipath_hash_policy): l3 = addresses only
+    # (the kernel's own default: one host pair's flows all take one path), l4 = addresses and
+    # ports (each flow hashed on its own).
+    hash_policy: Literal[HASH_POLICIES] = "l4"  # type: ignore[valid-type]
+
+
+def _routing(v):
+    return {"protocol": v} if isinstance(v, str) else v
 
 
 class Controller(Model):
@@ -412,12 +471,23 @@ class Topology(Model):
     addressing: Addressing = Addressing()
     hosts: dict[str, Host | None] = Field(default_factory=dict, json_schema_extra=NODE_NAMES)
     switches: dict[str, Switch | None] = Field(default_factory=dict, json_schema_extra=NODE_NAMES)
+    routers: dict[str, Router | None] = Field(default_factory=dict, json_schema_extra=NODE_NAMES)
     links: list[Link] = Field(default_factory=list)
+    # `routing: static` (the default when the lab has routers), `none`, or a mapping with ecmp
+    # and hash_policy; unset without routers: none.
+    routing: Annotated[Routing, BeforeValidator(_routing, json_schema_input_type=Literal[ROUTING_PROTOCOLS] | Routing)] | None = None
     # Per-student variants (linklab/model/variables.py: declared, validated and substituted
     # before this model sees the data) and coursework checks (linklab/check/: validated against
     # the resolved lab by `linklab check` and `linklab validate`); the lab itself ignores both.
     vars: dict[str, Any] = Field(default_factory=dict)
     checks: list[Any] = Field(default_factory=list)
+
+    @property
+    def routing_protocol(self) -> str:
+        """What routes the lab's nodes get: `routing:` as written, else static when it has routers."""
+        if self.routing is not None:
+            return self.routing.protocol
+        return "static" if self.routers else "none"
 
     @field_validator("name")
     @classmethod

@@ -23,7 +23,9 @@ ROOT = Path(__file__).resolve().parents[2]
 ALL_TOPOLOGIES = sorted((ROOT / "topologies").glob("*.yaml")) + sorted((ROOT / "tests/golden/topologies/good").glob("*.yaml"))
 
 
-TOPOLOGIES = ALL_TOPOLOGIES  # Open vSwitch ones included: both exporters map them
+# Open vSwitch ones included: both exporters map them. Routed ones are refused (below).
+ROUTED = [p for p in ALL_TOPOLOGIES if "routers:" in p.read_text()]
+TOPOLOGIES = [p for p in ALL_TOPOLOGIES if p not in ROUTED]
 VM = Context(auto_scale=0.1, auto_scale_reason="software-emulated VM (TCG)")
 CAMPUS = ROOT / "tests/data/interop/campus.clab.yml"
 CLAB = ROOT / "tests/data/interop/clab"  # containerlab's own files (BSD-3: CLAB/LICENSE)
@@ -203,6 +205,18 @@ def test_mininet_script_is_python_and_matches_golden(path):
     ast.parse(text)
     head = text[:text.index(mininet_export.APPS_MARK)]  # the apps are controllers/ (checked above)
     _golden(head, ROOT / "tests/golden/interop" / f"{path.stem}.mininet.py")
+
+
+@pytest.mark.parametrize("path", ROUTED, ids=lambda p: p.stem)
+def test_exports_refuse_a_lab_with_routers_naming_them(path):
+    """Routers are not mapped yet: an export without them would build a lab whose hosts cannot
+    reach each other, so both exporters refuse it (exit 2), naming the routers."""
+    lab = _lab(path)
+    routers = [n.name for n in lab.nodes if n.kind == "router"]
+    for export in (lambda: mininet_export.export(lab, "t.yaml"), lambda: clab_export.export(lab, "t.yaml")):
+        with pytest.raises(UsageError) as err:
+            export()
+        assert err.value.exit_code == 2 and f"has routers ({', '.join(routers)})" in str(err.value)
 
 
 # ---- containerlab export ------------------------------------------------------------------
