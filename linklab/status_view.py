@@ -80,9 +80,32 @@ def render(data: dict[str, Any]) -> str:
                             else f"NOT aggregated ({s['members_distributing']}/{s['members']} members distributing)"))
             lines.append(text)
     lines += _switch_lines(live)
+    lines += _route_lines(live)
     lines += _container_lines(live)
     lines += _exec_lines(st)
     return "\n".join(lines)
+
+
+def _route_lines(live: dict[str, Any]) -> list[str]:
+    """Each host's and router's routes as its kernel reports them, when the lab routes at all (it
+    has routers, or a node has a route through a gateway): connected subnets too, so a missing
+    one shows."""
+    nodes = live["nodes"]
+    if not any(info.get("router") or any(h.get("via") for r in info.get("routes", []) for h in r["nexthops"])
+               for info in nodes.values()):
+        return []
+    out = []
+    for node, info in nodes.items():
+        if "routes" not in info:
+            continue
+        fwd = (info.get("router") or {}).get("forwarding")
+        head = f"  {node}:" + (f" forwarding IPv4 {'on' if fwd['ipv4'] else 'OFF'}, IPv6 {'on' if fwd['ipv6'] else 'OFF'}"
+                              if fwd else "")
+        out.append(head)
+        for r in info["routes"]:
+            hops = [(f"via {h['via']} " if h.get("via") else "") + f"dev {h['dev']}" for h in r["nexthops"]]
+            out.append(f"    {r['to']} {hops[0] if len(hops) == 1 else 'nexthops ' + ', '.join(hops)} ({r['proto']})")
+    return ["routes (as each node's kernel reports them; proto linklab: installed by linklab):", *out]
 
 
 def _exec_lines(st: dict[str, Any]) -> list[str]:

@@ -58,3 +58,19 @@ def test_exec_lines_show_each_command_and_how_many_ran():
         "    + ip link set eth1 up",
         "    - false"]
     assert "exec (" not in render(data({"h1": node("balance-rr")}))  # no commands: no section
+
+
+def test_routes_shown_per_node_with_forwarding_and_multipath_only_when_the_lab_routes():
+    connected = {"to": "10.77.1.0/24", "nexthops": [{"via": None, "dev": "eth1"}], "proto": "kernel"}
+    r1 = {**node("balance-rr"), "router": {"forwarding": {"ipv4": True, "ipv6": False}},
+          "routes": [connected, {"to": "10.77.3.0/24", "proto": "linklab",
+                                 "nexthops": [{"via": "10.77.1.2", "dev": "eth2"}, {"via": "10.77.2.2", "dev": "eth3"}]}]}
+    h1 = {**node("balance-rr"), "routes": [{"to": "default", "nexthops": [{"via": "10.77.0.2", "dev": "eth1"}],
+                                            "proto": "linklab"}]}
+    text = render(data({"h1": h1, "r1": r1}))
+    assert "  h1:\n    default via 10.77.0.2 dev eth1 (linklab)" in text
+    assert "  r1: forwarding IPv4 on, IPv6 OFF" in text
+    assert "    10.77.3.0/24 nexthops via 10.77.1.2 dev eth2, via 10.77.2.2 dev eth3 (linklab)" in text
+    assert "    10.77.1.0/24 dev eth1 (kernel)" in text
+    flat = render(data({"h1": {**node("balance-rr"), "routes": [connected]}}))
+    assert "routes (" not in flat  # nothing routed: the section would only repeat the addresses

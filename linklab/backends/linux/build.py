@@ -18,14 +18,14 @@ from pyroute2.netlink.exceptions import NetlinkError
 
 from linklab import runner
 from linklab.backends.linux import bond as bondopt
-from linklab.backends.linux import daemons, sysctl
+from linklab.backends.linux import daemons, routes, sysctl
 from linklab.errors import LinklabError
 from linklab.linux import netlink, tc
 from linklab.backends.linux.kinds.base import Build
 
-# In order. A kind's `phase` is one of these; "namespaces", "links", "mtu", "queues" and
-# "leftovers" also run steps of their own (STEPS) before the kinds of the phase.
-PHASES = ("namespaces", "links", "switches", "mtu", "addresses", "queues", "daemons", "leftovers")
+# In order. A kind's `phase` is one of these; "namespaces", "links", "mtu", "routes", "queues"
+# and "leftovers" also run steps of their own (STEPS) before the kinds of the phase.
+PHASES = ("namespaces", "links", "switches", "mtu", "addresses", "routes", "queues", "daemons", "leftovers")
 
 
 def run(b: Build) -> None:
@@ -246,6 +246,7 @@ STEPS: dict[str, tuple[Callable[[Build], None], ...]] = {
     "namespaces": (namespaces,),
     "links": (veth_pairs, remove_stale, bonds),
     "mtu": (mtus_and_up,),
+    "routes": (routes.install,),
     "queues": (qdiscs, interface_settings),
     "leftovers": (stop_leftover_processes,),
 }

@@ -10,7 +10,7 @@ from pyroute2 import IPRoute, netns
 from linklab.backends.base import bond_summary  # noqa: F401  (kept importable from here)
 from linklab.backends.linux import bond as bondopt
 from linklab.backends.linux import kinds
-from linklab.linux import netlink
+from linklab.linux import netlink, routes
 from linklab.linux import qdisc_report, tc
 from linklab.backends.linux.names import netns_name
 from linklab.model.resolved import Lab
@@ -55,11 +55,23 @@ def inspect_lab(lab: Lab) -> dict[str, Any]:
             nodes[node.name] = {"netns": ns, "present": False}
             continue
         nodes[node.name] = {"netns": ns, "present": True, "kind": node.kind, "interfaces": read[node.name]}
+        if node.kind != "switch":
+            nodes[node.name]["routes"] = routes_of(ns)
         kind = kinds.of(node)[0]
         extra = kind.inspect(lab, node, ns)
         if extra:
             nodes[node.name][kind.name] = extra
     return {"lab": lab.name, "nodes": nodes}
+
+
+def routes_of(ns: str) -> list[dict[str, Any]]:
+    """The node's main routing table as the kernel reports it (IPv4, then IPv6; link-local
+    fe80::/64 left out): connected subnets (proto kernel), linklab's (proto linklab) and any
+    other a command or daemon added."""
+    names = {x["index"]: x["ifname"] for x in netlink.links(ns)}
+    with netlink.iproute(ns) as ipr:
+        found = routes.read(ipr)
+    return [routes.describe(r, names) for r in found if not r.to.startswith("fe80::")]
 
 
 def _interfaces(ipr: IPRoute) -> list[dict[str, Any]]:

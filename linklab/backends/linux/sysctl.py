@@ -61,11 +61,12 @@ def problems(lab: Lab) -> list[str]:
     where = classify(keys)
     out = []
     for n in lab.nodes:
+        section = "routers" if n.kind == "router" else "hosts"
         for k in n.sysctls:
             if where[k] == "unknown":
-                out.append(f"hosts.{n.name}.sysctls.{k}: no such sysctl on this kernel ({proc_path(k)})")
+                out.append(f"{section}.{n.name}.sysctls.{k}: no such sysctl on this kernel ({proc_path(k)})")
             elif where[k] == "global" and not in_lab_vm():
-                out.append(f"hosts.{n.name}.sysctls.{k}: not per-namespace on this kernel, so setting it "
+                out.append(f"{section}.{n.name}.sysctls.{k}: not per-namespace on this kernel, so setting it "
                            "would change the host itself; run the lab in the VM (`linklab up --vm`)")
     # Global keys are one value for the whole (VM) kernel: two hosts cannot disagree on them.
     for k in keys:

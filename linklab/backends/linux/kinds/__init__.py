@@ -14,6 +14,7 @@ from linklab.backends.linux.kinds.container import Container
 from linklab.backends.linux.kinds.controller import Controller
 from linklab.backends.linux.kinds.host import Host
 from linklab.backends.linux.kinds.ovs import Ovs
+from linklab.backends.linux.kinds.router import Router
 from linklab.errors import UsageError
 from linklab.model.resolved import Node
 
@@ -22,6 +23,7 @@ from linklab.model.resolved import Node
 REGISTRY: dict[str, Kind] = {k.name: k for k in (
     Host(),        # a namespace with addresses, sysctls and /etc/hosts names
     Container(),   # a host in a Docker container: the container's namespace, joined like a host's
+    Router(),      # a host that forwards IPv4 and IPv6 between its links
     Bridge(),      # a Linux bridge switch
     Ovs(),         # an Open vSwitch switch with its own ovsdb-server/ovs-vswitchd
     Controller(),  # an os-ken OpenFlow controller beside an OVS switch
@@ -31,6 +33,8 @@ REGISTRY: dict[str, Kind] = {k.name: k for k in (
 def kind_of(node: Node) -> str:
     if node.kind == "host":
         return "container" if node.container else "host"
+    if node.kind == "router":
+        return "router"
     return node.switch_kind or "bridge"
 
 
