@@ -5,7 +5,7 @@ import socket
 
 from pyroute2.netlink.rtnl.rtmsg import rtmsg
 
-from linklab.linux.routes import RTPROT_LINKLAB, KernelRoute, from_message, plan, request
+from linklab.linux.routes import RTM_F_CLONED, RTPROT_LINKLAB, KernelRoute, from_message, is_route, plan, request
 
 
 def message(dst, dst_len, proto, **attrs):
@@ -46,3 +46,15 @@ def test_requests_are_one_route_each_several_hops_as_one_multipath_route():
     m = request(KernelRoute("10.77.3.0/24", (("10.77.1.2", 3), ("10.77.2.2", 4))))
     assert m["multipath"] == [{"gateway": "10.77.1.2", "oif": 3}, {"gateway": "10.77.2.2", "oif": 4}]
     assert "gateway" not in m and m["family"] == socket.AF_INET
+
+
+def test_a_learned_path_mtu_in_the_dump_is_no_route():
+    """The kernel's dump lists a path MTU learned from ICMP as a cached /128 clone carrying the
+    protocol of the route it came from: reconciling must not take it for a stale route of linklab's."""
+    clone = message("fd00:77:0:2::2", 128, RTPROT_LINKLAB, RTA_GATEWAY="fd00:77::2", RTA_OIF=2)
+    clone["flags"] = RTM_F_CLONED
+    assert not is_route(clone)
+    assert is_route(message("10.77.2.0", 24, RTPROT_LINKLAB, RTA_GATEWAY="10.77.1.2", RTA_OIF=3))
+    unreachable = message("10.9.0.0", 16, 4)
+    unreachable["type"] = 7  # RTN_UNREACHABLE
+    assert not is_route(unreachable)

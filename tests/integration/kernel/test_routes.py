@@ -13,26 +13,31 @@ import pytest
 from pyroute2 import netns
 
 from linklab import lab, runner
+from linklab.backends.linux.inspect import routes_of
 from linklab.measure import counters
 from linklab.model import paths
 from linklab.model.resolved import Lab
 
-CORE_RATE = "200mbit"  # as written: 20 Mbit/s at the VM's scale 0.1, well below what TCG forwards
+# As written: 10 Mbit/s at the VM's scale 0.1, well below what two routers forward under TCG (at
+# 20 Mbit/s a loaded host's emulator bound TCP at 0.68-0.78 of theory; at 10: 0.94-0.99).
+CORE_RATE = "100mbit"
 
 
 def _iperf3(lb, src, dst, port, *args, seconds=4):
-    """Run an iperf3 client src -> dst for `seconds` against a one-off server; its JSON result."""
+    """Run an iperf3 client src -> dst for `seconds` (the first second, slow start, omitted)
+    against a one-off server; its JSON result."""
     srv = runner.start(["iperf3", "-s", "-1", "-p", str(port)], netns=lb.ns(dst))
     try:
         time.sleep(0.5)
-        res = lb.run(src, ["iperf3", "-J", "-c", dst, "-p", str(port), "-t", str(seconds), *args], timeout=60)
+        res = lb.run(src, ["iperf3", "-J", "-c", dst, "-p", str(port), "-t", str(seconds), "-O", "1", *args], timeout=60)
     finally:
         srv.kill()
     return json.loads(res.stdout)
 
 
 def _routes(lb, node):
-    return lab.status(lb.name)["live"]["nodes"][node]["routes"]
+    """The node's routes as `status` reads them back (its part of it: status reads every node)."""
+    return routes_of(lb.ns(node))
 
 
 @pytest.mark.concurrent
@@ -52,13 +57,21 @@ def test_a_routed_chain_counts_its_routers_answers_too_big_packets_and_carries_t
     assert re.search(r"Frag needed and DF set \(mtu = 1400\)|message too long, mtu=1400", said), said
     fits = lb.run("h1", ["ping", "-n", "-c", "2", "-W", "2", "-M", "do", "-s", "1372", "h2"], check=False)
     assert fits.ok and " 0% packet loss" in fits.stdout, fits.stdout[-300:]
+    six_big = lb.run("h1", ["ping", "-6", "-n", "-c", "2", "-W", "1", "-M", "do", "-s", "1452", "h2-v6"], check=False)
+    said = six_big.stdout + six_big.stderr
+    assert re.search(r"Packet too big: mtu=1400|message too long, mtu: ?1400", said), said
+    # The path MTUs just learned are in the kernel's route dump as cached clones (IPv6's with
+    # linklab's protocol): reconciling after them must leave them, and every route, as they are.
+    before = {node: _routes(lb, node) for node in ("h1", "r1")}
+    lb.set(("links[core].impair.delay", "3ms"))
+    assert {node: _routes(lb, node) for node in ("h1", "r1")} == before
     # TCP across both routers at the core's shaped rate: theory is the rate times the payload
-    # share of 1400-byte segments (linklab/model/paths.py); at least 0.6 of it (a busy emulator
-    # forwarding at two routers), at most 1.05 (the shaper binds).
+    # share of 1400-byte segments (linklab/model/paths.py); at least 0.8 of it (a busy emulator
+    # forwarding at two routers; measured 0.94-0.99), at most 1.05 (the shaper binds).
     resolved = Lab.model_validate(lab.state.require(lb.name)["resolved"])
     theory = paths.tcp_goodput_bps(resolved, "h1", "h2")
     got = _iperf3(lb, "h1", "h2", 5401)["end"]["sum_received"]["bits_per_second"]
-    assert 0.6 * theory <= got <= 1.05 * theory, f"{got / 1e6:.2f} Mbit/s, theory {theory / 1e6:.2f}"
+    assert 0.8 * theory <= got <= 1.05 * theory, f"{got / 1e6:.2f} Mbit/s, theory {theory / 1e6:.2f}"
     # status reads the routes back from each kernel: linklab's, and the connected ones
     h1 = _routes(lb, "h1")
     assert {"to": "default", "nexthops": [{"via": "10.77.0.2", "dev": "eth1"}], "proto": "linklab"} in h1
