@@ -138,7 +138,7 @@ class Graph:
 DEFAULT = {4: "0.0.0.0/0", 6: "::/0"}
 
 
-class _Addresses:
+class _Attachments:
     """Where each node sits on each segment, by family: its address there, its interface on each
     link, and each segment's subnet, read from the resolved links."""
 
@@ -175,7 +175,7 @@ def resolve_routes(t: Topology, links: list[resolved.Link], kinds: dict[str, str
     addresses are known (a `via` with no address of a prefix's family) are added to `problems`.
     `kinds`: each node's section (host, switch, router)."""
     ecmp = t.routing.ecmp if t.routing else False
-    at = _Addresses(links, kinds, [link.cost for link in t.links])
+    at = _Attachments(links, kinds, [link.cost for link in t.links])
     graphs = {family: Graph(at.ports[family], t.routers) for family in (4, 6)}
     out: dict[str, dict[str, resolved.Route]] = {}
 
@@ -232,7 +232,7 @@ def _is_prefix(text: str) -> bool:
         return False
 
 
-def _targets(to: str, at: _Addresses, links: list[resolved.Link], kinds: dict[str, str]) -> list[tuple[int, str]]:
+def _targets(to: str, at: _Attachments, links: list[resolved.Link], kinds: dict[str, str]) -> list[tuple[int, str]]:
     """What a written route's `to` stands for: (family, prefix) pairs. default: both families'
     default; a node: each of its addresses (a host route); a link: its subnet; else a prefix."""
     if to == "default":
