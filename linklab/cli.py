@@ -109,9 +109,10 @@ def _lab_commands(cmd) -> None:
     o.add_argument("switch")
     o.add_argument("argv", nargs=argparse.REMAINDER, help="the OVS command, after --")
 
-    s = cmd("set", "change settings of a running lab in place (MTU, bond mode, impairments, sysctls)",
+    s = cmd("set", "change settings of a running lab in place (MTU, bond mode, impairments, sysctls, link costs)",
             epilog="examples:\n  linklab set 'links[*].mtu=9000'\n  linklab set 'links[bond].bond.mode=802.3ad'\n"
                    "  linklab set 'links[0].impair.delay=10ms'\n"
+                   "  linklab set 'links[core].cost=5'       a routed lab: only the routes that move change\n"
                    "  linklab set 'hosts.h1.sysctls.\"net.ipv4.tcp_reordering\"=127'",
             formatter_class=argparse.RawDescriptionHelpFormatter)
     s.add_argument("--lab")
