@@ -18,9 +18,9 @@ from pyroute2.netlink.exceptions import NetlinkError
 
 from linklab import runner
 from linklab.backends.linux import bond as bondopt
-from linklab.backends.linux import daemons, routes, sysctl
+from linklab.backends.linux import daemons, sysctl
 from linklab.errors import LinklabError
-from linklab.linux import netlink, tc
+from linklab.linux import netlink, routes, tc
 from linklab.backends.linux.kinds.base import Build
 
 # In order. A kind's `phase` is one of these; "namespaces", "links", "mtu", "routes", "queues"
@@ -172,6 +172,28 @@ def _set_mtu(b: Build, node: str, ifname: str, mtu: int) -> None:
             raise LinklabError(f"{node}:{ifname}: the kernel refused MTU {mtu}: {e.args[1] if len(e.args) > 1 else e}") from None
 
 
+def node_routes(b: Build) -> None:
+    """Every node's routes (the resolved lab's: computed by routing: static, or written), after
+    the addresses (a gateway must be on a subnet the node is on), reconciled: only the routes that
+    differ change (`linklab set 'links[core].cost=5'` replaces those the new cost moves). A node
+    that had routes in the previous build and has none now loses linklab's; a lab that never had
+    any asks the kernel nothing. They live in the namespaces: `down` removes them with them."""
+    before = set(b.previous.get("routed", []))
+    routed = [n.name for n in b.lab.nodes if n.routes]
+    for node in b.lab.nodes:
+        if node.name not in before and not node.routes:
+            continue
+        want = [routes.KernelRoute(r.to, tuple((h.via, b.idx(node.name, h.dev)) for h in r.nexthops))
+                for r in node.routes]
+        try:
+            routes.reconcile(b.ipr[node.name], want)
+        except NetlinkError as e:
+            raise LinklabError(f"{node.name}: the kernel refused its routes: {e.args[1] if len(e.args) > 1 else e}",
+                               hint="`linklab show` lists each node's routes") from None
+    if routed or before:
+        b.owned["routed"] = routed
+
+
 def qdiscs(b: Build) -> None:
     """Every egress queue the lab asks for, rebuilt where it differs from what the previous
     build made (linklab/linux/tc.py)."""
@@ -246,7 +268,7 @@ STEPS: dict[str, tuple[Callable[[Build], None], ...]] = {
     "namespaces": (namespaces,),
     "links": (veth_pairs, remove_stale, bonds),
     "mtu": (mtus_and_up,),
-    "routes": (routes.install,),
+    "routes": (node_routes,),
     "queues": (qdiscs, interface_settings),
     "leftovers": (stop_leftover_processes,),
 }

@@ -2,7 +2,7 @@
 lab's nodes) that forwards IPv4 and IPv6. Forwarding is in the resolved node's sysctls
 (linklab/model/resolve.py: FORWARDING), written in its namespace with every node's sysctls
 and put back if the node stops being a router; its routes are installed for every node alike
-(linklab/backends/linux/routes.py). What a router adds here is what `status` shows of it: whether
+(linklab/backends/linux/build.py: node_routes). What a router adds here is what `status` shows of it: whether
 the kernel forwards there."""
 
 from __future__ import annotations
