@@ -25,14 +25,22 @@ CORE_RATE = "100mbit"
 
 def _iperf3(lb, src, dst, port, *args, seconds=4):
     """Run an iperf3 client src -> dst for `seconds` (the first second, slow start, omitted)
-    against a one-off server; its JSON result."""
+    against a one-off server, started first and waited for until it listens (a fixed pause was
+    not always enough under a loaded emulator); its JSON result, checked to have moved data."""
     srv = runner.start(["iperf3", "-s", "-1", "-p", str(port)], netns=lb.ns(dst))
     try:
-        time.sleep(0.5)
-        res = lb.run(src, ["iperf3", "-J", "-c", dst, "-p", str(port), "-t", str(seconds), "-O", "1", *args], timeout=60)
+        deadline = time.monotonic() + 15
+        while f":{port} " not in lb.run(dst, ["ss", "-Hltn"], check=False).stdout:
+            assert time.monotonic() < deadline, f"iperf3 server on {dst} not listening on {port}"
+            time.sleep(0.2)
+        res = lb.run(src, ["iperf3", "-J", "-c", dst, "-p", str(port), "-t", str(seconds), "-O", "1", *args],
+                     check=False, timeout=60)
     finally:
         srv.kill()
-    return json.loads(res.stdout)
+    out = json.loads(res.stdout)
+    assert res.ok and "error" not in out and out["end"]["sum_received"]["bytes"] > 100_000, \
+        (res.returncode, out.get("error"), out.get("end", {}).get("sum_received"))
+    return out
 
 
 def _routes(lb, node):
