@@ -28,13 +28,15 @@ def format_duration(seconds: float) -> str:
 
 
 class Progress:
-    def __init__(self, total_units: int, already_done: int = 0, stream: TextIO = sys.stderr,
+    def __init__(self, total_units: int, already_done: int = 0, stream: TextIO | None = None,
                  clock: Callable[[], float] = time.monotonic, workers: int = 1):
         if total_units < 0 or not 0 <= already_done <= total_units:
             raise ValueError(f"bad progress counts: {already_done} done of {total_units}")
         self.total = total_units
         self.done = already_done
-        self.stream = stream
+        # sys.stderr as it is when the progress starts, not when this module was imported (a test's
+        # captured stream, long closed, would be written to otherwise)
+        self.stream = sys.stderr if stream is None else stream
         self.clock = clock
         self.started = clock()
         self.label: str | None = None
@@ -43,7 +45,7 @@ class Progress:
         self._unit_started: float | None = None
         self._finished = 0  # units finished in this session, the ETA's sample
         self._spent = 0.0
-        isatty = getattr(stream, "isatty", None)
+        isatty = getattr(self.stream, "isatty", None)
         self.tty = bool(isatty and isatty())
         self._line_open = False
 

@@ -55,9 +55,14 @@ def test_the_example_sweeps_and_its_declared_metrics_land_in_rows_and_tables(tmp
         for r in rows["20ms"]:
             assert 40.0 <= r["p99_ms"] <= 400.0, r["p99_ms"]  # at least the round trip, at most ten of them
             assert r["ping_rtt_mean_ms"] >= 40.0  # linklab's own probes ran beside it
-        rep1 = next(run_dir.glob("points/*/rep1"))
-        assert json.loads((rep1 / "client.out").read_text().splitlines()[-1])["requests"] > 10
-        assert "listening on 5001" in (rep1 / "server.log").read_text()
+        reps = sorted(run_dir.glob("points/*/rep*"))
+        assert len(reps) == 4
+        for rep in reps:
+            assert json.loads((rep / "client.out").read_text().splitlines()[-1])["requests"] > 10
+        # The server is started once and kept for the next point (the same command): its start is
+        # in the server.log of the first repetition measured, and in no other.
+        logs = [(rep / "server.log").read_text() for rep in reps if (rep / "server.log").is_file()]
+        assert sum("listening on 5001" in log for log in logs) == 1, logs
         assert (run_dir / "build/step-1.log").is_file()
         assert main(["report", str(run_dir)]) == 0
         report = next(run_dir.glob("report.md")).read_text()
