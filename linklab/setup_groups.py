@@ -56,6 +56,14 @@ GROUPS = {
 }
 
 
+# The package each program linklab looks for comes from (`linklab doctor` names the missing ones).
+PROVIDES = {
+    "iperf3": "iperf3", "ping": "iputils-ping", "tc": "iproute2", "qemu-system-x86_64": "qemu-system-x86",
+    "ovs-vswitchd": "openvswitch-switch", "ovsdb-server": "openvswitch-switch", "dockerd": "docker.io",
+    "mmdebstrap": "mmdebstrap", "chromium": "chromium", "mn": "mininet", "frr": "frr",
+}
+
+
 def closure(names: list[str] | tuple[str, ...]) -> list[str]:
     """The groups named and every group they include, in order, once each; main always first."""
     out: list[str] = []
