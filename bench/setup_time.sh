@@ -6,9 +6,12 @@
 # (no local wheel directory: a fresh machine has none). Every chroot is a fresh copy of one base
 # tarball, unmounted and removed after its run, also on failure.
 #   sudo bench/setup_time.sh main h/setup h/setup main     # A B B A: interleaved, the same hour
-# One line per run on stdout and appended to $WORK/times.txt: label, rev, seconds, seconds of the
-# rerun, Debian packages installed, the venv's size.
+# SETUP_ARGS: setup.sh's options (e.g. "--with test": what `make test` and CI install first).
+# One line per run on stdout and appended to $WORK/times.txt: rev, seconds (of them: the Debian
+# packages'), seconds of the rerun, Debian packages installed, the venv's size, `linklab doctor`'s
+# exit code there; setup.sh's output, each line stamped with its second, in $WORK/run*.log.
 set -euo pipefail
+SETUP_ARGS=${SETUP_ARGS:-}
 cd "$(dirname "$0")/.."
 [ "$(id -u)" = 0 ] || { echo "setup_time: needs root (chroot, mounts)" >&2; exit 4; }
 [ $# -gt 0 ] || { echo "usage: $0 REV [REV...]" >&2; exit 2; }
@@ -42,14 +45,24 @@ for rev in "$@"; do
   cp /etc/ssl/certs/ca-certificates.crt "$root/etc/ssl/certs/ca-certificates.crt"
   mkdir -p "$root/root/linklab"
   git archive "$rev" | tar -C "$root/root/linklab" -x
-  run() { chroot "$root" env -i HOME=/root PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 \
-            bash -c 'cd /root/linklab && bash scripts/setup.sh' >> "$WORK/run$n.log" 2>&1; }
+  # Each line of setup.sh's output stamped with the seconds since the run began: where the time went.
+  run() { local t=$(date +%s.%N)
+          chroot "$root" env -i HOME=/root PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 \
+            bash -c 'cd /root/linklab && bash scripts/setup.sh "$@"' _ $SETUP_ARGS 2>&1 |
+            while IFS= read -r l; do printf '%6.1f %s\n' "$(echo "$(date +%s.%N) - $t" | bc)" "$l"; done \
+            >> "$WORK/run$n.log"; }
   echo "== $rev ($(git rev-parse --short "$rev")) $(date -u +%FT%TZ)" > "$WORK/run$n.log"
   t0=$(date +%s.%N); run; t1=$(date +%s.%N); run; t2=$(date +%s.%N)
+  # The steps: Debian packages (until the virtualenv is made), then the Python side.
+  debian=$(awk '/creating virtualenv/ {print $1; exit}' "$WORK/run$n.log")
+  # What `linklab doctor` says there: exit 0 when the main job can run (in the lab VM here).
+  doctor=0
+  chroot "$root" env -i HOME=/root PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 \
+    bash -c 'cd /root/linklab && .venv/bin/python -m linklab doctor' >> "$WORK/run$n.log" 2>&1 || doctor=$?
   pkgs=$(chroot "$root" dpkg-query -W -f='${Status}\n' | grep -c 'install ok installed')
   venv=$(du -sm "$root/root/linklab/.venv" | cut -f1)
-  line=$(printf '%s %s first %.0f s, rerun %.1f s, %s Debian packages, venv %s MiB' "$rev" \
-    "$(git rev-parse --short "$rev")" "$(echo "$t1 - $t0" | bc)" "$(echo "$t2 - $t1" | bc)" "$pkgs" "$venv")
+  line=$(printf '%s %s%s first %.0f s (Debian packages %.0f s, then Python), rerun %.1f s, %s Debian packages, venv %s MiB, doctor exit %s' \
+    "$rev" "$(git rev-parse --short "$rev")" "${SETUP_ARGS:+ ($SETUP_ARGS)}" "$(echo "$t1 - $t0" | bc)" "${debian:-0}" "$(echo "$t2 - $t1" | bc)" "$pkgs" "$venv" "$doctor")
   echo "$line" | tee -a "$WORK/times.txt"
   cleanup
 done
