@@ -1,7 +1,10 @@
 # linklab: the commands users type. Every target that needs the tools runs `setup` first
 # (idempotent and quick when nothing is missing), so a fresh clone works with
 #   make lab-up && make sweep
+# `setup` installs the main job's packages only; a target that needs an optional group installs
+# it (scripts/setup.sh --with GROUP, the groups in linklab/setup_groups.py): images, test, docs, bench.
 SHELL := /bin/bash
+SETUP := bash scripts/setup.sh
 VENV := .venv
 PY := $(VENV)/bin/python
 LINKLAB := $(PY) -m linklab
@@ -27,8 +30,9 @@ BASELINE_REPS ?=
 .PHONY: help setup requirements images lab-up lab-down status sweep report gate aa ab-power baseline reproduction test test-unit test-fuzz test-integration bench docs clean
 
 help:
-	@echo "make setup             install Debian packages and the project virtualenv (idempotent)"
-	@echo "make requirements      requirements.txt (the pinned set setup installs) from pyproject.toml, by pip-compile"
+	@echo "make setup             the main job's Debian packages and the project virtualenv (idempotent);"
+	@echo "                       optional parts: scripts/setup.sh --with GROUP (--help lists them)"
+	@echo "make requirements      requirements.txt, requirements-main.txt (the pinned sets) from pyproject.toml, by pip-compile"
 	@echo "make images            build linklab/base, the container nodes' image (Debian, no registry; once)"
 	@echo "make lab-up [TOPO=…]   build a lab (default $(TOPO)); in a VM if this kernel lacks bonding/netem"
 	@echo "make status            show the lab as the kernel reports it"
@@ -45,7 +49,7 @@ help:
 	@echo "make docs              the documentation site: docs/ (README's \"where to read on\") built into site/"
 
 setup:
-	@bash scripts/setup.sh
+	@$(SETUP)
 
 # Not a step of setup: run it after changing pyproject.toml's dependencies, and commit the result.
 requirements:
@@ -53,7 +57,8 @@ requirements:
 
 # linklab/base from Debian packages with mmdebstrap into .linklab/images/ (kept; rebuilt only when
 # missing). The lab's Docker engine imports it the first time a lab names it.
-images: setup
+images:
+	@$(SETUP) --with images
 	$(PY) -m linklab.docker.images --if-missing
 
 lab-up: setup
@@ -99,27 +104,32 @@ baseline: setup
 reproduction: setup
 	$(LINKLAB) report --findings-table --into README.md
 
-test: setup
+test:
+	@$(SETUP) --with test
 	bash scripts/test.sh $(PYTEST_ARGS)
 
-test-unit: setup
+test-unit:
+	@$(SETUP) --with test
 	$(PY) -m pytest tests/unit tests/golden $(PYTEST_ARGS)
 
-test-fuzz: setup
+test-fuzz:
+	@$(SETUP) --with test
 	$(PY) -m pytest tests/fuzz $(PYTEST_ARGS)
 
-test-integration: setup
+test-integration:
+	@$(SETUP) --with test
 	$(PY) -m pytest tests/integration/host $(PYTEST_ARGS)
 	$(LINKLAB) vm run --if-needed --stop-after -- $(PY) -m pytest tests/integration/kernel $(PYTEST_ARGS)
 
 bench:
-	@bash scripts/setup.sh --bench
+	@$(SETUP) --with bench
 	$(PY) bench/lab_up.py
 	$(PY) bench/sweep_overhead.py
 	$(PY) bench/ray_overhead.py
 
 # MkDocs with mkdocs.yml's strict: a broken link, anchor or page missing from nav fails the build.
-docs: setup
+docs:
+	@$(SETUP) --with docs
 	$(PY) -m mkdocs build --clean --site-dir site
 	@echo "make docs: open site/index.html"
 

@@ -286,7 +286,7 @@ def main() -> int:
         print(f"linear,{MEMORY_N} down, forwarded from the host (the forwarding included): "
               f"{fmt(host_figs.get('down_forwarded_s'))} s")
     if vm and not vm.get("mininet") and not args.no_mininet:
-        print("mininet: not installed where labs are built (`make bench` or `scripts/setup.sh --bench` installs it)")
+        print("mininet: not installed where labs are built (`make bench` or `scripts/setup.sh --with bench` installs it)")
     (RESULTS / "lab_up.json").write_text(json.dumps({"vm": vm, "native": native, "host_side": host_figs,
                                                      "slopes": s}, indent=1))
     return 0

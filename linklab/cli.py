@@ -230,12 +230,14 @@ def _forwarded(lab_name: str | None, argv: list[str], exec_in: tuple[str, list[s
 
 
 def cmd_up(args, argv) -> int:
-    from linklab import lab, placement
+    from linklab import lab, placement, provision
     use_vm, why = placement.want_vm_for_up(args.vm, args.native)
     overrides = lab.parse_overrides(args.overrides)
+    # Validate on the host first: bad input must not cost a VM boot. The lab's optional packages
+    # (OVS, Docker) are installed, or named (exit 4), before anything is built or booted.
+    lab_obj = lab.build_lab(args.topology, overrides, name=args.name, scale=args.scale, seed=args.seed)
+    provision.ensure(lab_obj, say=say)
     if use_vm:
-        # Validate on the host first: bad input must not cost a VM boot.
-        lab_obj = lab.build_lab(args.topology, overrides, name=args.name, scale=args.scale, seed=args.seed)
         say(f"linklab: lab {lab_obj.name} runs in the lab VM ({why})")
         return placement.forward_booting(argv, say=say)
     t0 = time.monotonic()

@@ -15,7 +15,7 @@ import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from linklab import extras, kernel
+from linklab import bundled, extras, kernel, setup_groups
 from linklab.errors import EXIT_ENV, EXIT_OK
 
 GiB = 1 << 30
@@ -27,17 +27,18 @@ VM_MEMORY_NEEDED = 2 * GiB + 256 * MiB
 # Findings whose absence blocks one of the main job's two paths (natively, in the lab VM).
 MAIN_PATH_NEEDS = {"root", "bonding", "netem", "namespaces", "qemu", "virtme-ng", "kernel", "memory"}
 
-# The programs linklab runs, by what they are for: (program, Debian package, feature).
-MAIN_TOOLS = (("iperf3", "iperf3"), ("ping", "iputils-ping"), ("tc", "iproute2"))
-VM_TOOLS = (("qemu-system-x86_64", "qemu-system-x86"),)
+# The programs linklab runs, by what they are for (the packages they come from, and the groups
+# that install those: linklab/setup_groups.py).
+MAIN_TOOLS = ("iperf3", "ping", "tc")
+VM_TOOLS = ("qemu-system-x86_64",)
 OPTIONAL_TOOLS = (
-    ("ovs-vswitchd", "openvswitch-switch", "labs with Open vSwitch switches (kind: ovs, SDN labs)"),
-    ("ovsdb-server", "openvswitch-switch", "labs with Open vSwitch switches (kind: ovs, SDN labs)"),
-    ("dockerd", "docker.io", "container nodes (kind: container)"),
-    ("mmdebstrap", "mmdebstrap", "`make images`: the container nodes' base image"),
-    ("chromium", "chromium", "the test suite's look at report.html in a headless browser"),
-    ("mn", "mininet", "running a `linklab export --to mininet` script"),
-    ("frr", "frr", "routing daemons for router nodes (no bundled topology has one yet)"),
+    ("ovs-vswitchd", "labs with Open vSwitch switches (kind: ovs, SDN labs)"),
+    ("ovsdb-server", "labs with Open vSwitch switches (kind: ovs, SDN labs)"),
+    ("dockerd", "container nodes (kind: container)"),
+    ("mmdebstrap", "`make images`: the container nodes' base image"),
+    ("chromium", "the test suite's look at report.html in a headless browser"),
+    ("mn", "running a `linklab export --to mininet` script"),
+    ("frr", "routing daemons for router nodes (no bundled topology has one yet)"),
 )
 SEARCH_PATH = ("/usr/sbin", "/sbin")  # beside PATH: daemons live here
 # Programs found by another name, or outside PATH: FRR is its daemons (zebra, under /usr/lib/frr).
@@ -72,6 +73,7 @@ class Probes:
     mem_available: int | None  # bytes (MemAvailable), None if unknown
     cpus: int
     install_commands: dict[str, str] = field(default_factory=dict)  # extra -> its install command
+    checkout: str | None = None  # the git checkout linklab runs from (its scripts/setup.sh), or None
 
 
 @dataclass(frozen=True)
@@ -94,8 +96,10 @@ class Verdict:
     summary: str
 
 
-def _apt(pkg: str, root: bool) -> str:
-    return f"{'' if root else 'sudo '}apt-get install {pkg}"
+def _install(pkg: str, p: Probes) -> str:
+    """The command that installs Debian's `pkg`: its group's (scripts/setup.sh in a checkout),
+    else apt-get of the package."""
+    return setup_groups.fix_command(setup_groups.group_of(pkg), root=p.root, checkout=p.checkout, package=pkg)
 
 
 def _size(n: float) -> str:
@@ -117,26 +121,26 @@ def assess(p: Probes) -> Verdict:
                     None if ok else "the lab VM runs labs on a kernel that has it"))
     add(Finding("machine", "root", p.root, "running as root" if p.root else "not root", "labs natively (the lab VM needs no root)",
                 None if p.root else "sudo linklab ... (or let labs run in the lab VM)"))
-    tools_missing = [(prog, pkg) for prog, pkg in MAIN_TOOLS if not p.programs.get(prog)]
-    for prog, pkg in MAIN_TOOLS:
+    tools_missing = [prog for prog in MAIN_TOOLS if not p.programs.get(prog)]
+    for prog in MAIN_TOOLS:
         where = p.programs.get(prog)
         add(Finding("programs", prog, bool(where), where or "not found", "every sweep (natively and in the lab VM, "
-                    "which runs the host's programs)", None if where else _apt(pkg, p.root), blocks_main=not where))
+                    "which runs the host's programs)", None if where else _install(setup_groups.PROVIDES[prog], p), blocks_main=not where))
     kernel_ok = p.kernel.get("bonding", False) and p.kernel.get("netem", False) and p.kernel.get("namespaces", False)
     native = kernel_ok and p.root and not tools_missing
 
     # -- the main job in the lab VM: QEMU, virtme-ng, a kernel with the modules, memory
     qemu = p.programs.get("qemu-system-x86_64")
-    add(Finding("lab VM", "qemu", bool(qemu), qemu or "not found", "the lab VM", None if qemu else _apt("qemu-system-x86", p.root)))
+    add(Finding("lab VM", "qemu", bool(qemu), qemu or "not found", "the lab VM", None if qemu else _install("qemu-system-x86", p)))
     add(Finding("lab VM", "virtme-ng", bool(p.virtme), p.virtme or "virtme-run not beside this Python",
                 "the lab VM (linklab's declared dependency)",
-                None if p.virtme else f"{sys.executable} -m pip install 'virtme-ng>=1.42,<2'"))
+                None if p.virtme else ("make setup" if p.checkout else f"{sys.executable} -m pip install 'virtme-ng>=1.42,<2'")))
     vk_missing = [n for n in ("bonding", "netem") if not p.vm_kernel_features.get(n, False)]
     if p.vm_kernel is None:
-        add(Finding("lab VM", "kernel", False, "no /boot/vmlinuz-*", "the lab VM", _apt("linux-image-amd64", p.root)))
+        add(Finding("lab VM", "kernel", False, "no /boot/vmlinuz-*", "the lab VM", _install("linux-image-amd64", p)))
     else:
         add(Finding("lab VM", "kernel", not vk_missing, p.vm_kernel + (f" (its modules lack {', '.join(vk_missing)})" if vk_missing else ""),
-                    "the lab VM", _apt("linux-image-amd64", p.root) if vk_missing else None))
+                    "the lab VM", _install("linux-image-amd64", p) if vk_missing else None))
     if p.kvm_failed:
         kvm_detail = f"/dev/kvm usable, but a guest did not boot with it before: {p.kvm_failed} (software emulation is used)"
     else:
@@ -162,9 +166,9 @@ def assess(p: Probes) -> Verdict:
     add(Finding("machine", "disk", disk_ok, f"{_size(p.disk_free)} free here", f"results (>= {_size(DISK_NEEDED)})",
                 None if disk_ok else "free disk space, or sweep with --results DIR on another disk", blocks_main=not disk_ok))
     add(Finding("machine", "cpus", True, str(p.cpus), "labs and the lab VM (2 vCPUs)"))
-    for prog, pkg, why in OPTIONAL_TOOLS:
+    for prog, why in OPTIONAL_TOOLS:
         where = p.programs.get(prog)
-        add(Finding("programs", prog, bool(where), where or "not found", why, None if where else _apt(pkg, p.root)))
+        add(Finding("programs", prog, bool(where), where or "not found", why, None if where else _install(setup_groups.PROVIDES[prog], p)))
     add(Finding("cached", "images", bool(p.images), ", ".join(p.images) or "none cached", "container nodes' base image",
                 None if p.images else f"make images (in a checkout), or: {sys.executable} -m linklab.docker.images --if-missing"))
     for name, gone in p.extras_missing.items():
@@ -235,7 +239,7 @@ def probe() -> Probes:
     feats = {name: kernel.feature_available(module) for name, module, _ in KERNEL_FEATURES}
     feats["namespaces"] = Path("/proc/self/ns/net").exists()
     feats["forwarding"] = Path("/proc/sys/net/ipv4/ip_forward").exists()
-    programs = {prog: _which(prog) for prog, *_ in (*MAIN_TOOLS, *VM_TOOLS, *OPTIONAL_TOOLS)}
+    programs = {prog: _which(prog) for prog in (*MAIN_TOOLS, *VM_TOOLS, *(prog for prog, _ in OPTIONAL_TOOLS))}
     try:
         vm_kernel = newest_kernel()
     except Exception:
@@ -262,4 +266,5 @@ def probe() -> Probes:
         extras_missing={name: extras.missing(name) for name in extras.EXTRAS}, vm=vm_rec,
         vm_boot_s={k: float(v) for k, v in (cache.get("last_ready_s") or {}).items() if isinstance(v, (int, float))},
         images=cached, disk_free=shutil.disk_usage(Path.cwd()).free, mem_available=_mem_available(),
-        cpus=os.cpu_count() or 1, install_commands={name: extras.install_command(name) for name in extras.EXTRAS})
+        cpus=os.cpu_count() or 1, install_commands={name: extras.install_command(name) for name in extras.EXTRAS},
+        checkout=str(top) if (top := bundled.checkout()) is not None else None)

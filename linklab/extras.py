@@ -10,13 +10,14 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import importlib.util
+import os
 import shlex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
-from linklab import bundled
+from linklab import bundled, setup_groups
 from linklab.errors import EnvironmentProblem
 
 
@@ -64,8 +65,9 @@ def _requirements(extra: str) -> list[str]:
 def install_command(extra: str) -> str:
     """The command that installs `extra` into the environment this linklab runs from."""
     top = bundled.checkout()
-    if top is not None:
-        return f"make setup (requirements.txt pins every extra), or: pip install -e '{top}[{extra}]'"
+    if top is not None:  # its group (pinned by requirements.txt), or pip's own way
+        group = setup_groups.fix_command(setup_groups.group_of_extra(extra), root=os.geteuid() == 0, checkout=top)
+        return f"{group}, or: pip install -e '{top}[{extra}]'"
     reqs = _requirements(extra) or [f"linklab[{extra}]"]
     words = " ".join(shlex.quote(r) for r in reqs)
     if "pipx" in Path(sys.prefix).parts:

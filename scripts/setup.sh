@@ -1,30 +1,46 @@
 #!/usr/bin/env bash
-# Idempotent set-up: Debian packages the lab needs, then a project virtualenv with pinned Python deps.
-# Safe to rerun: it installs only what is missing and says what it is doing.
+# Idempotent set-up: the Debian packages and the project virtualenv (pinned Python packages) of the
+# main job, and of each optional group asked for. Safe to rerun: it installs only what is missing,
+# says what it is doing, and is quick when nothing is.
+#   scripts/setup.sh                  the main job (`make setup`): a lab built and swept, natively or
+#                                     in the lab VM; requirements-main.txt
+#   scripts/setup.sh --with GROUP     the main job and GROUP too (repeatable): ovs, sdn, containers,
+#                                     images, frr, mininet, cluster, docs, bench, test (the suite:
+#                                     every group, requirements.txt: what CI installs)
+# The groups' packages are listed once, in linklab/setup_groups.py; `linklab doctor` and the
+# features that find a part missing name these commands. Exit 2: an unknown group; 4: packages
+# missing and not root (the command to run is named).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(iproute2 iputils-ping iperf3 ethtool sysstat procps kmod
-              qemu-system-x86 linux-image-amd64 busybox-static udev openvswitch-switch
-              chromium mininet bridge-utils tmux docker.io mmdebstrap)
-# chromium: the report tests open each report.html headless; mininet, bridge-utils: exported
-# Mininet scripts run in the interop tests; tmux drives `linklab cli` in its terminal test.
-# docker.io: the engine of container nodes (linklab starts its own dockerd, where the lab runs);
-# mmdebstrap: `make images` builds their base image from Debian packages, no registry needed.
-# `setup.sh --bench`: also what the benchmarks compare against (Mininet on Linux bridges).
-if [ "${1:-}" = "--bench" ]; then
-  APT_PACKAGES+=(mininet bridge-utils)
-fi
+groups=()
+while [ $# -gt 0 ]; do
+  case $1 in
+    --with) [ $# -ge 2 ] || { echo "linklab setup: --with needs a group" >&2; exit 2; }; groups+=("$2"); shift 2 ;;
+    --with=*) groups+=("${1#--with=}"); shift ;;
+    --bench) groups+=(bench); shift ;;  # the older spelling of --with bench
+    -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "linklab setup: unknown option $1 (scripts/setup.sh --help)" >&2; exit 2 ;;
+  esac
+done
+with_args=""
+for g in "${groups[@]}"; do with_args+=" --with $g"; done
+say_groups=${groups[*]:-}
+say_groups=${say_groups:+ and ${say_groups// /, }}
+GROUPS_PY=(python3 linklab/setup_groups.py)
+apt_packages=$("${GROUPS_PY[@]}" apt "${groups[@]}") || exit 2
+want_extras=$("${GROUPS_PY[@]}" extras "${groups[@]}")
 
 missing=()
-for p in "${APT_PACKAGES[@]}"; do
+for p in $apt_packages; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then
-    echo "linklab setup: need root to install: ${missing[*]}" >&2; exit 1
+    echo "linklab setup: need root to install: ${missing[*]}: run  sudo $0$with_args" >&2
+    exit 4
   fi
-  echo "linklab setup: installing Debian packages: ${missing[*]} (a few minutes the first time)"
+  echo "linklab setup: installing Debian packages for the main job$say_groups: ${missing[*]}"
   apt-get update -qq
   # Packages' services (docker, containerd, openvswitch) must not start on this machine: their
   # daemons would add bridges and firewall rules to its own network. policy-rc.d (Debian's
@@ -37,11 +53,13 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
   # The distro's Open vSwitch service is not ours to run: linklab starts its own ovsdb/vswitchd per lab.
-  systemctl disable --now openvswitch-switch >/dev/null 2>&1 || true
+  case " ${missing[*]} " in *" openvswitch-switch "*)
+    systemctl disable --now openvswitch-switch >/dev/null 2>&1 || true ;; esac
   # Nor is the distro's Docker service: linklab starts its own dockerd where the lab runs (linklab/docker).
-  systemctl disable --now docker.service docker.socket containerd.service >/dev/null 2>&1 || true
+  case " ${missing[*]} " in *" docker.io "*)
+    systemctl disable --now docker.service docker.socket containerd.service >/dev/null 2>&1 || true ;; esac
 else
-  echo "linklab setup: Debian packages present"
+  echo "linklab setup: Debian packages present (main job$say_groups)"
 fi
 
 PY=${PYTHON:-python3.11}
@@ -50,14 +68,45 @@ if [ ! -x .venv/bin/python ]; then
   echo "linklab setup: creating virtualenv .venv with $($PY --version)"
   "$PY" -m venv .venv
 fi
-stamp=.venv/.requirements.sha
-want=$(sha256sum requirements.txt | cut -d' ' -f1)
-if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ] || ! .venv/bin/python -c 'import linklab' 2>/dev/null; then
-  echo "linklab setup: installing Python packages from requirements.txt"
-  .venv/bin/pip install -q --disable-pip-version-check -r requirements.txt
-  .venv/bin/pip install -q --disable-pip-version-check --no-deps -e .
-  echo "$want" > "$stamp"
+# What is installed, one stamp per pinned set: .venv/.linklab-setup/NAME holds the checksum of the
+# requirements file it was installed from. requirements.txt installed whole ("all") covers the main
+# job and every extra: its pins are requirements-main.txt's too (scripts/requirements.sh).
+STAMPS=.venv/.linklab-setup
+mkdir -p "$STAMPS"
+sum() { sha256sum "$1" | cut -d' ' -f1; }
+all_sum=$(sum requirements.txt)
+main_sum=$(sum requirements-main.txt)
+# A venv set up before the groups existed: it has requirements.txt whole.
+[ "$(cat .venv/.requirements.sha 2>/dev/null)" = "$all_sum" ] && echo "$all_sum" > "$STAMPS/all"
+current() { [ "$(cat "$STAMPS/all" 2>/dev/null)" = "$all_sum" ] || [ "$(cat "$STAMPS/$1" 2>/dev/null)" = "$2" ]; }
+pip=(.venv/bin/pip install -q --disable-pip-version-check)
+installed=()
+if grep -qx test <<< "$want_extras"; then
+  # The suite exercises every optional part: requirements.txt whole, what CI installs.
+  if ! current all "$all_sum" || ! .venv/bin/python -c 'import linklab' 2>/dev/null; then
+    echo "linklab setup: installing Python packages from requirements.txt (the main job and every extra)"
+    "${pip[@]}" -r requirements.txt
+    "${pip[@]}" --no-deps -e .
+    echo "$all_sum" > "$STAMPS/all"
+    installed+=(all)
+  fi
 else
-  echo "linklab setup: Python packages up to date"
+  if ! current main "$main_sum" || ! .venv/bin/python -c 'import linklab' 2>/dev/null; then
+    echo "linklab setup: installing Python packages from requirements-main.txt (the main job)"
+    "${pip[@]}" -r requirements-main.txt
+    "${pip[@]}" --no-deps -e .
+    echo "$main_sum" > "$STAMPS/main"
+    installed+=(main)
+  fi
+  for extra in $want_extras; do
+    current "$extra" "$all_sum" && continue
+    # pyproject.toml's requirements of the extra, at requirements.txt's pins.
+    mapfile -t reqs < <("${GROUPS_PY[@]}" requirements "$extra")
+    echo "linklab setup: installing linklab's extra [$extra]: ${reqs[*]} (pinned by requirements.txt)"
+    "${pip[@]}" -c requirements.txt "${reqs[@]}"
+    echo "$all_sum" > "$STAMPS/$extra"
+    installed+=("$extra")
+  done
 fi
+[ ${#installed[@]} -gt 0 ] || echo "linklab setup: Python packages up to date"
 echo "linklab setup: done (activate with: . .venv/bin/activate)"

@@ -102,7 +102,7 @@ def open_page(path: Path, width: int = 1280, timeout: float = 120, probe: str | 
     rendering: sizes, counts); its JSON value is returned as `probe`."""
     exe = chromium()
     if exe is None:
-        raise FileNotFoundError("chromium is not installed (scripts/setup.sh installs Debian's chromium)")
+        raise FileNotFoundError("chromium is not installed (scripts/setup.sh --with test installs Debian's chromium)")
     url = Path(path).resolve().as_uri()
     profile = tempfile.mkdtemp(prefix="linklab-chromium-")
     # fd 3: chromium reads commands; fd 4: chromium writes answers.

@@ -23,7 +23,7 @@ import socket
 import time
 from pathlib import Path
 
-from linklab import kernel, procs, runner
+from linklab import kernel, procs, runner, setup_groups
 from linklab.docker.api import Api
 from linklab.errors import EnvironmentProblem, LinklabError
 
@@ -45,7 +45,7 @@ START_DEADLINE_S = 240.0
 # dead: under software emulation one that imports an image or starts containers can miss a 5 s
 # ping, and stopping it stops every container it runs.
 BUSY_PATIENCE_S = 60.0
-INSTALL_HINT = "`make setup` installs Docker (Debian's docker.io); or `apt-get install docker.io`"
+INSTALL_HINT = f"install Docker (Debian's docker.io): {setup_groups.install_command('containers')}"
 MS_NOSUID, MS_NODEV = 0x2, 0x4
 MNT_DETACH = 2
 

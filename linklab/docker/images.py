@@ -17,7 +17,7 @@ import tarfile
 import time
 from pathlib import Path
 
-from linklab import bundled, runner
+from linklab import bundled, runner, setup_groups
 from linklab.docker import engine
 from linklab.docker.api import Api, ApiError, UploadCut, split_image
 from linklab.errors import EnvironmentProblem, LinklabError
@@ -120,7 +120,7 @@ def build(say=print, mirror: str | None = None) -> Path:
     except LinklabError as e:
         tmp.unlink(missing_ok=True)
         if "not found" in str(e):
-            raise EnvironmentProblem("mmdebstrap is not installed", hint="`make setup` installs it") from None
+            raise EnvironmentProblem("mmdebstrap is not installed", hint=f"install it: {setup_groups.install_command('images')}") from None
         raise
     os.replace(tmp, out)
     say(f"linklab: {BASE} built in {time.monotonic() - t0:.0f} s ({out.stat().st_size / 1e6:.0f} MB)")

@@ -33,7 +33,7 @@ def test_load_of_a_missing_part_names_the_extra_and_its_install_command(monkeypa
     assert e.value.exit_code == EXIT_ENV == 4
     text = e.value.render()
     assert "--cluster needs linklab's optional part [cluster]" in text and "ray cannot be imported" in text
-    assert "install it: make setup" in text and f"pip install -e '{ROOT}[cluster]'" in text
+    assert f"install it: {ROOT}/scripts/setup.sh --with cluster" in text and f"pip install -e '{ROOT}[cluster]'" in text
 
 
 def test_load_leaves_another_import_error_as_it_is(monkeypatch, tmp_path):

@@ -23,7 +23,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # JUnit XML
     ("foundation", ("linklab", "linklab.errors", "linklab.units", "linklab.fsutil", "linklab.runner",
                     "linklab.procs", "linklab.console", "linklab.kernel", "linklab.controllers", "linklab.osken_warm",
-                    "linklab.state", "linklab.bundled", "linklab.extras", "linklab.junit")),
+                    "linklab.state", "linklab.bundled", "linklab.extras", "linklab.junit", "linklab.setup_groups")),
     ("model", ("linklab.model.*",)),              # topology in, resolved lab out: pure
     ("linux", ("linklab.linux.*", "linklab.docker.*")),  # netlink, tc plans, OVS output, the Docker API: no lab knowledge
     ("tools", ("linklab.measure.*",)),            # one class per measurement tool, pure parsers
@@ -31,7 +31,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("handle", ("linklab.handle",)),              # a running lab: model, backend, namespaces
     ("probes", ("linklab.measure.probes.*", "linklab.measure.traffic")),  # a repetition, against a handle
     ("vm", ("linklab.vm.*",)),                    # the lab VM, its agent, the host's CPU
-    ("lab", ("linklab.lab", "linklab.placement", "linklab.status_view")),  # lifecycle, where it runs
+    ("lab", ("linklab.lab", "linklab.placement", "linklab.status_view", "linklab.provision")),  # lifecycle, where it runs
     ("graph", ("linklab.graph.*",)),              # a lab drawn: the model, marked by what status reads
     ("results", ("linklab.results.*",)),          # a run on disk: written, found, read back
     ("sweep", ("linklab.sweep.*",)),              # experiments run against a lab

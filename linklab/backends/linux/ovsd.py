@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from linklab import runner, state
+from linklab import runner, setup_groups, state
 from linklab.backends.linux import daemons
 from linklab.procs import alive as _alive
 from linklab.errors import LinklabError, EnvironmentProblem
@@ -111,7 +111,7 @@ def start(d: OvsDirs, datapath: str) -> list[dict[str, Any]]:
     """Start this switch's ovsdb-server and ovs-vswitchd (the recipe measured in the lab VM, ~4 s)."""
     for tool in ("ovsdb-server", "ovs-vswitchd", "ovs-vsctl", "ovsdb-tool"):
         if shutil.which(tool) is None and not Path("/usr/sbin", tool).exists():
-            raise EnvironmentProblem(f"{tool} not found", hint="install openvswitch-switch (`make setup`)")
+            raise EnvironmentProblem(f"{tool} not found", hint=f"install it: {setup_groups.install_command('ovs')}")
     _modprobe("openvswitch")
     if datapath == "netdev":
         _modprobe("tun")  # the userspace datapath's internal ports are tap devices
