@@ -264,6 +264,9 @@ def selftest(name: str, seed: str | None = None, lab_name: str | None = None,
             if st.verdict == "inconclusive":
                 # A measurement the emulator or the host limited says nothing of the lab: once more.
                 say(f"  {stage_name}: inconclusive ({', '.join(st.inconclusive)}): checking once more")
+                # What the checks just did may need the settle too: a failover check's member, back
+                # up, is aggregated again by LACP only after its next exchanges.
+                time.sleep(ex.settle)
                 report = run_checks(loaded.checks, lablib.handle(lab_name), say=lambda m: say("  " + m), keep_raw=keep_raw)
                 st = judge_stage(Stage(stage_name, list(fails)), report)
             st.seconds = round(time.monotonic() - t0, 1)
