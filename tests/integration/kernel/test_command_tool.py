@@ -75,7 +75,7 @@ def test_the_example_sweeps_and_its_declared_metrics_land_in_rows_and_tables(tmp
 def _repo(tmp_path: Path) -> tuple[Path, str, str]:
     """A git repository holding the example; its second commit's receiver spends 20 ms more on
     every request (WORK_MS 0 -> 20): per request 40.5 ms instead of 20.5 at 5 ms each way, so
-    goodput x0.51 and the latency's tail x1.5 to x2."""
+    goodput x0.34 to x0.51 (by how long A takes a request) and the latency's tail x1.5 to x2."""
     repo = tmp_path / "repo"
     shutil.copytree(EXAMPLE, repo)
     exp = (repo / "experiment.yaml").read_text()
@@ -111,7 +111,10 @@ def test_ab_of_a_slower_revision_fails_and_the_same_revision_twice_passes(tmp_pa
     verdict = json.loads((run_dir / "verdict.json").read_text())
     # one point: its judgments are labelled "(one point)", and no judgment over every point is made
     (good,) = [j for j in verdict["judgments"] if j.get("metric") == "goodput_bps"]
-    assert good["verdict"] == "FAIL" and 0.40 <= good["ratio"] <= 0.65, good  # x0.51 expected
+    # B spends 20 ms more on each request than A: B/A = t/(t + 20 ms) for A's time per request t,
+    # 10.5 ms (the wire alone) to 20.5 ms (wire and a round trip): x0.34 to x0.51, a tenth more allowed
+    # either way (measured x0.40 in a CI run, A a little faster than the round-trip arithmetic).
+    assert good["verdict"] == "FAIL" and 0.30 <= good["ratio"] <= 0.56, good
     (tail,) = [j for j in verdict["judgments"] if j.get("metric") == "p99_ms"]
     assert tail["verdict"] == "FAIL", tail  # a longer tail is not the harmless side
     suite = ET.parse(junit).getroot().find("testsuite")
