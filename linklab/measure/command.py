@@ -20,6 +20,7 @@ from typing import Any
 
 from linklab import runner
 from linklab.measure.base import MeasurementError
+from linklab.measure.ss import listening_ports
 
 TAIL_LINES = 15  # of a program's output, in the error of a repetition it failed
 PLACEHOLDER = re.compile(r"\$\{([^}]*)\}")
@@ -140,19 +141,6 @@ def read_metrics(metrics: Mapping[str, Mapping[str, Any]], text: str) -> dict[st
 
 
 # -- readiness -------------------------------------------------------------------------------
-
-def listening_ports(ss_output: str) -> set[int]:
-    """The ports `ss -Hltnu` shows listening: each line's local address (its first ADDRESS:PORT;
-    the peer's is ADDRESS:*)."""
-    ports = set()
-    for line in ss_output.splitlines():
-        for f in line.split():
-            m = re.search(r":(\d+)$", f)
-            if m:
-                ports.add(int(m[1]))
-                break
-    return ports
-
 
 def ready_now(ready: Mapping[str, Any], *, netns: str | None, workdir: Path, log: Path | None) -> bool:
     """Whether the server shows the sign `ready` names, once."""

@@ -9,7 +9,6 @@ reads the client node's default when the point does not set one.
 from __future__ import annotations
 
 import dataclasses
-import re
 import subprocess
 import time
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ from linklab import procs, runner
 from linklab.handle import LabHandle
 from linklab.measure.iperf3 import Iperf3Client, Iperf3Server, aggregate, parse_result
 from linklab.measure.probes.base import Repetition
+from linklab.measure.ss import listening_ports
 
 CC_SYSCTL = "net.ipv4.tcp_congestion_control"
 
@@ -136,7 +136,6 @@ def wait_listening(ns: str, ports: list[int], deadline_s: float = 15.0) -> None:
     while time.monotonic() - t0 < deadline_s:
         # By the namespace's name, also a container node's: the image need not have ss.
         out = runner.run(["ss", "-Hltn"], netns=runner.netns_of(ns), check=False, timeout=10).stdout
-        listening = {int(m) for m in re.findall(r":(\d+)\s", out)}
-        if all(p in listening for p in ports):
+        if set(ports) <= listening_ports(out):
             return
         time.sleep(0.05)

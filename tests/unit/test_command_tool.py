@@ -18,7 +18,8 @@ import pytest
 
 from linklab import procs, verdict
 from linklab.errors import ValidationFailed
-from linklab.measure.command import (CommandError, NotReady, at_path, extract, listening_ports, read_metrics,
+from linklab.measure.ss import listening_ports
+from linklab.measure.command import (CommandError, NotReady, at_path, extract, read_metrics,
                                      substitute, wait_ready)
 from linklab.results.runs import Run
 from linklab.sweep import build
