@@ -147,12 +147,16 @@ def test_rtt_judges_a_percentile_and_the_emulators_rtt_is_inconclusive(bond2):
     slow = {**lossy, "asked_rtt_ms": 1.0}
     j = kind.judge(tight, {"rows": [slow] * 3}, bond2)
     assert j.verdict == INCONCLUSIVE and "emulator_rtt" in j.detail
+    # A slow emulator stretches a round trip, never shortens it: below a lower bound is sure.
+    far = params("rtt", **{"from": "h1", "to": "h2", "min": "100ms"})
+    assert kind.judge(far, {"rows": [slow] * 3}, bond2).verdict == FAIL
 
 
 def test_repetitions_stop_once_the_median_is_decided_either_way(bond2):
-    """More than half of `repeat` inside the bounds decides a pass, more than half beyond one
-    bound with none limited a fail: the median of all would be there whatever the rest measured.
-    Split, an error, a limited repetition among the misses, or too few: measured on."""
+    """More than half of `repeat` inside the bounds decides a pass, more than half surely beyond
+    one bound (a limited repetition on the side its limit moves a figure to is not sure) a fail:
+    the median of all would be there whatever the rest measured. Split, an error, too few sure
+    misses, or too few: measured on."""
     from types import SimpleNamespace
 
     from linklab.check.kinds.rtt import rtt_row
@@ -166,9 +170,17 @@ def test_repetitions_stop_once_the_median_is_decided_either_way(bond2):
     assert gp.decided(p, [slow, {"error": "iperf3: no answer"}, slow], bond2) is None
     assert gp.decided(p, [{"throughput_bps": 476e6 * bond2.scale}] * 2, bond2) == PASS  # inside by the 5 % tolerance
     assert gp.decided(p, [{"throughput_bps": 474e6 * bond2.scale}] * 2, bond2) == FAIL  # beyond it
-    # A miss the emulator may have caused could end inconclusive: never decided as a fail.
+    # A miss the emulator may have caused could have been inside: it counts toward no fail.
     limited = {**slow, "flags": "core_saturated"}
     assert gp.decided(p, [slow, limited], bond2) is None and gp.decided(p, [limited, fast, fast], bond2) == PASS
+    assert gp.decided(p, [slow, limited, slow], bond2) == FAIL  # two sure misses of three
+    assert gp.judge(p, {"rows": [slow, limited, slow]}, bond2).verdict == FAIL
+    assert gp.judge(p, {"rows": [slow, limited, limited]}, bond2).verdict == INCONCLUSIVE
+    # A limit holds a throughput down, never up: a limited figure above the upper bound is sure.
+    ceiling = params("goodput", **{"from": "h1", "to": "h2", "max": "400mbit", "repeat": 3})
+    high = {**fast, "flags": "core_saturated"}
+    assert gp.decided(ceiling, [high, high], bond2) == FAIL
+    assert gp.judge(ceiling, {"rows": [high] * 3}, bond2).verdict == FAIL
     five = params("goodput", **{"from": "h1", "to": "h2", "min": "500mbit", "repeat": 5})
     assert gp.decided(five, [fast, fast], bond2) is None and gp.decided(five, [fast, slow, fast, fast], bond2) == PASS
     assert gp.decided(five, [slow, fast, slow, slow], bond2) == FAIL

@@ -38,6 +38,7 @@ class Params(MeasuredParams):
 
 class Failover(MeasuredKind):
     name = "failover"
+    worse = 1  # a starved emulator stretches the outage
     Params = Params
     summary = "the outage of a flow when a bond member goes down under it, at most max_outage (measured)"
     unit = "time"

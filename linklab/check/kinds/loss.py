@@ -25,6 +25,7 @@ class Params(MeasuredParams):
 
 class Loss(MeasuredKind):
     name = "loss"
+    worse = 1  # a starved emulator or its bursts lose more
     Params = Params
     summary = "UDP loss at a sending rate, at most max (measured, repeated, with a tolerance)"
     unit = "percent"

@@ -6,16 +6,19 @@ A measured check is never failed by the emulator. Each repetition carries the fl
 does (linklab/measure/disturbance.py): core_saturated (a core of the lab's kernel >= 85 % busy),
 host_disturbed / host_stolen (other work or the hypervisor took the host's CPU), emulator_burst
 (drops beyond the path's bottleneck), emulator_rtt (the emulator's own round trip dominates). A
-median inside its bounds passes whatever the flags; one outside them, with any repetition
-flagged by what limits this kind's figure, is inconclusive: the measurement cannot tell a wrong
-lab from a slow emulator. A repetition the policy for a busy host measures again (linklab/
+median inside its bounds passes whatever the flags. A limit moves a figure one way only (`worse`:
+it holds a throughput down, it stretches a delay, an outage or a loss), so a flagged repetition
+beyond the bound on that side might have been inside, and one on the other side is as good as
+any. A median outside its bounds fails when it would be outside even with every such repetition
+taken as inside; otherwise it is inconclusive: the measurement cannot tell a wrong lab from a
+slow emulator. A repetition the policy for a busy host measures again (linklab/
 measure/flags.py: one flagged host_disturbed, as a sweep does) is measured once more, the first
 attempt kept aside ("disturbed" in the raw output); a second attempt flagged so stands.
 
 Repetitions stop once the verdict is decided (`decided`): none failed to measure, and more than
 half of the `repeat` planned are inside the bounds (the median of all of them would be inside,
-whatever the rest measured: a pass), or more than half are beyond the same bound with none limited
-(the median would be beyond it, and no limited repetition could make it inconclusive: a fail; a
+whatever the rest measured: a pass), or more than half are surely beyond the same bound (the
+median would be beyond it: a fail; a
 student's wrong lab and a selftest's broken stage wait for no more). Otherwise all of them run.
 
 One flow, several checks: checks of one run that send the same flow (the same iperf3 command
@@ -76,6 +79,7 @@ class MeasuredParams(Check):
 class MeasuredKind(Kind):
     measured = True
     limits: ClassVar[frozenset[str]] = THROUGHPUT_LIMITS
+    worse: ClassVar[int] = -1  # the side a limit moves this kind's figure to: -1 lower, 1 higher
     unit: ClassVar[str] = ""  # how a value is shown: rate, time, percent, ratio, share
 
     # ---- what a kind says -------------------------------------------------------------------
@@ -125,17 +129,31 @@ class MeasuredKind(Kind):
         """Whether one figure is within the bounds widened by the tolerance."""
         return self.side(p, v, lab) == 0
 
+    def beyond(self, p: Any, rows: list[dict[str, Any]], lab: Lab, count: int) -> int:
+        """The side (-1 below, 1 above the bounds) on which at least `count` of the rows' figures
+        lie even with every figure a limit might have moved there taken as inside (module text);
+        0 when neither."""
+        sure = []
+        for row in rows:
+            v = self.metric(p, row, lab)
+            if v is None or row.get("error"):
+                continue
+            side = self.side(p, v, lab)
+            if not (side == self.worse and self.limiting(row)):
+                sure.append(side)
+        return next((side for side in (-1, 1) if sure.count(side) >= count), 0)
+
     def decided(self, p: Any, rows: list[dict[str, Any]], lab: Lab) -> str | None:
         """The verdict the repetitions so far decide whatever the rest measure (module text), or
         None: PASS when more than half of the `repeat` planned are inside the bounds, FAIL when more
-        than half are below the lower bound, or above the upper, and none was limited."""
+        than half are surely beyond the same bound (`beyond`)."""
         if any(row.get("error") for row in rows):
             return None
         sides = [self.side(p, v, lab) for row in rows if (v := self.metric(p, row, lab)) is not None]
         majority = p.repeat // 2 + 1
         if sides.count(0) >= majority:
             return PASS
-        if max(sides.count(-1), sides.count(1)) >= majority and not any(self.limiting(row) for row in rows):
+        if self.beyond(p, rows, lab, majority):
             return FAIL
         return None
 
@@ -257,7 +275,9 @@ class MeasuredKind(Kind):
         shown = f"{self.show(med)} (median of {len(values)}: {', '.join(self.show(v) for v in values)})"
         if errors:
             shown += f"; {len(errors)} failed: {errors[0]}"
-        verdict = PASS if ok and not errors else INCONCLUSIVE if limited else FAIL
+        # Beyond its bounds: failed when more than half the figures are surely beyond (`beyond`).
+        sure = not ok and bool(self.beyond(p, rows, lab, len(values) // 2 + 1))
+        verdict = PASS if ok and not errors else FAIL if sure or not limited else INCONCLUSIVE
         detail = f"limited by {', '.join(limited)}: {evidence}" if verdict == INCONCLUSIVE else (
             f"flagged {', '.join(limited)}" if limited else "")
         if raw.get("flow_of"):

@@ -25,6 +25,7 @@ class Params(MeasuredParams):
 
 class Reorder(MeasuredKind):
     name = "reorder"
+    worse = 1  # a starved emulator reorders more
     Params = Params
     summary = "the share of packets delivered out of order beside a flow, at most max (measured)"
     unit = "ratio"

@@ -39,6 +39,7 @@ class Params(MeasuredParams):
 
 class Rtt(MeasuredKind):
     name = "rtt"
+    worse = 1  # a busy emulator delays more
     Params = Params
     summary = "a percentile of the round trip, within bounds (measured, repeated, with a tolerance)"
     unit = "time"
