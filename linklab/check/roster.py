@@ -1,10 +1,16 @@
-"""Grading a class: one row per student, with points and the ids of the checks they failed.
+"""Grading a class: one row per student, with points, the ids of the checks they failed and those
+to measure again.
 
 A roster directory holds, per student, either
-  NAME.json     a saved `linklab check --json` result (schema linklab-check/2, or /1 upgraded), or
+  NAME.json     a saved `linklab check --json` result (self-reported): graded only when it was made
+                by the roster's checks file (the sha256 of its bytes), for the student's seed
+                (NAME/seed, else NAME; compared when the checks have variables) and not with
+                --student; otherwise refused, the reason in the row. Or
   NAME/         a directory with `steps` (their solution: one `linklab set|exec|ovs` line a
                 step, # comments) and optionally `seed` (their variant; default: the name):
-                the lab is built for that seed, the steps applied, the checks run, the lab removed.
+                the lab is built for that seed, the steps applied, the checks run (rebuilt), the
+                lab removed.
+An inconclusive check is neither earned nor lost: the percentage is over the points judged.
 """
 
 from __future__ import annotations
