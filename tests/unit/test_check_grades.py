@@ -163,6 +163,11 @@ def test_the_canvas_layout_has_its_five_leading_columns_then_the_assignment():
         roster.csv_text(_rows(), "excel")
 
 
+def test_the_parser_offers_the_layouts_the_roster_writes():
+    from linklab.check.cli import roster_layouts
+    assert roster_layouts() == roster.LAYOUTS
+
+
 def test_the_linklab_layout_has_every_column_of_a_row():
     head, *body = list(csv.reader(io.StringIO(roster.csv_text(_rows()))))
     assert head == list(roster.Row.__dataclass_fields__) and "remeasure" in head and "graded" in head
