@@ -20,13 +20,17 @@ examples:
   linklab check --json out.json --junit out.xml
   linklab check --watch                         again after every change of the lab
   linklab check --selftest mtu_path             build an exercise, prove its solution and broken variants
+  linklab check --selftest mtu_path --junit selftest.xml   ... a JUnit test case per stage
+  linklab check exercises/mtu_path/checks.yaml --restore 2 the running lab at the end of stage 2 (its seed kept)
   linklab check exercises/mtu_path/checks.yaml --roster submissions/ --csv grades.csv
+  linklab check CHECKS --roster submissions/ --csv moodle.csv --csv-layout moodle --remeasure
   linklab check --kinds                         the kinds of check, and what each judges
 
 verdicts: PASS, FAIL, WARN (a failed check of severity warn), INCONCLUSIVE (a measured check the
 emulator or a busy host limited: never FAIL), SKIP (a check it requires did not pass)
 A bad checks file is refused with every problem, its path and line, before anything runs or a
-lab is looked for.
+lab is looked for; an option of another mode (--csv without --roster, ...) is refused, naming it.
+--json, --junit and --csv files go where they are named, also when the lab runs in the lab VM.
 exit codes: docs/commands.md#exit-codes (a check failed, inconclusive, only warnings, ...)
 """
 
@@ -50,7 +54,7 @@ def add_commands(sub) -> None:
     p.add_argument("--raw", action="store_true", help="with --json: keep what each tool printed")
     p.add_argument("--junit", metavar="FILE", help="write JUnit XML (a testcase per check)")
     p.add_argument("--watch", action="store_true", help="run again whenever the lab changes (Ctrl-C stops)")
-    p.add_argument("--interval", type=float, default=1.0, help="--watch: seconds between looks at the lab")
+    p.add_argument("--interval", type=float, help="--watch: seconds between looks at the lab (default: 1)")
     p.add_argument("--selftest", metavar="EXERCISE", help="build an exercise's lab and check its start, its "
                    "reference solution and each broken variant (exercises/<name>)")
     p.add_argument("--name", help="--selftest, --roster: the lab's name (default: the topology's)")
@@ -58,12 +62,60 @@ def add_commands(sub) -> None:
     p.add_argument("--roster", metavar="DIR", help="grade a class: DIR has NAME.json (saved --json results) "
                    "or NAME/steps (a student's solution, NAME/seed their variant)")
     p.add_argument("--csv", metavar="FILE", help="--roster: write the rows as CSV")
+    p.add_argument("--csv-layout", choices=roster_layouts(), help="--csv: the columns: linklab (every column "
+                   "of a row, the default), moodle (Moodle's grade import) or canvas (Canvas's gradebook import); "
+                   "docs/coursework.md")
+    p.add_argument("--remeasure", action="store_true", help="--roster: measure a rebuilt lab's inconclusive "
+                   "checks once more before grading it (a saved result's cannot be)")
+    p.add_argument("--restore", type=int, metavar="STAGE", help="bring the running lab of an exercise to the "
+                   "reference at the end of STAGE: built again for its seed, the solution's steps up to STAGE applied")
     p.add_argument("--kinds", action="store_true", help="list the kinds of check, with what each judges")
     p.set_defaults(handler=cmd_check)
 
 
+def roster_layouts() -> tuple[str, ...]:
+    """roster.LAYOUTS, named here so that building the parser imports no lab code (a unit test
+    holds the two equal)."""
+    return ("linklab", "moodle", "canvas")
+
+
+# The modes of `linklab check`, and the options each takes (an option given to another is refused).
+CHECK, SELFTEST, ROSTER, RESTORE, KINDS = "check", "--selftest", "--roster", "--restore", "--kinds"
+MODE_NAMES = {CHECK: "`linklab check` of a running lab", SELFTEST: "--selftest (an exercise proved)",
+              ROSTER: "--roster (a class graded)", RESTORE: "--restore (a lab brought to a stage)",
+              KINDS: "--kinds"}
+OPTIONS = {  # dest: (its flag, the modes that take it)
+    "checks": ("CHECKS", (CHECK, ROSTER, RESTORE)), "lab": ("--lab", (CHECK, RESTORE)),
+    "seed": ("--seed", (CHECK, SELFTEST)), "stage": ("--stage", (CHECK,)), "only": ("--only", (CHECK,)),
+    "student": ("--student", (CHECK,)), "json": ("--json", (CHECK, SELFTEST, ROSTER)),
+    "raw": ("--raw", (CHECK, SELFTEST)), "junit": ("--junit", (CHECK, SELFTEST)), "watch": ("--watch", (CHECK,)),
+    "interval": ("--interval", (CHECK,)), "name": ("--name", (SELFTEST, ROSTER)), "keep": ("--keep", (SELFTEST,)),
+    "csv": ("--csv", (ROSTER,)), "csv_layout": ("--csv-layout", (ROSTER,)), "remeasure": ("--remeasure", (ROSTER,)),
+}
+
+
+def mode_of(args) -> str:
+    """The one mode the options ask for; refuses two modes, or an option no mode given takes
+    (exit 2, naming the modes that take it)."""
+    given = [m for m, on in ((SELFTEST, args.selftest), (ROSTER, args.roster), (RESTORE, args.restore is not None),
+                             (KINDS, args.kinds)) if on]
+    if len(given) > 1:
+        raise UsageError(f"{' and '.join(given)}: one at a time (each is a mode of its own)")
+    mode = given[0] if given else CHECK
+    for dest, (flag, modes) in OPTIONS.items():
+        if getattr(args, dest) not in (None, False) and mode not in modes:
+            raise UsageError(f"{flag} does not apply to {MODE_NAMES[mode]}: it is for "
+                             + " and ".join(MODE_NAMES[m] for m in modes))
+    if args.interval is not None and not args.watch:
+        raise UsageError("--interval is the time between looks of --watch: give --watch too")
+    if args.csv_layout and not args.csv:
+        raise UsageError("--csv-layout is the columns of --csv FILE: give --csv too")
+    return mode
+
+
 def cmd_check(args, argv) -> int:
-    if args.kinds:
+    mode = mode_of(args)
+    if mode == KINDS:
         from linklab.check.kinds import REGISTRY
         for name, k in REGISTRY.items():
             print(f"{name:<15} {k.summary}")
@@ -72,10 +124,12 @@ def cmd_check(args, argv) -> int:
         raise UsageError(f"--stage {args.stage}: a stage from 1 to 100")
     if args.raw and not args.json:
         raise UsageError("--raw keeps the tools' output in the JSON results: give --json FILE too")
-    if args.selftest:
+    if mode == SELFTEST:
         return _selftest(args, argv)
-    if args.roster:
+    if mode == ROSTER:
         return _roster(args, argv)
+    if mode == RESTORE:
+        return _restore(args, argv)
     return _check(args, argv)
 
 
@@ -83,12 +137,15 @@ def _outputs(args) -> list[tuple[str, str]]:
     return [(what, f) for what, f in (("--json", args.json), ("--junit", args.junit), ("--csv", args.csv)) if f]
 
 
-def _outputs_reach_host(args) -> None:
-    """Before a command is forwarded into the lab VM: refuse output files it would write where
-    they do not reach the host."""
-    from linklab import placement
-    for what, f in _outputs(args):
-        placement.require_shared_with_vm(Path(f), f"{what} file")
+def _forward(args, argv, forward) -> int:
+    """`forward(argv)` into the lab VM, each output file the VM does not share written through a
+    spool it does and copied where it was named when the command ends (as a sweep's results:
+    linklab/results/spool.py); the spool's path, given last, wins in the VM."""
+    from linklab.results.spool import files_through_vm
+    named = _outputs(args)
+    with files_through_vm([Path(f) for _, f in named], say=say) as where:
+        extra = [x for (what, f), w in zip(named, where) if w != Path(f).resolve() for x in (what, str(w))]
+        return forward([*argv, *extra])
 
 
 NO_CHECKS_HINT = "a checks: section lists them (see `linklab check --help`)"
@@ -116,8 +173,7 @@ def _check(args, argv) -> int:
     if unknown:
         raise UsageError(f"--only {','.join(unknown)}: no such check (valid: {', '.join(c.id for c in spec.checks)})")
     if not kernel.in_lab_vm() and placement.lab_is_in_vm(name):
-        _outputs_reach_host(args)
-        return placement.forward(argv, say=say, boot=False)
+        return _forward(args, argv, lambda a: placement.forward(a, say=say, boot=False))
     from linklab import lab
 
     def once() -> int:
@@ -136,7 +192,7 @@ def _check(args, argv) -> int:
 
     if args.watch:
         from linklab.check.watch import watch
-        return watch(name, once, say, interval=args.interval)
+        return watch(name, once, say, interval=args.interval or 1.0)
     return once()
 
 
@@ -156,23 +212,64 @@ def _selftest(args, argv) -> int:
     exercise.load(args.selftest, args.seed)  # bad exercise files stop here, before a VM boots
     use_vm, why = placement.want_vm_for_up(False, False)
     if use_vm:
-        _outputs_reach_host(args)
         say(f"linklab: the selftest runs in the lab VM ({why})")
-        return placement.forward_booting(argv, say=say)
+        return _forward(args, argv, lambda a: placement.forward_booting(a, say=say))
     stages = exercise.selftest(args.selftest, args.seed, args.name, say=say, keep=args.keep, keep_raw=args.raw)
     if args.json:
         from linklab import fsutil
         fsutil.write_atomic(Path(args.json), json.dumps(exercise.as_json(args.selftest, stages, raw=args.raw),
                                                         indent=1, default=str) + "\n")
+    if args.junit:
+        from linklab import fsutil
+        fsutil.write_atomic(Path(args.junit), exercise.junit(Path(args.selftest).name, stages))
     width = max(len(s.name) for s in stages)
     for s in stages:
         say(f"  {s.verdict.upper():<12} {s.name:<{width}}  must fail: {', '.join(s.expected) or 'none'}; "
             f"failed: {', '.join(s.failed) or 'none'}" + (f"; inconclusive: {', '.join(s.inconclusive)}" if s.inconclusive else "")
             + (f"; skipped without cause: {', '.join(s.unexpected)}" if s.unexpected else ""))
+        for line in _not_as_written(s):
+            say(line)
     rc = exercise.exit_code(stages)
     say(f"linklab: selftest {'passed' if rc == EXIT_OK else 'inconclusive' if rc == EXIT_INCONCLUSIVE else 'FAILED'} "
         f"({sum(s.seconds for s in stages):.0f} s)")
     return rc
+
+
+def _not_as_written(stage) -> list[str]:
+    """Each check of a stage whose verdict is not the one written, as `linklab check` shows a
+    check (expected, observed, the detail: the flags that limited a measurement)."""
+    import shutil
+
+    from linklab.check.exercise import mismatches
+    from linklab.check.output import result_lines
+    found = mismatches(stage)
+    if not found:
+        return []
+    width = shutil.get_terminal_size((120, 20)).columns - 6
+    idw = max(len(r.id) for r, _ in found)
+    out = []
+    for r, written in found:
+        out.append(f"      {r.id}: must {written}, was {r.verdict}")
+        out += ["        " + line for line in result_lines(r, width - 2, idw, detail_always=True)]
+    return out
+
+
+def _restore(args, argv) -> int:
+    from linklab import kernel, placement, state
+    from linklab.check import exercise
+    if not 1 <= args.restore <= 100:
+        raise UsageError(f"--restore {args.restore}: a stage from 1 to 100")
+    name = args.lab or state.default_lab()
+    record = state.require(name)
+    topology = record.get("topology") or {}
+    loaded = exercise.for_lab(args.checks or topology["path"], topology.get("seed"))
+    exercise.restore_steps(loaded, args.restore)  # a stage it has not is refused here, before the VM
+    if not kernel.in_lab_vm() and placement.lab_is_in_vm(name):
+        return placement.forward(argv, say=say, boot=False)
+    exercise.restore(loaded, name, args.restore, say=say)
+    say(f"linklab: lab {name} is at the end of stage {args.restore}: "
+        f"`linklab check {loaded.checks.source} --stage {args.restore}` passes")
+    return EXIT_OK
 
 
 def _roster(args, argv) -> int:
@@ -182,13 +279,20 @@ def _roster(args, argv) -> int:
     if roster.needs_labs(directory) and not kernel.in_lab_vm():
         use_vm, why = placement.want_vm_for_up(False, False)
         if use_vm:
-            _outputs_reach_host(args)
             say(f"linklab: grading runs in the lab VM ({why})")
-            return placement.forward_booting(argv, say=say)
-    rows = roster.grade(directory, args.checks, say, args.name)
+            return _forward(args, argv, lambda a: placement.forward_booting(a, say=say))
+    rows = roster.grade(directory, args.checks, say, args.name, remeasure=args.remeasure)
     print(roster.table(rows))
     if args.csv:
-        fsutil.write_atomic(Path(args.csv), roster.csv_text(rows))
+        item = load_title(args.checks)
+        fsutil.write_atomic(Path(args.csv), roster.csv_text(rows, args.csv_layout or "linklab", item))
     if args.json:
         fsutil.write_atomic(Path(args.json), json.dumps(roster.json_doc(rows), indent=1) + "\n")
     return roster.exit_code(rows)
+
+
+def load_title(checks: str) -> str:
+    """A grade item's name: the checks file's title, else its exercise's directory name."""
+    from linklab.model.loader import read_yaml
+    data, _ = read_yaml(Path(checks))
+    return str(data.get("title") or Path(checks).resolve().parent.name)

@@ -7,8 +7,9 @@ steps of a reference solution and broken variants, each naming the checks it mus
     seed: demo                     # the variant --selftest builds (vars: of lab and checks)
     settle: 3                      # seconds to wait after steps (LACP, a controller's restart)
     start: {fails: [core-mtu, path-mtu]}
-    solution:
-      - linklab set 'links[core].mtu=${mtu}'
+    solution:                      # steps per stage of the checks (or one list: the whole solution)
+      1: ["linklab set 'links[core].mtu=${mtu}'"]
+      2: ["linklab exec h1 -- ip route add 10.0.2.0/24 via 10.0.1.1"]
     variants:
       - name: access-hop
         description: h2's own link left at 1500
@@ -19,7 +20,8 @@ A step is a `linklab set PATH=VALUE...`, `linklab exec NODE -- CMD...` or `linkl
 CMD...` line, with ${name} of the lab's variables. `linklab check --selftest` builds the lab,
 checks it as it starts, after the solution (every check passes) and after each variant applied
 to the solved lab (exactly the checks it names fail; others pass, or are skipped because one they
-require failed).
+require failed). `linklab check --restore N` brings a running lab to the reference at the end of
+stage N: built again for its seed, the solution's steps of stages 1..N applied (restore_steps).
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from pydantic import Field, ValidationError, field_validator
 from linklab import bundled
 from linklab import lab as lablib
 from linklab import runner, state
-from linklab.check.run import Report, run_checks
+from linklab.check.run import Report, Result, run_checks
 from linklab.check.spec import ChecksFile, load_checks, topology_of, with_topology_vars
 from linklab.errors import StateError, UsageError, ValidationFailed, check_exit_code
 from linklab.model import variables
@@ -103,13 +105,27 @@ class Exercise(Model):
     seed: str | int | None = None
     settle: Annotated[float, Field(ge=0, le=120)] = 0
     start: Start
-    solution: Annotated[list[str], Field(min_length=1)]
+    # One list (the whole solution), or the steps of each stage of the checks: {1: [...], 2: [...]}.
+    solution: Annotated[list[str], Field(min_length=1)] | dict[Annotated[int, Field(ge=1, le=100)], list[str]]
     variants: Annotated[list[Variant], Field(min_length=1)]
 
     @field_validator("solution")
     @classmethod
     def _steps(cls, v):
+        if isinstance(v, dict):
+            if not any(v.values()):
+                raise ValueError("no step in any stage")
+            for steps in v.values():
+                _parsed(steps)
+            return dict(sorted(v.items()))
         return _parsed(v)
+
+    def steps(self, upto: int | None = None) -> list[str]:
+        """The solution's steps, of stages 1..`upto` when given (a solution given as one list has
+        no stages: all of it)."""
+        if isinstance(self.solution, list):
+            return list(self.solution)
+        return [s for stage, steps in self.solution.items() if upto is None or stage <= upto for s in steps]
 
 
 @dataclass(frozen=True)
@@ -134,9 +150,10 @@ def find(name: str) -> Path:
                      hint="an exercise is a directory with an exercise.yaml; see exercises/README.md")
 
 
-def load(name: str, seed: str | None = None) -> Loaded:
-    """Read and validate an exercise: its file, its lab and checks (for `seed`, else its own),
-    and that every id it names is a check. Every problem at once."""
+def load(name: str, seed: str | None = None, exact_seed: bool = False) -> Loaded:
+    """Read and validate an exercise: its file, its lab and checks (for `seed`, else its own;
+    `exact_seed`: for `seed` even when None, a lab built without one), and that every id it names
+    is a check and every stage of its solution a stage of its checks. Every problem at once."""
     path = find(name)
     data, text = read_yaml(path)
     lines = line_map(text)
@@ -146,7 +163,8 @@ def load(name: str, seed: str | None = None) -> Loaded:
     except ValidationError as e:
         problems = pydantic_problems(e, Exercise)
         raise ValidationFailed(str(path), [_located(loc, msg, lines) for loc, msg in problems]) from None
-    seed = seed if seed is not None else (str(ex.seed) if ex.seed is not None else None)
+    if not exact_seed and seed is None and ex.seed is not None:
+        seed = str(ex.seed)
     lab_path, checks_path = path.parent / ex.lab, path.parent / ex.checks
     for key, p in (("lab", lab_path), ("checks", checks_path)):
         if not p.is_file():
@@ -162,13 +180,21 @@ def load(name: str, seed: str | None = None) -> Loaded:
     for loc, f in named:
         if f not in ids:
             problems.append((loc, f"unknown check {f!r} (valid: {', '.join(ids)})"))
+    stages = sorted({c.stage for c in spec.checks})
+    if isinstance(ex.solution, dict):
+        for stage in ex.solution:
+            if stage not in stages:
+                problems.append((("solution", stage), f"stage {stage} has no checks (stages of "
+                                 f"{checks_path.name}: {', '.join(map(str, stages))})"))
     names = [v.name for v in ex.variants]
     for i, n in enumerate(names):
         if n in names[:i]:
             problems.append((("variants", i, "name"), f"variant {n!r} is named twice"))
     vals = with_topology_vars(checks_path, seed)
-    for key, steps in [("solution", ex.solution), *((("variants", i, "steps"), v.steps) for i, v in enumerate(ex.variants))]:
-        _, unknown = variables.substitute(steps, vals, path=key if isinstance(key, tuple) else (key,))
+    solution = ex.solution.items() if isinstance(ex.solution, dict) else [(None, ex.solution)]
+    keyed = [(("solution",) if stage is None else ("solution", stage), steps) for stage, steps in solution]
+    for key, steps in [*keyed, *((("variants", i, "steps"), v.steps) for i, v in enumerate(ex.variants))]:
+        _, unknown = variables.substitute(steps, vals, path=key)
         problems += unknown
     if problems:
         raise ValidationFailed(str(path), [_located(loc, msg, lines) for loc, msg in problems])
@@ -245,8 +271,8 @@ def selftest(name: str, seed: str | None = None, lab_name: str | None = None,
     if state.load(lab_name) is not None:
         raise StateError(f"lab {lab_name!r} is up: the selftest builds and removes its own",
                          hint=f"`linklab down {lab_name}`, or give the selftest's lab another name with --name")
-    plan = [("start", [], ex.start.fails), ("solution", ex.solution, [])]
-    plan += [(v.name, ex.solution + v.steps, v.fails) for v in ex.variants]
+    plan = [("start", [], ex.start.fails), ("solution", ex.steps(), [])]
+    plan += [(v.name, ex.steps() + v.steps, v.fails) for v in ex.variants]
     stages: list[Stage] = []
     say(f"linklab: selftest of {loaded.path.parent.name} ({ex.title}), seed {loaded.seed}, lab {lab_name}")
     lablib.up(loaded.lab, name=lab_name, seed=loaded.seed, say=lambda _m: None)
@@ -282,6 +308,93 @@ def selftest(name: str, seed: str | None = None, lab_name: str | None = None,
         if not keep and state.load(lab_name) is not None:
             lablib.down(lab_name, say=lambda _m: None)
     return stages
+
+
+def mismatches(stage: Stage) -> list[tuple[Result, str]]:
+    """Each check of a stage whose verdict is not the one written, with the one written (fail:
+    the stage names it; pass: it does not, and a skip is right only for a check skipped because
+    one it requires did not pass). Pure."""
+    if stage.report is None:
+        return []
+    must_fail = set(stage.expected)
+    out = []
+    for r in stage.report.results:
+        if r.id in must_fail:
+            if r.verdict not in ("fail", "warn"):
+                out.append((r, "fail"))
+        elif r.verdict in ("fail", "warn", "inconclusive") or r.id in stage.unexpected:
+            out.append((r, "pass"))
+    return out
+
+
+def junit(name: str, stages: list[Stage]) -> str:
+    """JUnit XML of a selftest: one testcase per stage. A stage not as written is a <failure>
+    listing each check not as written (expected, observed, detail); an inconclusive one is
+    <skipped> with the checks to measure again."""
+    from xml.etree import ElementTree as ET
+
+    from linklab import junit as junit_xml
+    suite = junit_xml.suite(f"selftest {name}")
+    for st in stages:
+        case = junit_xml.case(suite, f"linklab.selftest.{name}", st.name, st.seconds)
+        text = "\n\n".join(
+            f"{r.id}: must {written}, was {r.verdict}\nexpected: {r.expected}\nobserved: {r.observed}"
+            + (f"\n{r.detail}" if r.detail else "") for r, written in mismatches(st))
+        if st.verdict == "fail":
+            wrong = ", ".join(f"{r.id} ({r.verdict}, must {w})" for r, w in mismatches(st))
+            ET.SubElement(case, "failure", message=f"{st.name}: {wrong}"[:500], type="selftest").text = text
+        elif st.verdict == "inconclusive":
+            ET.SubElement(case, "skipped", message=f"inconclusive: {', '.join(st.inconclusive)}"[:500])
+    return junit_xml.document("linklab check --selftest", suite, sum(s.seconds for s in stages))
+
+
+def for_lab(checks_or_topology: str, seed: str | None) -> Loaded:
+    """The exercise a running lab is of: the exercise.yaml beside its checks file or topology whose
+    checks or lab is that file, loaded for the lab's seed (None: a lab built without one)."""
+    target = Path(checks_or_topology).resolve()
+    candidate = target.parent / "exercise.yaml"
+    if candidate.is_file():
+        data, _ = read_yaml(candidate)
+        if isinstance(data, dict) and any((candidate.parent / str(data.get(k, ""))).resolve() == target
+                                          for k in ("lab", "checks")):
+            return load(str(candidate), seed, exact_seed=True)
+    raise UsageError(f"{checks_or_topology} is not an exercise's lab or checks: no exercise.yaml beside it names it",
+                     hint="--restore brings an exercise's lab to a stage's reference: "
+                          "`linklab check exercises/NAME/checks.yaml --restore N`")
+
+
+def restore_steps(loaded: Loaded, stage: int) -> list[str]:
+    """The steps that bring the starting lab to the reference at the end of `stage`: the
+    solution's of stages 1..`stage`. Raises UsageError for a stage the checks do not have, or
+    an earlier stage of an exercise whose solution is one list (it has no checkpoints)."""
+    stages = sorted({c.stage for c in loaded.checks.checks})
+    if stage not in stages:
+        raise UsageError(f"--restore {stage}: no such stage in {loaded.checks.source} "
+                         f"(valid: {', '.join(map(str, stages))})")
+    ex = loaded.exercise
+    if isinstance(ex.solution, list) and stage != stages[-1]:
+        raise UsageError(f"--restore {stage}: {loaded.path} gives its solution as one list, the reference at the "
+                         f"end of its last stage ({stages[-1]}) only",
+                         hint="give its steps per stage (solution: {1: [...], 2: [...]}) for a checkpoint per stage")
+    return ex.steps(stage)
+
+
+def restore(loaded: Loaded, lab_name: str, stage: int, say: Callable[[str], None] = print) -> None:
+    """Bring the running lab `lab_name` to the reference at the end of `stage`: built again for
+    its seed (what a student changed by hand, inside a node, no `set` could undo) and the
+    solution's steps up to that stage applied, then `settle`."""
+    steps = restore_steps(loaded, stage)
+    record = state.require(lab_name)
+    built_from = (record.get("topology") or {}).get("path")
+    if built_from is None or Path(built_from).resolve() != Path(loaded.lab).resolve():
+        raise UsageError(f"lab {lab_name} was built from {built_from}, not from {loaded.lab} "
+                         f"(the lab of {loaded.path})")
+    seed = (record.get("topology") or {}).get("seed")
+    say(f"linklab: lab {lab_name} built again (seed {seed}), then the solution's steps of stages 1-{stage}")
+    lablib.down(lab_name, say=lambda _m: None)
+    lablib.up(loaded.lab, name=lab_name, seed=seed, say=lambda _m: None)
+    apply_steps(lab_name, steps_for(loaded, steps), say)
+    time.sleep(loaded.exercise.settle)
 
 
 def _exec_steps(steps: list[str]) -> bool:

@@ -13,7 +13,7 @@ from xml.etree import ElementTree as ET
 from linklab import __version__, fsutil
 from linklab import junit as junit_xml
 from linklab.check.kinds.base import FAIL, INCONCLUSIVE, PASS
-from linklab.check.run import SKIP, WARN, Report
+from linklab.check.run import SKIP, WARN, Report, Result
 from linklab.errors import EXIT_INCONCLUSIVE, EXIT_WARNINGS
 
 # 2: summary.exit_code in the codes of linklab/errors.py, where only warnings and inconclusive
@@ -24,24 +24,15 @@ MARK = {PASS: "PASS", FAIL: "FAIL", WARN: "WARN", INCONCLUSIVE: "INCONCLUSIVE", 
 
 
 def table(report: Report, width: int | None = None) -> str:
-    """id, verdict, expected vs observed, and the hint of what did not pass."""
+    """id, verdict, expected vs observed, and for what did not pass: the hint of a failure, the
+    evidence of an inconclusive measurement (what limited it: the emulator or the host, not the
+    lab, so no hint would help)."""
     width = width or shutil.get_terminal_size((120, 20)).columns
     lines = [f"lab {report.lab}: {report.checks_file}" + (f" (seed {report.seed})" if report.seed is not None else "")
              + (f", stages 1-{report.stage}" if report.stage else "")]
     idw = max([len(r.id) for r in report.results] + [2])
     for r in report.results:
-        head = f"{MARK[r.verdict]:<12} {r.id:<{idw}}  "
-        pad = " " * len(head)
-        body = [f"expected {r.expected}", f"observed {r.observed}"]
-        if r.detail and r.verdict != PASS:
-            body.append(r.detail)
-        if r.hint and r.verdict not in (PASS, SKIP):
-            body.append(f"hint: {r.hint}")
-        first = True
-        for text in body:
-            for piece in textwrap.wrap(text, max(40, width - len(head))) or [""]:
-                lines.append((head if first else pad) + piece)
-                first = False
+        lines += result_lines(r, width, idw)
     s = report.summary()
     lines.append(f"{s['passed']} passed, {s['failed']} failed, {s['warnings']} warnings, {s['inconclusive']} "
                  f"inconclusive, {s['skipped']} skipped; points {s['points']:g}/{s['max_points']:g} "
@@ -49,9 +40,29 @@ def table(report: Report, width: int | None = None) -> str:
     return "\n".join(lines)
 
 
+def result_lines(r: Result, width: int, idw: int, detail_always: bool = False) -> list[str]:
+    """One check as the table shows it: its verdict, id, expected, observed; then the detail
+    (of what did not pass, or always) and, for a failure, the hint. Wrapped to `width`."""
+    head = f"{MARK[r.verdict]:<12} {r.id:<{idw}}  "
+    pad = " " * len(head)
+    body = [f"expected {r.expected}", f"observed {r.observed}"]
+    if r.detail and (r.verdict != PASS or detail_always):
+        body.append(r.detail)
+    if r.verdict == INCONCLUSIVE:
+        body.append("measure again: the emulator or a busy host limited this measurement, not the lab")
+    elif r.hint and r.verdict in (FAIL, WARN):
+        body.append(f"hint: {r.hint}")
+    lines: list[str] = []
+    for text in body:
+        for piece in textwrap.wrap(text, max(40, width - len(head))) or [""]:
+            lines.append((pad if lines else head) + piece)
+    return lines
+
+
 def as_json(report: Report, raw: bool = False) -> dict[str, Any]:
     return {"schema": SCHEMA, "linklab": __version__, "lab": report.lab, "checks_file": report.checks_file,
             "topology": report.topology, "seed": report.seed, "overrides": report.overrides, "scale": report.scale,
+            "checks_sha256": report.checks_sha256, "mode": "student" if report.student else "teacher",
             "stage": report.stage, "student": report.student,
             "started_at": report.started_at, "seconds": report.seconds, "summary": report.summary(),
             "checks": [r.public(raw) for r in report.results]}

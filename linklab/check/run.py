@@ -66,6 +66,7 @@ class Report:
     student: bool = False
     overrides: list = field(default_factory=list)  # the lab's settings beyond its topology (`linklab set`)
     scale: float | None = None
+    checks_sha256: str | None = None
 
     @property
     def exit_code(self) -> int:
@@ -121,7 +122,8 @@ def run_checks(spec: ChecksFile, handle: LabHandle, *, stage: int | None = None,
     record = handle.record or {}
     return Report(handle.name, spec.source, spec.topology, spec.seed, ordered, started,
                   round(time.monotonic() - t0, 2), stage, student,
-                  [list(o) for o in (record.get("topology") or {}).get("overrides", [])], handle.lab.scale)
+                  [list(o) for o in (record.get("topology") or {}).get("overrides", [])], handle.lab.scale,
+                  spec.sha256)
 
 
 def _one(c: Check, ctx: Context, done: dict[str, Result], keep_raw: bool) -> Result:

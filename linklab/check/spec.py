@@ -26,6 +26,7 @@ Settings every check has: id, kind, title, points, hint, stage, requires, hidden
 
 from __future__ import annotations
 
+import hashlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,6 +54,7 @@ class ChecksFile:
     checks: tuple[Check, ...]
     seed: str | None = None
     values: dict[str, Any] = field(default_factory=dict)  # each variable's value for the seed
+    sha256: str | None = None  # of the file's bytes: a saved result names the checks it was made by
 
     def by_id(self, check_id: str) -> Check:
         for c in self.checks:
@@ -140,7 +142,11 @@ def load_checks(path: str | Path, lab: Lab | None = None, seed: str | None = Non
         raise ValidationFailed(str(path), [_located(loc, msg, lines) for loc, msg in ordered])
     assert topo_path is not None
     return ChecksFile(str(path), topo_path, data.get("title") if separate else data.get("description"),
-                      tuple(c for _, c in checks), seed, values)
+                      tuple(c for _, c in checks), seed, values, file_sha256(path))
+
+
+def file_sha256(path: str | Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 def _shared_vars(declared: dict[str, variables.Variable], topo_path: str) -> list[tuple[tuple, str]]:

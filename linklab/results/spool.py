@@ -10,6 +10,9 @@ the VM wrote is on the host's disk the moment it is written: a sweep killed befo
 (kill -9) leaves the spool, and the next sweep into DIR copies it first. A run is copied as a
 mirror: what the sweep moved aside in it (a failed attempt kept as rep<k>.failed-<n>) moves in
 DIR too.
+
+A file a command writes (`linklab check --json/--junit/--csv FILE`) goes the same way: written
+into a spool of its own and copied to FILE when the command ends (files_through_vm).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import hashlib
 import os
 import shutil
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from linklab import fsutil, placement, state
@@ -63,11 +66,43 @@ def through_vm(results: Path, experiment: str, say=print) -> Iterator[Path]:
 
 
 @contextmanager
-def _locked(spool: Path, results: Path) -> Iterator[None]:
+def files_through_vm(files: list[Path], say=print) -> Iterator[list[Path]]:
+    """The paths to give a command in the VM for the files it writes: each file itself when the
+    VM shares its directory, else a file in a spool, copied onto the file (created or replaced
+    at once) when the block ends, however it ends."""
+    files = [Path(f).resolve() for f in files]
+    spools = {f: spool_for(f) for f in files if not placement.is_shared_with_vm(f.parent)}
+    with ExitStack() as stack:
+        for f, spool in spools.items():
+            spool.parent.mkdir(parents=True, exist_ok=True)
+            stack.enter_context(_locked(spool, f, "command"))
+            if spool.exists():  # a command killed before it copied its file back
+                _file_back(spool, f, say)
+            spool.mkdir()
+            say(f"linklab: the lab VM does not share {f.parent}: {f.name} is written into {spool} and copied "
+                f"into {f} when the command ends")
+        try:
+            yield [spools[f] / f.name if f in spools else f for f in files]
+        finally:
+            for f, spool in spools.items():
+                _file_back(spool, f, say)
+
+
+def _file_back(spool: Path, file: Path, say) -> None:
+    written = spool / file.name
+    if written.is_file():
+        file.parent.mkdir(parents=True, exist_ok=True)
+        _copy_file(written, file)
+        say(f"linklab: {file} written")
+    shutil.rmtree(spool, ignore_errors=True)
+
+
+@contextmanager
+def _locked(spool: Path, results: Path, who: str = "sweep") -> Iterator[None]:
     with fsutil.flocked(spool.with_name(spool.name + ".lock")) as held:
         if not held:
-            raise StateError(f"another sweep is writing into {results} through the lab VM",
-                             hint="wait for it, or give this one another --results directory")
+            raise StateError(f"another {who} is writing into {results} through the lab VM",
+                             hint=f"wait for it, or give this one another {'--results directory' if who == 'sweep' else 'path'}")
         yield
 
 
@@ -105,11 +140,16 @@ def _mirror(src: Path, dst: Path) -> int:
         elif not (d.is_file() and _same(s.stat(), d.stat())):
             if d.is_dir():
                 shutil.rmtree(d)
-            tmp = fsutil.tmp_name(d)
-            shutil.copy2(s, tmp)
-            os.replace(tmp, d)
+            _copy_file(s, d)
             copied += 1
     for name in set(os.listdir(dst)) - names:
         gone = dst / name
         shutil.rmtree(gone) if gone.is_dir() and not gone.is_symlink() else gone.unlink()
     return copied
+
+
+def _copy_file(src: Path, dst: Path) -> None:
+    """`src` copied onto `dst` by a rename (a reader never sees half a file)."""
+    tmp = fsutil.tmp_name(dst)
+    shutil.copy2(src, tmp)
+    os.replace(tmp, dst)

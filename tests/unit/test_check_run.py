@@ -162,33 +162,45 @@ def test_watch_runs_again_only_when_the_lab_changed(monkeypatch):
     assert runs == [0, 1, 2] and rc == 3
 
 
+def _checks_file(tmp_path, vars_=False) -> Path:
+    """A checks file of bond2 (the saved results below are graded against it)."""
+    f = tmp_path / "checks.yaml"
+    f.write_text(f"topology: {ROOT / 'topologies' / 'bond2.yaml'}\n"
+                 + ("vars:\n  mtu: {choices: [4000, 9000]}\n" if vars_ else "")
+                 + "checks:\n  - {id: a, kind: mtu, link: l1, mtu: 1500}\n")
+    return f
+
+
+def _save(report, path: Path, checks: Path, **changes) -> None:
+    from linklab.check.spec import file_sha256
+    doc = output.as_json(report)
+    doc.update(checks_sha256=file_sha256(checks), **changes)
+    path.write_text(json.dumps(doc))
+
+
 def test_roster_rows_from_saved_results_with_points_and_failed_ids(scripted, tmp_path):
     from linklab.check import roster
+    checks = _checks_file(tmp_path)
     d = tmp_path / "class"
     d.mkdir()
-    output.write_json(scripted([{"id": "a", "points": 2}, {"id": "b", "outcome": FAIL}]), d / "s17.json")
-    output.write_json(scripted([{"id": "a", "points": 2}, {"id": "b"}]), d / "s18.json")
+    _save(scripted([{"id": "a", "points": 2}, {"id": "b", "outcome": FAIL}]), d / "s17.json", checks)
+    _save(scripted([{"id": "a", "points": 2}, {"id": "b"}]), d / "s18.json", checks)
     (d / "notes.txt").write_text("not a student")
-    rows = roster.grade(d, None, lambda _m: None)
-    assert [(r.student, r.points, r.max_points, r.percent, r.failed_ids) for r in rows] == [
-        ("s17", 2.0, 3.0, 66.7, "b"), ("s18", 3.0, 3.0, 100.0, "")]
+    rows = roster.grade(d, str(checks), lambda _m: None)
+    assert [(r.student, r.graded, r.points, r.max_points, r.percent, r.failed_ids) for r in rows] == [
+        ("s17", "self-reported", 2.0, 3.0, 66.7, "b"), ("s18", "self-reported", 3.0, 3.0, 100.0, "")]
     text = roster.csv_text(rows)
-    assert text.splitlines()[0].startswith("student,seed,points,max_points,percent")
+    assert text.splitlines()[0].startswith("student,seed,graded,points,max_points,percent")
     assert roster.exit_code(rows) == 0
     (d / "bad.json").write_text('{"schema": "something-else"}')
     with pytest.raises(Exception, match="not a `linklab check --json` result"):
-        roster.grade(d, None, lambda _m: None)
+        roster.grade(d, str(checks), lambda _m: None)
 
 
 @pytest.mark.parametrize("old,now", [(0, EXIT_OK), (1, EXIT_FAILURE), (3, EXIT_WARNINGS), (4, EXIT_INCONCLUSIVE)])
-def test_a_result_saved_in_schema_1_is_read_with_todays_exit_codes(scripted, tmp_path, old, now):
+def test_a_result_saved_in_schema_1_is_read_with_todays_exit_codes(scripted, old, now):
     # linklab-check/1 wrote 3 for only warnings and 4 for inconclusive, codes that meant other
-    # things elsewhere; the roster reads them as the codes of today.
-    from linklab.check import roster
-    d = tmp_path / "class"
-    d.mkdir()
+    # things elsewhere; read back, they are the codes of today.
     doc = output.as_json(scripted([{"id": "a"}]))
     doc.update(schema="linklab-check/1", summary={**doc["summary"], "exit_code": old})
-    (d / "s17.json").write_text(json.dumps(doc))
-    (row,) = roster.grade(d, None, lambda _m: None)
-    assert row.exit_code == now and row.passed == 1
+    assert output.upgraded(doc)["summary"]["exit_code"] == now

@@ -54,3 +54,35 @@ def test_the_recipes_keep_the_report_and_the_junit():
     art = load(GITLAB)["linklab-ab"]["artifacts"]
     assert art["when"] == "always" and art["reports"]["junit"] == "$JUNIT"
     assert any(p.endswith("report.html") for p in art["paths"])
+
+
+# ---- examples/classroom/: GitHub Classroom autograding running `linklab check --junit` ----------
+
+CLASSROOM = Path(__file__).resolve().parents[2] / "examples/classroom/autograding.yml"
+
+
+def test_the_classroom_workflow_is_valid_by_githubs_schema_and_a_broken_one_is_not():
+    doc = load(CLASSROOM)
+    schema = json.loads(SCHEMAS[GITHUB].read_text())
+    assert [e.message for e in jsonschema.Draft7Validator(schema).iter_errors(doc)] == []
+    broken = copy.deepcopy(doc)
+    broken["jobs"]["run-autograding-tests"]["steps"][0]["uses"] = 7
+    assert list(jsonschema.Draft7Validator(schema).iter_errors(broken))
+
+
+def test_the_classroom_grader_runs_linklab_check_with_junit_and_its_reporter_reads_that_step():
+    import shlex
+    doc = load(CLASSROOM)
+    steps = doc["jobs"]["run-autograding-tests"]["steps"]
+    grader = next(s for s in steps if s.get("uses", "").startswith("classroom-resources/autograding-command-grader"))
+    argv = shlex.split(grader["with"]["command"])
+    argv = argv[argv.index("linklab") + 1:]
+    env = doc["env"]
+    argv = [a.replace("$EXERCISE", env["EXERCISE"]).replace("$JUNIT", env["JUNIT"]).replace("$RESULT", env["RESULT"])
+            for a in argv]
+    parsed = _parser().parse_args(argv)
+    assert (parsed.junit, parsed.json, parsed.student) == ("linklab-check.xml", "linklab-check.json", False)
+    assert parsed.checks.endswith("exercises/mtu_path/checks.yaml")  # the bundled checks, by name
+    reporter = next(s for s in steps if s.get("uses", "").startswith("classroom-resources/autograding-grading-reporter"))
+    assert reporter["with"]["runners"] == grader["id"]
+    assert reporter["env"] == {f"{grader['id'].upper()}_RESULTS": f"${{{{ steps.{grader['id']}.outputs.result }}}}"}
