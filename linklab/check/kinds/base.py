@@ -17,6 +17,7 @@ judge it themselves (silence must be proved with probes of its own). Other kinds
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field, replace
@@ -184,6 +185,12 @@ def link_interfaces(link: Link) -> list[tuple[str, str]]:
 
 def find(ifaces: list[dict[str, Any]], ifname: str) -> dict[str, Any] | None:
     return next((i for i in ifaces if i.get("ifname") == ifname), None)
+
+
+def node_addresses(lab: Lab, name: str) -> set[str]:
+    """Every address a lab node carries, on any of its links (without prefix lengths)."""
+    return {str(ipaddress.ip_interface(a).ip) for link in lab.links for e in link.ends if e.node == name
+            for a in (e.ipv4, e.ipv6) if a}
 
 
 def ping_target(lab: Lab, node_or_address: str, family: int) -> str:

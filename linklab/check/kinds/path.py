@@ -20,9 +20,8 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from linklab import runner
-from linklab.check.kinds.base import (FAIL, INCONCLUSIVE, PASS, Check, Context, Judgement, Kind, as_list, node_problem,
-                                      ping_target)
-from linklab.check.kinds.route import node_addresses
+from linklab.check.kinds.base import (FAIL, INCONCLUSIVE, PASS, Check, Context, Judgement, Kind, as_list,
+                                      node_addresses, node_problem, ping_target)
 from linklab.measure.traceroute import Trace, Traceroute, TracerouteError, parse_traceroute
 from linklab.model.resolved import Lab
 

@@ -20,7 +20,8 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, field_validator
 
 from linklab import runner
-from linklab.check.kinds.base import ABSENT, FAIL, PASS, Context, Judgement, Kind, Negatable, as_list, node_problem
+from linklab.check.kinds.base import (ABSENT, FAIL, PASS, Context, Judgement, Kind, Negatable, as_list,
+                                      node_addresses, node_problem)
 from linklab.linux.routes import PROTOCOLS
 from linklab.model.resolved import Lab
 
@@ -43,12 +44,6 @@ class Params(Negatable):
         if v is not None and v not in PROTOCOLS.values() and not (v.isdigit() and int(v) < 256):
             raise ValueError(f"unknown protocol {v!r} (valid: {', '.join(PROTOCOLS.values())}, or a number 0-255)")
         return v
-
-
-def node_addresses(lab: Lab, name: str) -> set[str]:
-    """Every address a lab node carries, on any of its links (without prefix lengths)."""
-    return {str(ipaddress.ip_interface(a).ip) for link in lab.links for e in link.ends if e.node == name
-            for a in (e.ipv4, e.ipv6) if a}
 
 
 def destination(p: Params, lab: Lab) -> Net | None:

@@ -24,9 +24,8 @@ from pydantic import BeforeValidator, Field, field_validator, model_validator
 
 from linklab import runner, units
 from linklab.check.kinds import service_probe
-from linklab.check.kinds.base import (FAIL, PASS, UNREACHABLE, Check, Context, Judgement, Kind, node_problem,
-                                      ping_target)
-from linklab.check.kinds.route import node_addresses
+from linklab.check.kinds.base import (FAIL, PASS, UNREACHABLE, Check, Context, Judgement, Kind, node_addresses,
+                                      node_problem, ping_target)
 from linklab.model.resolved import Lab
 
 UNREACHABLE_PROBES = 2
