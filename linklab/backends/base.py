@@ -90,6 +90,11 @@ class Backend(ABC):
     def node_pids(self, lab: Lab, node: str) -> list[int]:
         """Processes running on `node` (e.g. stale iperf3 servers of a killed sweep)."""
 
+    def routes(self, lab: Lab, node: str) -> list[dict[str, Any]]:
+        """`node`'s main routing table read back live, as `inspect` shows it (each route's `to`,
+        its `nexthops` [{via, dev}] and `proto`); empty when the node is gone."""
+        return (self.inspect(lab).get("nodes", {}).get(node) or {}).get("routes", [])
+
     @abstractmethod
     def read_sysctls(self, lab: Lab, node: str, keys: list[str]) -> dict[str, str | None]:
         """Current values of `keys` on `node` (None: absent there)."""

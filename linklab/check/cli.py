@@ -37,8 +37,9 @@ exit codes: docs/commands.md#exit-codes (a check failed, inconclusive, only warn
 
 def add_commands(sub) -> None:
     p = sub.add_parser("check", help="coursework checks: is the running lab right, and why not",
-                       description="Run checks against a running lab: its state read back from the kernel, its data "
-                                   "plane probed (loss-aware), its measured behaviour judged with a tolerance.",
+                       description="Run checks against a running lab: its state read back from the kernel (routes "
+                                   "too), its data plane probed (loss-aware; paths traced, services asked), its "
+                                   "measured behaviour judged with a tolerance, any command's exit and output.",
                        epilog=EPILOG,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("checks", nargs="?", type=bundled.argtype("exercises", "topologies"),

@@ -128,7 +128,7 @@ def run_checks(spec: ChecksFile, handle: LabHandle, *, stage: int | None = None,
 
 def _one(c: Check, ctx: Context, done: dict[str, Result], keep_raw: bool) -> Result:
     kind = get(c.kind)
-    expected = kind.expected(c, ctx.lab)
+    expected = kind.expectation(c, ctx.lab)
     blocked = [r for r in c.requires if r in done and done[r].verdict != PASS]
     base = dict(id=c.id, kind=c.kind, title=c.title, stage=c.stage, expected=expected, hint=c.hint,
                 max_points=c.points, hidden=c.hidden, severity=c.severity, requires=list(c.requires))
@@ -139,7 +139,7 @@ def _one(c: Check, ctx: Context, done: dict[str, Result], keep_raw: bool) -> Res
     raw: Any = None
     try:
         raw = kind.observe(c, ctx)
-        j = kind.judge(c, raw, ctx.lab)
+        j = kind.verdict(c, raw, ctx.lab)
     except (MeasurementError, CommandFailed, StateError) as e:
         # What the lab did to the tools (a namespace gone, a command that failed in it) is what
         # the student's lab does: a failure of the check, with the tool's words.

@@ -201,11 +201,23 @@ def _validate_items(items: list) -> tuple[list[tuple[int, Check]], list[tuple[tu
             problems.append((here + ("kind",), f"unknown kind {kind!r} (valid: {', '.join(REGISTRY)})"))
             continue
         params = REGISTRY[kind].Params
+        if "expect" in item and REGISTRY[kind].negation is None:
+            problems.append((here + ("expect",), f"a {kind} check cannot be negated ({negatable()})"))
+            item = {k: v for k, v in item.items() if k != "expect"}
         try:
             good.append((i, params.model_validate(item)))
         except ValidationError as e:
             problems += pydantic_problems(e, params, prefix=here)
     return good, problems
+
+
+def negatable() -> str:
+    """Which kinds take `expect:`, with the word that negates each (one per family of kinds)."""
+    by: dict[str, list[str]] = {}
+    for name, k in REGISTRY.items():
+        if k.negation:
+            by.setdefault(k.negation, []).append(name)
+    return "; ".join(f"expect: {word} is for {', '.join(names)}" for word, names in by.items())
 
 
 def _duplicate_ids(items: list) -> list[tuple[tuple, str]]:

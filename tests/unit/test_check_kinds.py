@@ -62,7 +62,7 @@ def test_reach_passes_a_lossy_path_once_a_burst_gets_enough_replies(bond2):
 def test_reach_fails_a_path_that_answers_with_unreachable(bond2):
     kind, p = REGISTRY["reach"], params("reach", **{"from": "h1", "to": "h2"})
     j = kind.judge(p, {"h1->h2": [ping_out("ping_host_unreachable")]}, bond2)
-    assert j.verdict == FAIL and "h1->h2 unreachable" in j.detail
+    assert j.verdict == FAIL and "h1->h2 fail: unreachable" in j.detail
 
 
 def test_must_not_reach_fails_on_a_single_reply_and_passes_on_silence(bond2):

@@ -17,7 +17,7 @@ from linklab.doctor import assess
 from linklab.setup_groups import GROUPS, apt, closure, fix_command, group_of
 
 ROOT = Path(__file__).resolve().parents[2]
-MAIN = ["iproute2", "iputils-ping", "iperf3", "ethtool", "kmod", "qemu-system-x86", "linux-image-amd64",
+MAIN = ["iproute2", "iputils-ping", "iperf3", "traceroute", "ethtool", "kmod", "qemu-system-x86", "linux-image-amd64",
         "busybox-static", "udev"]
 OPTIONAL = ["openvswitch-switch", "docker.io", "mmdebstrap", "chromium", "mininet", "bridge-utils", "tmux", "frr",
             "procps"]

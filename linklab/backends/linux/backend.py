@@ -199,6 +199,11 @@ class LinuxBackend(Backend):
     def node_pids(self, lab: Lab, node: str) -> list[int]:
         return daemons.netns_pids(netns_name(lab.name, node))
 
+    def routes(self, lab: Lab, node: str) -> list[dict[str, Any]]:
+        from linklab.backends.linux.inspect import routes_of
+        ns = netns_name(lab.name, node)
+        return routes_of(ns) if ns in netns.listnetns() else []
+
     def read_sysctls(self, lab: Lab, node: str, keys: list[str]) -> dict[str, str | None]:
         return sysctl.read(netns_name(lab.name, node), keys)
 

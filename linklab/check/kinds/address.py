@@ -10,11 +10,11 @@ from typing import Any
 
 from pydantic import field_validator, model_validator
 
-from linklab.check.kinds.base import FAIL, PASS, Check, Context, Judgement, Kind, end_of, link_problem, node_problem
+from linklab.check.kinds.base import ABSENT, FAIL, PASS, Context, Judgement, Kind, Negatable, end_of, link_problem, node_problem
 from linklab.model.resolved import Lab
 
 
-class Params(Check):
+class Params(Negatable):
     node: str
     link: str | None = None  # the node's interface on this link (default: any of its interfaces)
     ipv4: str | None = None  # with its prefix length: 192.0.2.1/24
@@ -44,6 +44,7 @@ def _wanted(p: Params) -> list[str]:
 class Address(Kind):
     name = "address"
     Params = Params
+    negation = ABSENT
     summary = "a node carries an address (on one link's interface, or any)"
 
     def problems(self, p: Params, lab: Lab) -> list[tuple[tuple, str]]:

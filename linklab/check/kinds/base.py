@@ -8,13 +8,19 @@ A kind has its parameters (a model extending Check, the settings every check has
   observe(p, ctx)    read or measure the running lab; returns what the tools said (JSON-able:
                      live interface data, ping output, measured rows), kept as the check's raw
   judge(p, raw, lab) the verdict from that: pure, so it is tested on output captured from real labs
+
+Negation is one setting, `expect:`, with one word per family of kinds (NEGATIONS): a state kind
+(Negatable params) takes `expect: absent` and passes when what it describes is not there (its
+judgement turned round here, in `verdict`); reach and service take `expect: unreachable` and
+judge it themselves (silence must be proved with probes of its own). Other kinds refuse `expect:`.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections.abc import Callable, Collection
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, field_validator
@@ -25,6 +31,7 @@ from linklab.model.resolved import Lab, Link, LinkEnd
 from linklab.model.topology import Model
 
 PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
+ABSENT, UNREACHABLE = "absent", "unreachable"  # the `expect:` words that negate a kind
 ID_RE = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 
 
@@ -47,6 +54,12 @@ class Check(Model):
         if not re.match(ID_RE, v):
             raise ValueError(f"bad id {v!r}: letters, digits, _, . and -, starting with a letter or digit, at most 64")
         return v
+
+
+class Negatable(Check):
+    """A state kind's parameters: `expect: absent` passes when the state described is not there."""
+
+    expect: Literal["present", "absent"] = "present"
 
 
 @dataclass(frozen=True)
@@ -102,6 +115,7 @@ class Kind:
     Params: ClassVar[type[Check]]
     summary: ClassVar[str] = ""
     measured: ClassVar[bool] = False  # judged from repeated measurements, with a tolerance
+    negation: ClassVar[str | None] = None  # the `expect:` word that negates it (ABSENT, UNREACHABLE); None: cannot be
 
     def problems(self, p: Any, lab: Lab) -> list[tuple[tuple, str]]:
         return []
@@ -114,6 +128,18 @@ class Kind:
 
     def judge(self, p: Any, raw: Any, lab: Lab) -> Judgement:
         raise NotImplementedError
+
+    # What the run and the tables use: expected/judge with `expect: absent` applied.
+    def expectation(self, p: Any, lab: Lab) -> str:
+        text = self.expected(p, lab)
+        return f"absent: {text}" if self.negation == ABSENT and p.expect == ABSENT else text
+
+    def verdict(self, p: Any, raw: Any, lab: Lab) -> Judgement:
+        j = self.judge(p, raw, lab)
+        if self.negation != ABSENT or p.expect != ABSENT or j.verdict == INCONCLUSIVE:
+            return j
+        return replace(j, verdict=FAIL if j.verdict == PASS else PASS,
+                       detail="present, and must be absent" if j.verdict == PASS else j.detail)
 
 
 # ---- where things are in a lab: shared by the kinds ------------------------------------------
@@ -159,6 +185,12 @@ def link_interfaces(link: Link) -> list[tuple[str, str]]:
 
 def find(ifaces: list[dict[str, Any]], ifname: str) -> dict[str, Any] | None:
     return next((i for i in ifaces if i.get("ifname") == ifname), None)
+
+
+def node_addresses(lab: Lab, name: str) -> set[str]:
+    """Every address a lab node carries, on any of its links (without prefix lengths)."""
+    return {str(ipaddress.ip_interface(a).ip) for link in lab.links for e in link.ends if e.node == name
+            for a in (e.ipv4, e.ipv6) if a}
 
 
 def ping_target(lab: Lab, node_or_address: str, family: int) -> str:

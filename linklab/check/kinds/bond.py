@@ -19,12 +19,12 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, model_validator
 
 from linklab.backends.base import bond_summary
-from linklab.check.kinds.base import FAIL, PASS, Check, Context, Judgement, Kind, end_of, find, link_problem, node_problem
+from linklab.check.kinds.base import ABSENT, FAIL, PASS, Context, Judgement, Kind, Negatable, end_of, find, link_problem, node_problem
 from linklab.model.resolved import Lab
 from linklab.model.topology import BOND_MODES, BondOptions
 
 
-class Params(Check):
+class Params(Negatable):
     node: str
     link: str
     mode: Literal[BOND_MODES] | None = None  # type: ignore[valid-type]
@@ -44,6 +44,7 @@ class Params(Check):
 class Bond(Kind):
     name = "bond"
     Params = Params
+    negation = ABSENT
     summary = "a node's bond: mode, hash policy, options, members up, LACP aggregated"
 
     def problems(self, p: Params, lab: Lab) -> list[tuple[tuple, str]]:

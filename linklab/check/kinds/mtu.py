@@ -11,11 +11,11 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from linklab.check.kinds.base import FAIL, PASS, Check, Context, Judgement, Kind, find, link_interfaces, link_problem
+from linklab.check.kinds.base import ABSENT, FAIL, PASS, Context, Judgement, Kind, Negatable, find, link_interfaces, link_problem
 from linklab.model.resolved import Lab
 
 
-class Params(Check):
+class Params(Negatable):
     link: str
     mtu: Annotated[int, Field(ge=68, le=65535)] | None = None
 
@@ -23,6 +23,7 @@ class Params(Check):
 class Mtu(Kind):
     name = "mtu"
     Params = Params
+    negation = ABSENT
     summary = "every interface of a link has one MTU (the one given)"
 
     def problems(self, p: Params, lab: Lab) -> list[tuple[tuple, str]]:

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from linklab.check.kinds.base import FAIL, PASS, Check, Context, Judgement, Kind, node_problem
+from linklab.check.kinds.base import ABSENT, FAIL, PASS, Context, Judgement, Kind, Negatable, node_problem
 from linklab.linux import ovs as ovsparse
 from linklab.model.resolved import Lab
 
 
-class Params(Check):
+class Params(Negatable):
     switch: str
     connected: bool = True
 
@@ -21,6 +21,7 @@ class Params(Check):
 class OvsController(Kind):
     name = "ovs_controller"
     Params = Params
+    negation = ABSENT
     summary = "an Open vSwitch switch is connected to its controller"
 
     def problems(self, p: Params, lab: Lab) -> list[tuple[tuple, str]]:

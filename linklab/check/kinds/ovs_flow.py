@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
-from linklab.check.kinds.base import FAIL, PASS, Check, Context, Judgement, Kind, node_problem
+from linklab.check.kinds.base import ABSENT, FAIL, PASS, Context, Judgement, Kind, Negatable, node_problem
 from linklab.linux import ovs as ovsparse
 from linklab.model.resolved import Lab
 
@@ -22,7 +22,7 @@ def _cookie(v):
     return int(v, 16) if isinstance(v, str) else v
 
 
-class Params(Check):
+class Params(Negatable):
     switch: str
     match: str = ""  # a regular expression searched for in each flow's line (empty: every flow)
     cookie: Annotated[int, BeforeValidator(_cookie), Field(ge=0)] | None = None
@@ -63,6 +63,7 @@ def matching(text: str, p: Params) -> list[str]:
 class OvsFlow(Kind):
     name = "ovs_flow"
     Params = Params
+    negation = ABSENT
     summary = "an Open vSwitch switch has flows matching a pattern (at least min, at most max)"
 
     def problems(self, p: Params, lab: Lab) -> list[tuple[tuple, str]]:

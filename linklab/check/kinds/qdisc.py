@@ -14,7 +14,7 @@ from typing import Annotated, Any
 from pydantic import BeforeValidator, Field, model_validator
 
 from linklab import units
-from linklab.check.kinds.base import FAIL, PASS, Check, Context, Judgement, Kind, find, link_problem, node_problem
+from linklab.check.kinds.base import ABSENT, FAIL, PASS, Context, Judgement, Kind, Negatable, find, link_problem, node_problem
 from linklab.model.resolved import Lab
 
 NOT_A_LIMIT_BPS = 25e9  # netem's order-keeping rate (linklab/model/resolve.py) is no shaping
@@ -25,7 +25,7 @@ def _conv(parse):
     return BeforeValidator(lambda v: None if v is None else parse(v))
 
 
-class Params(Check):
+class Params(Negatable):
     node: str
     link: str
     member: Annotated[int, Field(ge=0, le=15)] | None = None  # one bond member's (default: every one)
@@ -78,6 +78,7 @@ def _show(field: str, v: float | None) -> str:
 class Qdisc(Kind):
     name = "qdisc"
     Params = Params
+    negation = ABSENT
     summary = "rate, delay, jitter, loss, reordering a node's end of a link applies (as written, before scale)"
 
     def problems(self, p: Params, lab: Lab) -> list[tuple[tuple, str]]:

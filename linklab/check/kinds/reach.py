@@ -21,7 +21,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, Field, model_validator
 
 from linklab import runner, units
-from linklab.check.kinds.base import FAIL, PASS, Check, Context, Judgement, Kind, as_list, node_problem, ping_target
+from linklab.check.kinds.base import FAIL, PASS, UNREACHABLE, Check, Context, Judgement, Kind, as_list, node_problem, ping_target
 from linklab.measure.ping import Ping, PingError, PingResult, parse_ping
 from linklab.model.resolved import Lab
 
@@ -81,6 +81,7 @@ def pair_outcome(p: Params, bursts: list[dict[str, str]]) -> tuple[bool, str]:
 class Reach(Kind):
     name = "reach"
     Params = Params
+    negation = UNREACHABLE
     summary = "a reachability matrix, loss-aware (k of n replies, retried until a timeout); or must not reach"
 
     def problems(self, p: Params, lab: Lab) -> list[tuple[tuple, str]]:
@@ -122,10 +123,17 @@ class Reach(Kind):
             return {f"{a}->{b}": got for (a, b), got in zip(todo, pool.map(probe, todo))}
 
     def judge(self, p: Params, raw: dict[str, Any], lab: Lab) -> Judgement:
-        wrong, shown = [], []
+        """One verdict per pair (in the values and the detail), and the check's: pass when every
+        pair passes (its points are one verdict's)."""
+        verdicts: dict[str, dict[str, Any]] = {}
+        shown = []
         for a, b in pairs(p):
             reached, words = pair_outcome(p, raw.get(f"{a}->{b}", []))
+            ok = reached == (p.expect == "reachable")
+            verdicts[f"{a}->{b}"] = {"verdict": PASS if ok else FAIL, "reached": reached, "replies": words}
             shown.append(f"{a}->{b} {words}")
-            if reached != (p.expect == "reachable"):
-                wrong.append(f"{a}->{b} {'unreachable' if p.expect == 'reachable' else 'reached'}")
-        return Judgement(FAIL if wrong else PASS, "; ".join(shown), "; ".join(wrong))
+        detail = "; ".join(f"{pair} {v['verdict']}" + ("" if v["verdict"] == PASS else
+                           f": {'unreachable' if p.expect == 'reachable' else 'reached'}")
+                           for pair, v in verdicts.items())
+        wrong = any(v["verdict"] == FAIL for v in verdicts.values())
+        return Judgement(FAIL if wrong else PASS, "; ".join(shown), detail, {"pairs": verdicts})

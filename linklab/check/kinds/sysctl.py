@@ -10,11 +10,11 @@ from typing import Any
 
 from pydantic import field_validator
 
-from linklab.check.kinds.base import FAIL, PASS, Check, Context, Judgement, Kind, node_problem
+from linklab.check.kinds.base import ABSENT, FAIL, PASS, Context, Judgement, Kind, Negatable, node_problem
 from linklab.model.resolved import Lab
 
 
-class Params(Check):
+class Params(Negatable):
     node: str
     key: str
     value: str | int
@@ -35,6 +35,7 @@ def same(have: str | None, want: str | int) -> bool:
 class Sysctl(Kind):
     name = "sysctl"
     Params = Params
+    negation = ABSENT
     summary = "a node's sysctl has a value"
 
     def problems(self, p: Params, lab: Lab) -> list[tuple[tuple, str]]:
