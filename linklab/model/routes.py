@@ -170,7 +170,8 @@ class _Attachments:
 
 def resolve_routes(t: Topology, links: list[resolved.Link], kinds: dict[str, str], notes: list[str],
                    problems: list[str]) -> dict[str, list[resolved.Route]]:
-    """node -> its routes: computed (routing: static) for every host and router, then those its
+    """node -> its routes: computed (routing: static) for every host and router (routing: ospf:
+    for every host; the routers learn theirs), then those its
     `routes:` write, which replace a computed one to the same prefix. Problems found only once
     addresses are known (a `via` with no address of a prefix's family) are added to `problems`.
     `kinds`: each node's section (host, switch, router)."""
@@ -186,10 +187,12 @@ def resolve_routes(t: Topology, links: list[resolved.Link], kinds: dict[str, str
                                      node=h.neighbour) for h in chosen]
         out.setdefault(node, {})[to] = resolved.Route(to=to, nexthops=nexthops, source=source, cost=cost)
 
-    if t.routing_protocol == "static":
+    if t.routing_protocol in ("static", "ospf"):
         for family, g in graphs.items():
             paths = g.paths()
             for node in g.nodes():
+                if t.routing_protocol == "ospf" and node in t.routers:
+                    continue  # its routes are learned by its ospfd, not computed here
                 gateway = g.gateway(node)
                 if gateway:  # a host joined to one router: everything else is behind it
                     route(node, DEFAULT[family], gateway, family, "computed")

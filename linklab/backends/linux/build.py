@@ -10,7 +10,9 @@ it never asks which kind a node is.
 
 from __future__ import annotations
 
+import ipaddress
 import json
+import time
 from concurrent.futures import ThreadPoolExecutor, wait
 from collections.abc import Callable
 
@@ -18,14 +20,16 @@ from pyroute2.netlink.exceptions import NetlinkError
 
 from linklab import runner
 from linklab.backends.linux import bond as bondopt
-from linklab.backends.linux import daemons, sysctl
+from linklab.backends.linux import daemons, frrd, sysctl
 from linklab.errors import LinklabError
 from linklab.linux import netlink, routes, tc
+from linklab.model import frr
 from linklab.backends.linux.kinds.base import Build
 
-# In order. A kind's `phase` is one of these; "namespaces", "links", "mtu", "routes", "queues"
-# and "leftovers" also run steps of their own (STEPS) before the kinds of the phase.
-PHASES = ("namespaces", "links", "switches", "mtu", "addresses", "routes", "queues", "daemons", "leftovers")
+# In order. A kind's `phase` is one of these; "namespaces", "links", "mtu", "routes", "queues",
+# "converge" and "leftovers" also run steps of their own (STEPS) before the kinds of the phase.
+PHASES = ("namespaces", "links", "switches", "mtu", "addresses", "routes", "queues", "daemons", "converge",
+          "leftovers")
 
 
 def run(b: Build) -> None:
@@ -257,6 +261,49 @@ def interface_settings(b: Build) -> None:
                     runner.run(["ethtool", "-K", ifname, *args], netns=b.ns[end.node], timeout=10)
 
 
+# How long `up` waits for a routing: ospf lab's routers to learn every subnet. Natively they do
+# in a few seconds (hello 1 s, adjacencies, SPF); the lab VM under software emulation is slower.
+CONVERGE_DEADLINE_S = 120.0
+
+
+def learned(b: Build) -> None:
+    """Wait until every router whose routes a routing daemon learns (routing: ospf) has a route
+    to every subnet of the lab, read from its kernel (connected, or proto ospf); else fail naming
+    what each router is still missing."""
+    learners = [n.name for n in b.lab.nodes if n.frr]
+    if not learners:
+        return
+    want = frr.subnets(b.lab)
+    t0 = time.monotonic()
+    while True:
+        missing = {node: sorted(set(want) - _prefixes(b, node), key=_net) for node in learners}
+        missing = {node: nets for node, nets in missing.items() if nets}
+        if not missing:
+            b.say(f"  OSPF converged: {len(learners)} routers, {len(want)} subnets, {time.monotonic() - t0:.1f} s")
+            return
+        if time.monotonic() - t0 > CONVERGE_DEADLINE_S:
+            raise LinklabError(
+                f"routing: ospf did not converge within {CONVERGE_DEADLINE_S:.0f} s: "
+                + "; ".join(f"{node} has no route to {', '.join(nets)}" for node, nets in missing.items()),
+                hint="`linklab status` shows each router's OSPF neighbours and routes; FRR's logs are in "
+                     f"{frr_logs(b)}")
+        time.sleep(0.2)
+
+
+def _prefixes(b: Build, node: str) -> set[str]:
+    return {r.to for r in routes.read(b.ipr[node])}
+
+
+def _net(prefix: str):
+    net = ipaddress.ip_network(prefix)
+    return net.version, net
+
+
+def frr_logs(b: Build) -> str:
+    """The directory of the lab's logs (a router's FRR logs are in its node's directory there)."""
+    return str(frrd.FrrDirs(ns="", lab=b.lab.name, node="").logs)
+
+
 def stop_leftover_processes(b: Build) -> None:
     """Processes an earlier build started that this one did not keep (a switch that lost its
     controller)."""
@@ -270,6 +317,7 @@ STEPS: dict[str, tuple[Callable[[Build], None], ...]] = {
     "mtu": (mtus_and_up,),
     "routes": (node_routes,),
     "queues": (qdiscs, interface_settings),
+    "converge": (learned,),
     "leftovers": (stop_leftover_processes,),
 }
 
