@@ -86,7 +86,10 @@ def config(lab: Lab, node: Node) -> str:
 
 def subnets(lab: Lab) -> list[str]:
     """Every subnet of the lab's links, IPv4 then IPv6: what each OSPF router must have a route
-    to before the lab is up."""
+    to before the lab is up. IPv6 ones only where every link between routers carries IPv6 (else
+    ospf6d cannot reach past the one that does not: resolve notes which are unreachable)."""
+    routers = {n.name for n in lab.nodes if n.kind == "router"}
+    six = all(link.ipv6 for link in lab.links if any(e.node in routers for e in link.ends))
     nets = {str(ipaddress.ip_interface(a).network) for link in lab.links for e in link.ends
-            for a in (e.ipv4, e.ipv6) if a}
+            for a in (e.ipv4, e.ipv6 if six else None) if a}
     return sorted(nets, key=lambda n: (ipaddress.ip_network(n).version, ipaddress.ip_network(n)))
