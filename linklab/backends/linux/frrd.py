@@ -76,7 +76,10 @@ def start(d: FrrDirs, config: str) -> list[dict[str, Any]]:
         raise EnvironmentProblem("FRR is not installed (routing: ospf runs zebra, ospfd and ospf6d in each router)",
                                  hint=f"install it: {setup_groups.install_command('frr')}")
     remove_rundir(d.ns)  # a dead instance's sockets and pid files
-    d.run.mkdir(parents=True, exist_ok=True)
+    for directory in (RUN_ROOT, d.run):  # FRR's own, where the package's service never ran (the lab VM's /run)
+        if not directory.is_dir():
+            directory.mkdir(parents=True)
+            shutil.chown(directory, USER, USER)
     shutil.chown(d.run, USER, USER)
     d.logs.mkdir(parents=True, exist_ok=True)
     fsutil.write_atomic(d.config, config)
