@@ -130,3 +130,25 @@ def test_an_ospf_lab_without_frr_is_refused_before_anything_is_built(tmp_path):
     assert "needs frr for its routing: ospf on routers r1, r2, r3" in err.value.render()
     assert "apt-get install" in err.value.render()
     assert provision.needs(lab_from(tmp_path, TRIANGLE % "static")) == {}
+
+
+def test_up_fails_naming_each_routers_missing_subnets_when_ospf_does_not_converge(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from linklab.backends.linux import build
+    lab = lab_from(tmp_path, TRIANGLE % "ospf")
+    everything = set(frr.subnets(lab))
+    have = {"r1": everything, "r2": everything - {"10.77.2.0/24"}, "r3": everything - {"10.77.0.0/24", "fd00:77::/64"}}
+    reads = []
+    monkeypatch.setattr(build, "_prefixes", lambda b, node: reads.append(node) or have[node])
+    monkeypatch.setattr(build, "CONVERGE_DEADLINE_S", 0.3)
+    b = SimpleNamespace(lab=lab, say=lambda *_: None)
+    with pytest.raises(LinklabError) as err:
+        build.learned(b)
+    assert str(err.value) == ("routing: ospf did not converge within 0 s: r2 has no route to 10.77.2.0/24; "
+                              "r3 has no route to 10.77.0.0/24, fd00:77::/64")
+    assert "linklab status" in err.value.render() and set(reads) == {"r1", "r2", "r3"}
+    have["r2"] = have["r3"] = everything  # converged: returns
+    said = []
+    build.learned(SimpleNamespace(lab=lab, say=said.append))
+    assert said and said[0].startswith("  OSPF converged: 3 routers, 12 subnets")
