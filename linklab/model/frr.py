@@ -15,6 +15,7 @@ import ipaddress
 from pathlib import Path
 
 from linklab.model.resolved import Lab, Node
+from linklab.model.routes import cheapest_interfaces
 
 HELLO_S = 1
 DEAD_S = 4
@@ -93,3 +94,22 @@ def subnets(lab: Lab) -> list[str]:
     nets = {str(ipaddress.ip_interface(a).network) for link in lab.links for e in link.ends
             for a in (e.ipv4, e.ipv6 if six else None) if a}
     return sorted(nets, key=lambda n: (ipaddress.ip_network(n).version, ipaddress.ip_network(n)))
+
+
+def converged(lab: Lab, router: str, have: dict[str, set[str]]) -> list[str]:
+    """Pure: what keeps `router` from having converged, given its kernel's routes (prefix -> the
+    interfaces they leave through; connected subnets too): each subnet it has no route to, and,
+    where its frr.conf is linklab's (the costs are the topology's), each route that does not yet
+    leave through a cheapest path's interface (a route learned first over a dearer path, before
+    the cheaper adjacency came up). Empty: converged."""
+    node = lab.node(router)
+    cheapest = cheapest_interfaces(lab.links, {n.name: n.kind for n in lab.nodes}).get(router, {}) \
+        if node.frr is not None and not node.frr.config_file else {}
+    out = []
+    for net in subnets(lab):
+        if net not in have:
+            out.append(f"no route to {net}")
+        elif net in cheapest and not (have[net] and have[net] <= cheapest[net]):
+            out.append(f"{net} through {', '.join(sorted(have[net])) or '?'}, not the cheapest path's "
+                       f"{' or '.join(sorted(cheapest[net]))}")
+    return out

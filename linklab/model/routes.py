@@ -222,6 +222,20 @@ def resolve_routes(t: Topology, links: list[resolved.Link], kinds: dict[str, str
     return {node: [routes[p] for p in sorted(routes, key=_prefix_order)] for node, routes in out.items()}
 
 
+def cheapest_interfaces(links: list[resolved.Link], kinds: dict[str, str]) -> dict[str, dict[str, set[str]]]:
+    """node -> each subnet (both families) it is not on but reaches -> the interfaces its cheapest
+    paths there leave through (every equal-cost one): what a routing protocol that counts costs as
+    `cost:` does (OSPF) converges to. `kinds`: each node's section (host, switch, router)."""
+    at = _Attachments(links, kinds, [link.cost for link in sorted(links, key=lambda x: x.index)])
+    routers = [n for n, k in kinds.items() if k == "router"]
+    out: dict[str, dict[str, set[str]]] = {}
+    for family in (4, 6):
+        for node, paths in Graph(at.ports[family], routers).paths().items():
+            for segment, path in paths.items():
+                out.setdefault(node, {})[at.subnet[(segment, family)]] = {at.dev[(node, h.link)] for h in path.hops}
+    return out
+
+
 def _prefix_order(prefix: str):
     net = ipaddress.ip_network(prefix)
     return net.version, net

@@ -2,12 +2,15 @@
 static routes toward their router, a router's own frr_config, the subnets `up` waits for, what a
 status shows of ospfd's neighbours, and the FRR the lab needs before it is built."""
 
+import ipaddress
+
 import pytest
 
 from linklab import provision
 from linklab.backends.linux.kinds.frr import neighbours
 from linklab.errors import EnvironmentProblem, LinklabError
 from linklab.model import frr, load_topology, resolve
+from linklab.model.routes import cheapest_interfaces
 
 TRIANGLE = ("name: tri\nhosts: {h1: {}, h2: {}, h3: {}}\nrouters: {r1: {}, r2: {}, r3: {}}\nrouting: %s\nlinks:\n"
             "  - {endpoints: [h1, r1]}\n  - {endpoints: [h2, r2]}\n  - {endpoints: [h3, r3]}\n"
@@ -132,23 +135,45 @@ def test_an_ospf_lab_without_frr_is_refused_before_anything_is_built(tmp_path):
     assert provision.needs(lab_from(tmp_path, TRIANGLE % "static")) == {}
 
 
+def cheapest_routes(lab, router):
+    """prefix -> interfaces of a router whose every route takes a cheapest path (connected: its own)."""
+    have = dict(cheapest_interfaces(lab.links, {n.name: n.kind for n in lab.nodes})[router])
+    have.update({str(ipaddress.ip_interface(a).network): {end.ifname} for link in lab.links for end in link.ends
+                 if end.node == router for a in (end.ipv4, end.ipv6) if a})
+    return have
+
+
 def test_up_fails_naming_each_routers_missing_subnets_when_ospf_does_not_converge(tmp_path, monkeypatch):
     from types import SimpleNamespace
 
     from linklab.backends.linux import build
     lab = lab_from(tmp_path, TRIANGLE % "ospf")
-    everything = set(frr.subnets(lab))
-    have = {"r1": everything, "r2": everything - {"10.77.2.0/24"}, "r3": everything - {"10.77.0.0/24", "fd00:77::/64"}}
+    have = {r: cheapest_routes(lab, r) for r in ("r1", "r2", "r3")}
+    assert frr.converged(lab, "r1", have["r1"]) == []
+    assert have["r1"]["10.77.2.0/24"] == {"eth2"}  # h3's subnet through r2 (cost 2), not the direct cost-5 link
+    have["r1"]["10.77.2.0/24"] = {"eth3"}  # learned over the dearer link first
+    del have["r2"]["10.77.2.0/24"]
+    del have["r3"]["10.77.0.0/24"], have["r3"]["fd00:77::/64"]
     reads = []
-    monkeypatch.setattr(build, "_prefixes", lambda b, node: reads.append(node) or have[node])
+    monkeypatch.setattr(build, "_routes_by_prefix", lambda b, node: reads.append(node) or have[node])
     monkeypatch.setattr(build, "CONVERGE_DEADLINE_S", 0.3)
-    b = SimpleNamespace(lab=lab, say=lambda *_: None)
     with pytest.raises(LinklabError) as err:
-        build.learned(b)
-    assert str(err.value) == ("routing: ospf did not converge within 0 s: r2 has no route to 10.77.2.0/24; "
-                              "r3 has no route to 10.77.0.0/24, fd00:77::/64")
+        build.learned(SimpleNamespace(lab=lab, say=lambda *_: None))
+    assert str(err.value) == ("routing: ospf did not converge within 0 s: "
+                              "r1: 10.77.2.0/24 through eth3, not the cheapest path's eth2; "
+                              "r2: no route to 10.77.2.0/24; r3: no route to 10.77.0.0/24, no route to fd00:77::/64")
     assert "linklab status" in err.value.render() and set(reads) == {"r1", "r2", "r3"}
-    have["r2"] = have["r3"] = everything  # converged: returns
+    have = {r: cheapest_routes(lab, r) for r in ("r1", "r2", "r3")}  # converged: returns
     said = []
     build.learned(SimpleNamespace(lab=lab, say=said.append))
     assert said and said[0].startswith("  OSPF converged: 3 routers, 12 subnets")
+
+
+def test_a_routers_own_configuration_is_converged_on_reaching_every_subnet(tmp_path):
+    (tmp_path / "r1.conf").write_text("hostname r1\n")
+    lab = lab_from(tmp_path, (TRIANGLE % "ospf").replace("r1: {}", "r1: {frr_config: r1.conf}"))
+    have = cheapest_routes(lab, "r1")
+    have["10.77.2.0/24"] = {"eth3"}  # its own costs may differ from the topology's: any path will do
+    assert frr.converged(lab, "r1", have) == []
+    del have["10.77.2.0/24"]
+    assert frr.converged(lab, "r1", have) == ["no route to 10.77.2.0/24"]

@@ -10,7 +10,6 @@ it never asks which kind a node is.
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import time
 from concurrent.futures import ThreadPoolExecutor, wait
@@ -268,35 +267,32 @@ CONVERGE_DEADLINE_S = 120.0
 
 def learned(b: Build) -> None:
     """Wait until every router whose routes a routing daemon learns (routing: ospf) has a route
-    to every subnet of the lab, read from its kernel (connected, or proto ospf); else fail naming
-    what each router is still missing."""
+    to every subnet of the lab, read from its kernel (connected, or proto ospf), along a cheapest
+    path (linklab/model/frr.py: converged); else fail naming what each router is still missing."""
     learners = [n.name for n in b.lab.nodes if n.frr]
     if not learners:
         return
     want = frr.subnets(b.lab)
     t0 = time.monotonic()
     while True:
-        missing = {node: sorted(set(want) - _prefixes(b, node), key=_net) for node in learners}
-        missing = {node: nets for node, nets in missing.items() if nets}
+        missing = {node: frr.converged(b.lab, node, _routes_by_prefix(b, node)) for node in learners}
+        missing = {node: what for node, what in missing.items() if what}
         if not missing:
             b.say(f"  OSPF converged: {len(learners)} routers, {len(want)} subnets, {time.monotonic() - t0:.1f} s")
             return
         if time.monotonic() - t0 > CONVERGE_DEADLINE_S:
             raise LinklabError(
                 f"routing: ospf did not converge within {CONVERGE_DEADLINE_S:.0f} s: "
-                + "; ".join(f"{node} has no route to {', '.join(nets)}" for node, nets in missing.items()),
+                + "; ".join(f"{node}: {', '.join(what)}" for node, what in missing.items()),
                 hint="`linklab status` shows each router's OSPF neighbours and routes; FRR's logs are in "
                      f"{frr_logs(b)}")
         time.sleep(0.2)
 
 
-def _prefixes(b: Build, node: str) -> set[str]:
-    return {r.to for r in routes.read(b.ipr[node])}
-
-
-def _net(prefix: str):
-    net = ipaddress.ip_network(prefix)
-    return net.version, net
+def _routes_by_prefix(b: Build, node: str) -> dict[str, set[str]]:
+    """The node's routes: prefix -> the interfaces they leave through."""
+    names = {x["index"]: x["ifname"] for x in netlink.links(b.ns[node])}
+    return {r.to: {names.get(oif, str(oif)) for _, oif in r.nexthops if oif} for r in routes.read(b.ipr[node])}
 
 
 def frr_logs(b: Build) -> str:
