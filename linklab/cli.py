@@ -138,6 +138,8 @@ def _file_commands(cmd) -> None:
     sh.add_argument("--set", dest="overrides", action="append", default=[], metavar="PATH=VALUE")
     sh.add_argument("--scale", type=float)
     sh.add_argument("--seed", metavar="ID", help="the variant of a topology with vars: for this student id")
+    sh.add_argument("--frr", metavar="ROUTER", help="print only this router's frr.conf (routing: ospf): the "
+                    "generated one, a start for a router's own frr_config")
 
 
 def _machine_commands(cmd) -> None:
@@ -357,7 +359,19 @@ def cmd_show(args, argv) -> int:
         values = variables.values(declared, args.seed)
         print(f"# {'seed ' + repr(args.seed) if args.seed is not None else 'no seed: defaults'}: "
               + ", ".join(f"{k}={v}" for k, v in values.items()))
+    from linklab.model import frr
+    routers = {n.name: n for n in lab_obj.nodes if n.frr}
+    if args.frr is not None:
+        if args.frr not in routers:
+            from linklab.errors import UsageError
+            raise UsageError(f"unknown FRR router {args.frr!r} (valid: {', '.join(routers) or 'none: routing is not ospf'})")
+        print(frr.config(lab_obj, routers[args.frr]), end="")
+        return 0
     print(yaml.safe_dump(lab_obj.model_dump(mode="json"), sort_keys=False, width=120), end="")
+    for node in routers.values():  # as comments: the output stays the resolved lab's YAML
+        source = node.frr.config_file or "generated"
+        print(f"#\n# frr.conf of {node.name} ({source}):")
+        print("\n".join(f"#   {line}" for line in frr.config(lab_obj, node).splitlines()))
     return 0
 
 

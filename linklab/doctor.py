@@ -38,7 +38,7 @@ OPTIONAL_TOOLS = (
     ("mmdebstrap", "`make images`: the container nodes' base image"),
     ("chromium", "the test suite's look at report.html in a headless browser"),
     ("mn", "running a `linklab export --to mininet` script"),
-    ("frr", "routing daemons for router nodes (no bundled topology has one yet)"),
+    ("frr", "routers of a routing: ospf lab (FRR's zebra, ospfd, ospf6d)"),
 )
 SEARCH_PATH = ("/usr/sbin", "/sbin")  # beside PATH: daemons live here
 # Programs found by another name, or outside PATH: FRR is its daemons (zebra, under /usr/lib/frr).

@@ -1,5 +1,5 @@
 """A lab's optional Debian packages, before `linklab up` builds it: Open vSwitch for OVS switches
-(and their controllers), Docker for container nodes. `make setup` installs only the main job's.
+(and their controllers), Docker for container nodes, FRR for the routers of a routing: ospf lab. `make setup` installs only the main job's.
 
 Decided: as root in a checkout, the missing group is installed by scripts/setup.sh --with GROUP
 (the one list of its packages, and the installer that keeps the distro's OVS and Docker services
@@ -23,8 +23,9 @@ from linklab.model.resolved import Lab
 PROGRAMS = {
     "ovs": ("ovsdb-server", "ovs-vswitchd", "ovs-vsctl", "ovsdb-tool"),
     "containers": ("dockerd", "containerd"),
+    "frr": ("zebra", "ospfd", "ospf6d", "vtysh"),
 }
-SEARCH_PATH = ("/usr/sbin", "/sbin")
+SEARCH_PATH = ("/usr/sbin", "/sbin", "/usr/lib/frr")  # Debian's FRR keeps its daemons off PATH
 INSTALL_TIMEOUT_S = 1800.0  # a Debian download on a slow mirror
 
 
@@ -37,6 +38,9 @@ def needs(lab: Lab) -> dict[str, str]:
         out["ovs"] = f"Open vSwitch switch{'es' if len(ovs) > 1 else ''} {', '.join(ovs)}"
     if containers:
         out["containers"] = f"container node{'s' if len(containers) > 1 else ''} {', '.join(containers)}"
+    routers = sorted(n.name for n in lab.nodes if n.frr is not None)
+    if routers:
+        out["frr"] = f"routing: ospf on router{'s' if len(routers) > 1 else ''} {', '.join(routers)}"
     return out
 
 

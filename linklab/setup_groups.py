@@ -42,7 +42,8 @@ GROUPS = {
     "containers": Group("container nodes (kind: container)", apt=("docker.io",)),
     # `make images` builds the container nodes' base image from Debian packages: no registry.
     "images": Group("`make images`: the container nodes' base image", apt=("mmdebstrap",)),
-    "frr": Group("routing daemons for router nodes", apt=("frr",)),
+    # zebra, ospfd and ospf6d in each router of a routing: ospf lab, vtysh to configure and read them.
+    "frr": Group("routing: ospf labs: FRR's routing daemons in each router", apt=("frr",)),
     # An exported Mininet script runs on Mininet's Linux bridges.
     "mininet": Group("running a `linklab export --to mininet` script", apt=("mininet", "bridge-utils")),
     "cluster": Group("sweeps across machines, `linklab sweep --cluster` (Ray)", extras=("cluster",)),
@@ -54,7 +55,7 @@ GROUPS = {
     # strays. Its Python side is requirements.txt.
     "test": Group("`make test`: the test suite, which exercises every optional part",
                   apt=("chromium", "tmux", "procps"), extras=("test",),
-                  includes=("sdn", "containers", "images", "mininet", "cluster", "docs")),
+                  includes=("sdn", "containers", "images", "frr", "mininet", "cluster", "docs")),
 }
 
 

@@ -102,10 +102,25 @@ def _route_lines(live: dict[str, Any]) -> list[str]:
         head = f"  {node}:" + (f" forwarding IPv4 {'on' if fwd['ipv4'] else 'OFF'}, IPv6 {'on' if fwd['ipv6'] else 'OFF'}"
                               if fwd else "")
         out.append(head)
+        out += _ospf_lines(info.get("frr"))
         for r in info["routes"]:
             hops = [(f"via {h['via']} " if h.get("via") else "") + f"dev {h['dev']}" for h in r["nexthops"]]
             out.append(f"    {r['to']} {hops[0] if len(hops) == 1 else 'nexthops ' + ', '.join(hops)} ({r['proto']})")
     return ["routes (as each node's kernel reports them; proto linklab: installed by linklab):", *out]
+
+
+def _ospf_lines(frr: dict[str, Any] | None) -> list[str]:
+    """A routing: ospf router's OSPF neighbours as its ospfd reports them (its learned routes are
+    its routes with proto ospf)."""
+    if not frr:
+        return []
+    if not frr.get("running"):
+        return [f"    FRR NOT ANSWERING: {frr.get('error') or 'vtysh failed'}"]
+    nbrs = frr.get("neighbours") or []
+    if not nbrs:
+        return ["    OSPF neighbours: none"]
+    return ["    OSPF neighbours: " + ", ".join(f"{n['router_id']} {n['state']} on {n['interface']} ({n['address']})"
+                                           for n in nbrs)]
 
 
 def _exec_lines(st: dict[str, Any]) -> list[str]:

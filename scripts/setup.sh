@@ -58,6 +58,9 @@ if [ ${#missing[@]} -gt 0 ]; then
   # Nor is the distro's Docker service: linklab starts its own dockerd where the lab runs (linklab/docker).
   case " ${missing[*]} " in *" docker.io "*)
     systemctl disable --now docker.service docker.socket containerd.service >/dev/null 2>&1 || true ;; esac
+  # Nor the distro's FRR service: linklab starts zebra and ospfd in each router of a lab (backends/linux/frrd.py).
+  case " ${missing[*]} " in *" frr "*)
+    systemctl disable --now frr.service >/dev/null 2>&1 || true ;; esac
 else
   echo "linklab setup: Debian packages present (main job$say_groups)"
 fi

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 from typing import Any
 
@@ -33,16 +34,43 @@ def load_topology(path: Path | str, overrides: list[tuple[str, Any]] | None = No
         data = {**data, "name": name}
     links = data.get("links")
     total = len(links) if isinstance(links, list) else 0
+    base = Path(base_dir) if base_dir is not None else Path(path).parent.absolute()
     topo = load_model(path, Topology, data=data,
-                      checks=lambda t, idx: problems + check_topology(t, idx, complete=len(idx or t.links) == total),
+                      checks=lambda t, idx: problems + check_topology(t, idx, complete=len(idx or t.links) == total)
+                      + _missing_files(t, base),
                       itemwise="links", lenient=_lenient_topology)
-    return _absolute_binds(topo, Path(base_dir) if base_dir is not None else Path(path).parent.absolute())
+    return _absolute_paths(topo, base)
 
 
-def _absolute_binds(t: Topology, base: Path) -> Topology:
+def _absolute_paths(t: Topology, base: Path) -> Topology:
+    """Container binds and routers' frr_config files taken from `base`: the loaded topology has
+    absolute ones."""
     hosts = {name: h.model_copy(update={"binds": [absolute_bind(b, base) for b in h.binds]}) if h and h.binds else h
              for name, h in t.hosts.items()}
-    return t.model_copy(update={"hosts": hosts}) if hosts != t.hosts else t
+    routers = {name: r.model_copy(update={"frr_config": str(_from(base, r.frr_config))}) if r and r.frr_config else r
+               for name, r in t.routers.items()}
+    return t.model_copy(update={"hosts": hosts, "routers": routers}) if (hosts, routers) != (t.hosts, t.routers) else t
+
+
+def _from(base: Path, written: str) -> Path:
+    path = Path(written).expanduser()
+    return path if path.is_absolute() else base / path
+
+
+def _shown(path: Path) -> str:
+    """A path as a user finds it: relative to the working directory when it is under it."""
+    rel = os.path.relpath(path)
+    return str(path) if rel.startswith("..") else rel
+
+
+def _missing_files(t: Topology, base: Path) -> list[tuple[tuple, str]]:
+    """A router's frr_config that is not a readable file: found on loading, not mid-build."""
+    out = []
+    for name, r in (t.routers or {}).items():
+        if r is not None and r.frr_config and not _from(base, r.frr_config).is_file():
+            out.append((("routers", name, "frr_config"),
+                        f"no such file {_shown(_from(base, r.frr_config))!r} (a path relative to the topology file)"))
+    return out
 
 
 def _lenient_topology(data: dict, links: list) -> Topology | None:

@@ -222,8 +222,12 @@ def _bond(t: Topology, link: Link, path: tuple, ends: list[str], nodes: dict[str
 
 def _routing(t: Topology, numbered: list[tuple[int, Link]], complete: bool) -> Iterator[Problem]:
     """Routers, written routes and static routing's reach: a router joins two or more links, a
-    route's `via` is a neighbour and its `to` something with an address, and with routing: static
-    every router reaches every link's subnet."""
+    route's `via` is a neighbour and its `to` something with an address, with routing: static or
+    ospf every router reaches every link's subnet, and only an ospf lab's routers take frr_config."""
+    for name, router in t.routers.items():
+        if router is not None and router.frr_config and t.routing_protocol != "ospf":
+            yield (("routers", name, "frr_config"),
+                   f"frr_config applies only with routing: ospf (this lab's routing is {t.routing_protocol})")
     if not complete:
         return  # judged from a part of the links, each of these would mislead
     kinds = node_kinds(t)
@@ -251,8 +255,9 @@ def _routing(t: Topology, numbered: list[tuple[int, Link]], complete: bool) -> I
                     yield here + ("to",), f"routes[{seen[route.to]}] already goes to {route.to!r}"
                 seen.setdefault(route.to, k)
                 yield from _route_via(route.via, node, here + ("via",), kinds, graph, l3)
-    if t.routing_protocol != "static":
+    if t.routing_protocol not in ("static", "ospf"):
         return
+    # OSPF would never learn such a subnet either: `up` would wait for it in vain.
     for segment, routers in graph.unreachable().items():
         j = min(j for j, (_, link) in enumerate(numbered) if seg[j] == segment)
         yield ("links", numbered[j][0]), (f"the subnet of link {link_names[j]} cannot be reached from "

@@ -346,7 +346,7 @@ def _link(t: Topology, i: int, link, names: _Names, seg: int, alloc: _Addresses,
         notes.append(f"link {name}, {', '.join(unshaped)}: a queue discipline without a rate; nothing shapes there, "
                      "so it sees a queue only where the interface pushes back (a veth never does)")
     return resolved.Link(index=i, name=name, kind="bond" if link.bond else "veth", mtu=mtu, ipv6=v6, ipv6_note=v6_note,
-                  ends=ends, veths=veths, bonds=bonds, segment=seg)
+                  ends=ends, veths=veths, bonds=bonds, segment=seg, cost=link.cost)
 
 
 def node_kinds(t: Topology) -> dict[str, str]:
@@ -462,8 +462,12 @@ def _nodes(t: Topology, links: list[resolved.Link], scale: float, notes: list[st
     ends_of = _ends_by_node(links)
     policy = HASH_POLICY[t.routing.hash_policy if t.routing else "l4"]
 
+    ospf = t.routing_protocol == "ospf"
+    ecmp = bool(t.routing and t.routing.ecmp)
+
     def sysctls_of(name: str, section: str, own: dict, forwarding: dict) -> dict[str, str]:
         multipath = any(len(r.nexthops) > 1 for r in node_routes.get(name, []))
+        multipath |= ospf and ecmp and name in t.routers  # ospfd may install multipath routes
         hashing = {f"net.ipv{v}.fib_multipath_hash_policy": policy for v in (4, 6)} if multipath else {}
         merged = {**t.defaults.sysctls, **forwarding, **hashing, **own}  # what the node's file says wins
         scaled, changed = scaling.scale_sysctls({k: str(v) for k, v in merged.items()}, scale)
@@ -489,8 +493,16 @@ def _nodes(t: Topology, links: list[resolved.Link], scale: float, notes: list[st
         nodes.append(resolved.Node(name=name, kind="router",
                                    sysctls=sysctls_of(name, "router", router.sysctls if router else {}, FORWARDING),
                                    hosts=_hosts_entries(name, t, links, ends_of), exec=router.exec if router else [],
-                                   routes=node_routes.get(name, [])))
+                                   routes=node_routes.get(name, []),
+                                   frr=_frr(name, router, links, ecmp) if ospf else None))
     return nodes
+
+
+def _frr(name: str, router, links: list[resolved.Link], ecmp: bool) -> resolved.Frr:
+    """A router's FRR: its router id is its first IPv4 address (a router is on two links or
+    more, and IPv4 is always addressed)."""
+    first = next(e.ipv4 for link in links for e in link.ends if e.node == name and e.ipv4)
+    return resolved.Frr(router_id=_bare(first), ecmp=ecmp, config_file=router.frr_config if router else None)
 
 
 def _container(host) -> resolved.Container | None:

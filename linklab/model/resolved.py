@@ -131,6 +131,15 @@ class Link(Resolved):
     veths: list[VethPair]
     bonds: list[BondEnd]
     segment: int
+    cost: int = 1  # crossing it, out of either end (routing: ospf: each end's interface cost)
+
+    @model_serializer(mode="wrap")
+    def _without_unit_cost(self, handler):
+        # A link of cost 1 (every link before costs existed) is written as before.
+        out = handler(self)
+        if isinstance(out, dict) and out.get("cost") == 1:
+            out.pop("cost", None)
+        return out
 
     def bond_members(self, node: str) -> list[str]:
         """The member interfaces of `node`'s bond on this link (none: `node` has no bond here)."""
@@ -162,6 +171,15 @@ class Route(Resolved):
     cost: int | None = None  # computed: the path's cost (links' cost: summed, 1 each by default)
 
 
+class Frr(Resolved):
+    """A router's FRR (routing: ospf): zebra and ospfd in its namespace, configured with the
+    frr.conf linklab generates from the lab (linklab/model/frr.py), or the user's own file."""
+
+    router_id: str  # the router's first IPv4 address
+    ecmp: bool = False  # equal-cost paths all installed (else maximum-paths 1)
+    config_file: str | None = None  # the user's frr.conf (absolute), loaded instead of the generated one
+
+
 class Node(Resolved):
     name: str
     # A container node is a host (addresses, sysctls, names) in a container; a router is a host
@@ -180,6 +198,7 @@ class Node(Resolved):
     hosts: list[tuple[str, str]] = []  # /etc/hosts entries seen from this node: (address, name)
     exec: list[list[str]] = []  # commands run in the node once the lab is up, in order (argv lists)
     routes: list[Route] = []  # beyond its own links' subnets: computed (routing: static) or written
+    frr: Frr | None = None  # routers of a routing: ospf lab
 
     def address_of(self, name: str) -> str | None:
         """The address this node's hosts file gives `name` (its first line for it, as the
@@ -192,8 +211,9 @@ class Node(Resolved):
         # it could: state files, stored runs and golden files of labs without them do not change.
         out = handler(self)
         if isinstance(out, dict):
-            if out.get("container") is None:
-                out.pop("container", None)
+            for key in ("container", "frr"):
+                if out.get(key) is None:
+                    out.pop(key, None)
             for key in ("exec", "routes"):
                 if not out.get(key):
                     out.pop(key, None)

@@ -170,7 +170,8 @@ class _Attachments:
 
 def resolve_routes(t: Topology, links: list[resolved.Link], kinds: dict[str, str], notes: list[str],
                    problems: list[str]) -> dict[str, list[resolved.Route]]:
-    """node -> its routes: computed (routing: static) for every host and router, then those its
+    """node -> its routes: computed (routing: static) for every host and router (routing: ospf:
+    for every host; the routers learn theirs), then those its
     `routes:` write, which replace a computed one to the same prefix. Problems found only once
     addresses are known (a `via` with no address of a prefix's family) are added to `problems`.
     `kinds`: each node's section (host, switch, router)."""
@@ -186,10 +187,12 @@ def resolve_routes(t: Topology, links: list[resolved.Link], kinds: dict[str, str
                                      node=h.neighbour) for h in chosen]
         out.setdefault(node, {})[to] = resolved.Route(to=to, nexthops=nexthops, source=source, cost=cost)
 
-    if t.routing_protocol == "static":
+    if t.routing_protocol in ("static", "ospf"):
         for family, g in graphs.items():
             paths = g.paths()
             for node in g.nodes():
+                if t.routing_protocol == "ospf" and node in t.routers:
+                    continue  # its routes are learned by its ospfd, not computed here
                 gateway = g.gateway(node)
                 if gateway:  # a host joined to one router: everything else is behind it
                     route(node, DEFAULT[family], gateway, family, "computed")
@@ -217,6 +220,20 @@ def resolve_routes(t: Topology, links: list[resolved.Link], kinds: dict[str, str
                         continue
                     route(node, prefix, hops, family, "written")
     return {node: [routes[p] for p in sorted(routes, key=_prefix_order)] for node, routes in out.items()}
+
+
+def cheapest_interfaces(links: list[resolved.Link], kinds: dict[str, str]) -> dict[str, dict[str, set[str]]]:
+    """node -> each subnet (both families) it is not on but reaches -> the interfaces its cheapest
+    paths there leave through (every equal-cost one): what a routing protocol that counts costs as
+    `cost:` does (OSPF) converges to. `kinds`: each node's section (host, switch, router)."""
+    at = _Attachments(links, kinds, [link.cost for link in sorted(links, key=lambda x: x.index)])
+    routers = [n for n, k in kinds.items() if k == "router"]
+    out: dict[str, dict[str, set[str]]] = {}
+    for family in (4, 6):
+        for node, paths in Graph(at.ports[family], routers).paths().items():
+            for segment, path in paths.items():
+                out.setdefault(node, {})[at.subnet[(segment, family)]] = {at.dev[(node, h.link)] for h in path.hops}
+    return out
 
 
 def _prefix_order(prefix: str):

@@ -330,6 +330,8 @@ class Route(Model):
 
 
 ROUTES_HELP = "routes written by hand, e.g. {to: h2, via: r1}: they win over computed ones"
+FRR_CONFIG_HELP = ("routing: ospf: this router's own frr.conf (a path relative to the topology file), "
+                   "loaded instead of the generated one")
 
 
 class Host(Model):
@@ -372,13 +374,16 @@ def _sysctl_names(v: dict) -> dict:
 
 class Router(Model):
     """A node that forwards IPv4 and IPv6 between its links (each link its own subnet, as
-    everywhere): a namespace with forwarding on, its routes computed (routing: static) or
-    written (`routes:`)."""
+    everywhere): a namespace with forwarding on, its routes computed (routing: static), learned
+    (routing: ospf: FRR in its namespace) or written (`routes:`)."""
 
     sysctls: dict[str, str | int] = Field(default_factory=dict, json_schema_extra=SYSCTL_NAMES)
     description: str | None = None
     exec: list[Command] = Field(default_factory=list, description=EXEC_HELP)
     routes: list[Route] = Field(default_factory=list, description=ROUTES_HELP)
+    # routing: ospf only: the router's own frr.conf (relative to the topology file), loaded
+    # instead of the one linklab generates from the topology.
+    frr_config: Annotated[str, StringConstraints(min_length=1)] | None = Field(default=None, description=FRR_CONFIG_HELP)
 
     @field_validator("sysctls")
     @classmethod
@@ -386,14 +391,15 @@ class Router(Model):
         return _sysctl_names(v)
 
 
-ROUTING_PROTOCOLS = ("static", "none")
+ROUTING_PROTOCOLS = ("static", "ospf", "none")
 HASH_POLICIES = ("l3", "l4")
 
 
 class Routing(Model):
     """How a lab's nodes learn routes. static: linklab computes shortest paths (by links' cost)
-    from every host and router to every link's subnet and installs them; none: only the routes
-    written by hand."""
+    from every host and router to every link's subnet and installs them; ospf: FRR's zebra and
+    ospfd run in every router (links' cost: the OSPF interface cost) and learn them, hosts get
+    static routes toward their router; none: only the routes written by hand."""
 
     protocol: Literal[ROUTING_PROTOCOLS] = "static"  # type: ignore[valid-type]
     # Equal-cost paths all installed, as one multipath route (else one next hop: the first link
@@ -473,7 +479,7 @@ class Topology(Model):
     switches: dict[str, Switch | None] = Field(default_factory=dict, json_schema_extra=NODE_NAMES)
     routers: dict[str, Router | None] = Field(default_factory=dict, json_schema_extra=NODE_NAMES)
     links: list[Link] = Field(default_factory=list)
-    # `routing: static` (the default when the lab has routers), `none`, or a mapping with ecmp
+    # `routing: static` (the default when the lab has routers), `ospf`, `none`, or a mapping with ecmp
     # and hash_policy; unset without routers: none.
     routing: Annotated[Routing, BeforeValidator(_routing, json_schema_input_type=Literal[ROUTING_PROTOCOLS] | Routing)] | None = None
     # Per-student variants (linklab/model/variables.py: declared, validated and substituted

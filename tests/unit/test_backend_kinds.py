@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_every_kind_offers_the_same_verbs_and_names_a_build_phase():
-    assert list(kinds.REGISTRY) == ["host", "container", "router", "bridge", "ovs", "controller"]
+    assert list(kinds.REGISTRY) == ["host", "container", "router", "frr", "bridge", "ovs", "controller"]
     for name, kind in kinds.REGISTRY.items():
         assert isinstance(kind, Kind) and kind.name == name
         for verb in ("check", "create", "configure", "inspect", "remove", "claim", "create_all", "remove_all",
@@ -30,7 +30,7 @@ def test_every_kind_offers_the_same_verbs_and_names_a_build_phase():
 def test_unknown_kind_lists_the_valid_ones():
     with pytest.raises(UsageError) as e:
         kinds.get("p4switch")
-    assert "valid: host, container, router, bridge, ovs, controller" in str(e.value)
+    assert "valid: host, container, router, frr, bridge, ovs, controller" in str(e.value)
 
 
 def test_a_router_is_a_host_that_forwards_and_says_so_in_status():
@@ -41,6 +41,16 @@ def test_a_router_is_a_host_that_forwards_and_says_so_in_status():
     assert isinstance(kind, kinds.REGISTRY["host"].__class__) and kind.phase == "addresses"  # addresses, hosts file
     assert type(kind).inspect is not Kind.inspect  # forwarding read back for status
     assert build.PHASES.index("routes") == build.PHASES.index("addresses") + 1  # gateways need the addresses
+
+
+def test_a_router_of_an_ospf_lab_runs_frr_beside_after_its_addresses_then_the_build_waits_for_ospf():
+    lab = resolve(load_topology(ROOT / "topologies/ospf3.yaml"), Context())
+    assert [k.name for k in kinds.of(lab.node("r1"))] == ["router", "frr"]
+    assert [k.name for k in kinds.of(lab.node("h1"))] == ["host"]
+    frr = kinds.REGISTRY["frr"]
+    assert build.PHASES.index(frr.phase) > build.PHASES.index("addresses")  # ospfd needs addressed interfaces
+    assert build.PHASES.index("converge") == build.PHASES.index(frr.phase) + 1 and build.learned in build.STEPS["converge"]
+    assert type(frr).inspect is not Kind.inspect and type(frr).remove is not Kind.remove  # neighbours; down stops it
 
 
 def test_build_runs_phases_in_order_and_each_kind_in_the_phase_it_names(monkeypatch):

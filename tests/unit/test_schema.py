@@ -51,6 +51,8 @@ SEMANTIC_ONLY = {
     "subnet_full.yaml": "more hosts on a segment than its given /30 holds: found when addresses are assigned",
     "routing_problems.yaml": "a route's via that is no neighbour, destinations and nodes that do not exist, a router "
                              "on one link, subnets no router reaches: relations between parts of the file",
+    "ospf_problems.yaml": "a router's frr_config file that does not exist, a router on one link, subnets no router "
+                          "reaches: the file system and relations between parts of the file",
 }
 NOT_YAML = {"yaml_syntax.yaml": "not YAML: an editor's YAML parser marks it before any schema is read"}
 

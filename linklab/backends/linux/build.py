@@ -11,6 +11,7 @@ it never asks which kind a node is.
 from __future__ import annotations
 
 import json
+import time
 from concurrent.futures import ThreadPoolExecutor, wait
 from collections.abc import Callable
 
@@ -18,14 +19,16 @@ from pyroute2.netlink.exceptions import NetlinkError
 
 from linklab import runner
 from linklab.backends.linux import bond as bondopt
-from linklab.backends.linux import daemons, sysctl
+from linklab.backends.linux import daemons, frrd, sysctl
 from linklab.errors import LinklabError
 from linklab.linux import netlink, routes, tc
+from linklab.model import frr
 from linklab.backends.linux.kinds.base import Build
 
-# In order. A kind's `phase` is one of these; "namespaces", "links", "mtu", "routes", "queues"
-# and "leftovers" also run steps of their own (STEPS) before the kinds of the phase.
-PHASES = ("namespaces", "links", "switches", "mtu", "addresses", "routes", "queues", "daemons", "leftovers")
+# In order. A kind's `phase` is one of these; "namespaces", "links", "mtu", "routes", "queues",
+# "converge" and "leftovers" also run steps of their own (STEPS) before the kinds of the phase.
+PHASES = ("namespaces", "links", "switches", "mtu", "addresses", "routes", "queues", "daemons", "converge",
+          "leftovers")
 
 
 def run(b: Build) -> None:
@@ -257,6 +260,46 @@ def interface_settings(b: Build) -> None:
                     runner.run(["ethtool", "-K", ifname, *args], netns=b.ns[end.node], timeout=10)
 
 
+# How long `up` waits for a routing: ospf lab's routers to learn every subnet. Natively they do
+# in a few seconds (hello 1 s, adjacencies, SPF); the lab VM under software emulation is slower.
+CONVERGE_DEADLINE_S = 120.0
+
+
+def learned(b: Build) -> None:
+    """Wait until every router whose routes a routing daemon learns (routing: ospf) has a route
+    to every subnet of the lab, read from its kernel (connected, or proto ospf), along a cheapest
+    path (linklab/model/frr.py: converged); else fail naming what each router is still missing."""
+    learners = [n.name for n in b.lab.nodes if n.frr]
+    if not learners:
+        return
+    want = frr.subnets(b.lab)
+    t0 = time.monotonic()
+    while True:
+        missing = {node: frr.converged(b.lab, node, _routes_by_prefix(b, node)) for node in learners}
+        missing = {node: what for node, what in missing.items() if what}
+        if not missing:
+            b.say(f"  OSPF converged: {len(learners)} routers, {len(want)} subnets, {time.monotonic() - t0:.1f} s")
+            return
+        if time.monotonic() - t0 > CONVERGE_DEADLINE_S:
+            raise LinklabError(
+                f"routing: ospf did not converge within {CONVERGE_DEADLINE_S:.0f} s: "
+                + "; ".join(f"{node}: {', '.join(what)}" for node, what in missing.items()),
+                hint="`linklab status` shows each router's OSPF neighbours and routes; FRR's logs are in "
+                     f"{frr_logs(b)}")
+        time.sleep(0.2)
+
+
+def _routes_by_prefix(b: Build, node: str) -> dict[str, set[str]]:
+    """The node's routes: prefix -> the interfaces they leave through."""
+    names = {x["index"]: x["ifname"] for x in netlink.links(b.ns[node])}
+    return {r.to: {names.get(oif, str(oif)) for _, oif in r.nexthops if oif} for r in routes.read(b.ipr[node])}
+
+
+def frr_logs(b: Build) -> str:
+    """The directory of the lab's logs (a router's FRR logs are in its node's directory there)."""
+    return str(frrd.FrrDirs(ns="", lab=b.lab.name, node="").logs)
+
+
 def stop_leftover_processes(b: Build) -> None:
     """Processes an earlier build started that this one did not keep (a switch that lost its
     controller)."""
@@ -270,6 +313,7 @@ STEPS: dict[str, tuple[Callable[[Build], None], ...]] = {
     "mtu": (mtus_and_up,),
     "routes": (node_routes,),
     "queues": (qdiscs, interface_settings),
+    "converge": (learned,),
     "leftovers": (stop_leftover_processes,),
 }
 

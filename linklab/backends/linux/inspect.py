@@ -57,10 +57,10 @@ def inspect_lab(lab: Lab) -> dict[str, Any]:
         nodes[node.name] = {"netns": ns, "present": True, "kind": node.kind, "interfaces": read[node.name]}
         if node.kind != "switch":
             nodes[node.name]["routes"] = routes_of(ns)
-        kind = kinds.of(node)[0]
-        extra = kind.inspect(lab, node, ns)
-        if extra:
-            nodes[node.name][kind.name] = extra
+        for kind in kinds.of(node):  # a router's forwarding, then its FRR's neighbours
+            extra = kind.inspect(lab, node, ns)
+            if extra:
+                nodes[node.name][kind.name] = extra
     return {"lab": lab.name, "nodes": nodes}
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pyroute2 import netns
 
 from linklab import procs
-from linklab.backends.linux import daemons, ovsd
+from linklab.backends.linux import daemons, frrd, ovsd
 from linklab.backends.linux.names import Mark
 from linklab.linux import netlink
 
@@ -38,11 +38,14 @@ def read_mark(ns: str) -> str | None:
 
 
 def remove_netns(ns: str, table: dict | None = None) -> None:
-    """Stop every process inside (iperf3 servers, controllers, a switch's OVS), then delete the
-    namespace and the OVS database/sockets directory named after it."""
-    procs.stop(daemons.netns_pids(ns, table))
+    """Stop every process inside (iperf3 servers, controllers, a switch's OVS, a router's FRR),
+    then delete the namespace and the OVS and FRR directories named after it."""
+    pids = daemons.netns_pids(ns, table)
+    procs.stop(pids)
     try:
         netns.remove(ns)
     except FileNotFoundError:
         pass
     ovsd.remove_rundir(ns)
+    frrd.remove_rundir(ns)
+    frrd.remove_crash_dirs(pids)  # what a routing daemon killed after its grace left behind

@@ -12,6 +12,7 @@ from linklab.backends.linux.kinds.base import Kind
 from linklab.backends.linux.kinds.bridge import Bridge
 from linklab.backends.linux.kinds.container import Container
 from linklab.backends.linux.kinds.controller import Controller
+from linklab.backends.linux.kinds.frr import Frr
 from linklab.backends.linux.kinds.host import Host
 from linklab.backends.linux.kinds.ovs import Ovs
 from linklab.backends.linux.kinds.router import Router
@@ -24,6 +25,7 @@ REGISTRY: dict[str, Kind] = {k.name: k for k in (
     Host(),        # a namespace with addresses, sysctls and /etc/hosts names
     Container(),   # a host in a Docker container: the container's namespace, joined like a host's
     Router(),      # a host that forwards IPv4 and IPv6 between its links
+    Frr(),         # FRR (zebra, ospfd, ospf6d) beside a router of a routing: ospf lab
     Bridge(),      # a Linux bridge switch
     Ovs(),         # an Open vSwitch switch with its own ovsdb-server/ovs-vswitchd
     Controller(),  # an os-ken OpenFlow controller beside an OVS switch
@@ -46,5 +48,6 @@ def get(name: str) -> Kind:
 
 
 def of(node: Node) -> list[Kind]:
-    """The kinds a node is built from, in order: an OVS switch with a controller is both."""
-    return [get(kind_of(node))] + ([get("controller")] if node.controller else [])
+    """The kinds a node is built from, in order: an OVS switch with a controller is both, a
+    router of a routing: ospf lab runs FRR beside."""
+    return [get(kind_of(node))] + ([get("controller")] if node.controller else []) + ([get("frr")] if node.frr else [])
