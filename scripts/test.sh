@@ -40,10 +40,9 @@ tier() {
 tier unit $PY -m pytest tests/unit -n 2 "$@"
 tier golden $PY -m pytest tests/golden "$@"
 tier fuzz $PY -m pytest tests/fuzz -n 2 "$@"
-# Host integration on two workers, a file at a time on each (its module fixtures once); the files
-# that boot a lab VM of their own take turns on one worker (tests/integration/host/conftest.py),
-# each with a state directory of its own.
-tier host $PY -m pytest tests/integration/host -n 2 --dist loadgroup "$@"
+# Host integration two files at a time (each file on one worker: its module fixtures once); it
+# waits mostly on lab VM boots, and the files that boot one each use a state directory of their own.
+tier host $PY -m pytest tests/integration/host -n 2 --dist loadfile "$@"
 # The kernel tier, in one lab VM boot and two phases: first the tests marked `concurrent`
 # (pyproject.toml says what that promises) two at a time (pytest-xdist, a worker per vCPU), then
 # the rest one at a time. Most of the tier waits on what it asked for (flows' windows, settles,
