@@ -109,14 +109,19 @@ def _lab_commands(cmd) -> None:
     o.add_argument("switch")
     o.add_argument("argv", nargs=argparse.REMAINDER, help="the OVS command, after --")
 
-    s = cmd("set", "change settings of a running lab in place (MTU, bond mode, impairments, sysctls, link costs)",
+    s = cmd("set", "change settings of a running lab in place (MTU, bond mode, impairments, sysctls, link costs, "
+            "services)",
             epilog="examples:\n  linklab set 'links[*].mtu=9000'\n  linklab set 'links[bond].bond.mode=802.3ad'\n"
                    "  linklab set 'links[0].impair.delay=10ms'\n"
                    "  linklab set 'links[core].cost=5'       a routed lab: only the routes that move change\n"
-                   "  linklab set 'hosts.h1.sysctls.\"net.ipv4.tcp_reordering\"=127'",
+                   "  linklab set 'hosts.h1.sysctls.\"net.ipv4.tcp_reordering\"=127'\n"
+                   "  linklab set 'hosts.h1.exec[web].run=python3 -m http.server 8080'   a service changed: restarted\n"
+                   "  linklab set --restart h1/web           start a node's service again, nothing else changed",
             formatter_class=argparse.RawDescriptionHelpFormatter)
     s.add_argument("--lab")
-    s.add_argument("assignments", nargs="+", metavar="PATH=VALUE")
+    s.add_argument("--restart", action="append", default=[], metavar="NODE/SERVICE",
+                   help="stop and start this background service again (repeatable); `linklab status` lists them")
+    s.add_argument("assignments", nargs="*", metavar="PATH=VALUE")
 
 
 def _file_commands(cmd) -> None:
@@ -318,13 +323,15 @@ def cmd_ovs(args, argv) -> int:
 
 def cmd_set(args, argv) -> int:
     from linklab import state
+    if not args.assignments and not args.restart:
+        raise UsageError("nothing to set", hint="give PATH=VALUE assignments or --restart NODE/SERVICE (see --help)")
     name = args.lab or state.default_lab()
     fwd = _forwarded(name, argv)
     if fwd is not None:
         return fwd
     from linklab import lab  # only where the lab is: a forwarded command never needs it
     t0 = time.monotonic()
-    lab.set_params(name, lab.parse_overrides(args.assignments), say=say)
+    lab.set_params(name, lab.parse_overrides(args.assignments), say=say, restart=args.restart)
     say(f"linklab: lab {name} updated in {time.monotonic() - t0:.2f} s")
     return 0
 

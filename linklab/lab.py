@@ -19,11 +19,11 @@ from typing import Any
 from linklab import __version__, state
 from linklab.backends import get_backend
 from linklab.backends.base import Backend, NodeCommandsFailed
-from linklab.errors import LinklabError, StateError
+from linklab.errors import LinklabError, StateError, UsageError
 from linklab.handle import LabHandle
 from linklab.model import Context, load_topology, resolve, topology_sha256
 from linklab.model.overrides import split_assignment
-from linklab.model.resolved import Lab
+from linklab.model.resolved import Lab, Service
 
 
 def context() -> Context:
@@ -81,17 +81,31 @@ def up(topo_path: str | Path, *, name: str | None = None, overrides: list[tuple[
 
 
 def set_params(lab_name: str, overrides: list[tuple[str, Any]], say=print, replace: bool = False,
-               lock: bool = True, backend: Backend | None = None) -> dict[str, Any]:
+               lock: bool = True, backend: Backend | None = None, restart: list[str] = ()) -> dict[str, Any]:
     """Change a running lab: overrides (added to earlier ones, or replacing them) are
     re-validated like a file and reconciled; only what differs is touched. `backend`: the lab's
-    backend already in hand (a sweep's, kept across its points)."""
+    backend already in hand (a sweep's, kept across its points). `restart`: services to start
+    again ("NODE/NAME"), whether or not anything changed."""
     with state.locked(lab_name) if lock else _nolock():
         old = state.require(lab_name)
         topo = old["topology"]
         merged = ([] if replace else [tuple(o) for o in topo.get("overrides", [])]) + list(overrides)
         lab = build_lab(topo["path"], merged, name=lab_name, scale=topo.get("scale_override"), seed=topo.get("seed"))
         return _apply(lab, topo["path"], merged, topo.get("scale_override"), old,
-                      backend or get_backend(old.get("backend", "linux")), say, topo.get("seed"))
+                      backend or get_backend(old.get("backend", "linux")), say, topo.get("seed"),
+                      restart=service_names(lab, restart))
+
+
+def service_names(lab: Lab, names: list[str]) -> set[tuple[str, str]]:
+    """"NODE/NAME" -> (node, name), each a background service of `lab`; a UsageError (exit 2,
+    nothing changed) names every one that is not, with the valid ones."""
+    valid = [f"{n.name}/{s.name}" for n in lab.nodes for s in n.exec if isinstance(s, Service)]
+    wrong = [x for x in names if x not in valid]
+    if wrong:
+        raise UsageError(f"no service {', '.join(map(repr, wrong))} in lab {lab.name} "
+                         f"(valid: {', '.join(valid) or 'none: no node has an exec: item with background: true'})",
+                         hint="write NODE/NAME, e.g. --restart h1/web")
+    return {tuple(x.split("/", 1)) for x in names}
 
 
 def preview(record: dict[str, Any], overrides: list[tuple[str, Any]]) -> Lab:
@@ -107,7 +121,8 @@ def _nolock():
     yield  # the caller (a sweep) already holds the lab's lock
 
 
-def _apply(lab: Lab, topo_path, overrides, scale, old, backend: Backend, say, seed: str | None = None) -> dict[str, Any]:
+def _apply(lab: Lab, topo_path, overrides, scale, old, backend: Backend, say, seed: str | None = None,
+           restart: set[tuple[str, str]] = frozenset()) -> dict[str, Any]:
     problems = backend.problems(lab)
     if problems:
         from linklab.errors import ValidationFailed
@@ -132,7 +147,7 @@ def _apply(lab: Lab, topo_path, overrides, scale, old, backend: Backend, say, se
     state.save(record)
     t0 = time.monotonic()
     try:
-        record["owned"] = backend.apply(lab, owned, say=say)
+        record["owned"] = backend.apply(lab, owned, say=say, restart=restart)
     except NodeCommandsFailed as e:
         # Built, but a node's command failed: the lab stays `building`, as after any failed `up`,
         # knowing what it owns and which commands ran (`up` again runs the rest; `exec` reaches
@@ -285,8 +300,8 @@ def load_lab(lab_name: str) -> tuple[dict[str, Any], Lab]:
 
 def status(lab_name: str) -> dict[str, Any]:
     st, lab = load_lab(lab_name)
-    live = get_backend(st.get("backend", "linux")).inspect(lab)
-    return {"state": st, "live": live}
+    backend = get_backend(st.get("backend", "linux"))
+    return {"state": st, "live": backend.inspect(lab), "services": backend.services(lab, st.get("owned") or {})}
 
 
 def exec_argv(lab_name: str, node: str, argv: list[str]) -> list[str]:

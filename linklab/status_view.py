@@ -83,6 +83,7 @@ def render(data: dict[str, Any]) -> str:
     lines += _route_lines(live)
     lines += _container_lines(live)
     lines += _exec_lines(st)
+    lines += _service_lines(data.get("services") or [])
     return "\n".join(lines)
 
 
@@ -135,7 +136,7 @@ def _exec_lines(st: dict[str, Any]) -> list[str]:
         ran = len(rec.get("ran", []))
         out.append(f"  {n['name']}: {ran} of {len(cmds)} ran" + (", each exit 0" if ran == len(cmds) else "")
                    + ("; " + rec["failed"].splitlines()[0].split(": ", 1)[1] if rec.get("failed") else ""))
-        out += [f"    {'+' if i < ran else '-'} {shlex.join(argv)}" for i, argv in enumerate(cmds)]
+        out += [f"    {'+' if i < ran else '-'} {_item_text(item)}" for i, item in enumerate(cmds)]
     return ["exec (commands run in the node once the lab is up; + ran):", *out] if out else []
 
 
@@ -166,3 +167,24 @@ def _switch_lines(live: dict[str, Any]) -> list[str]:
                        f"rx {p.get('rx_packets')} (drop {p.get('rx_dropped')}, err {p.get('rx_errors')})  "
                        f"tx {p.get('tx_packets')} (drop {p.get('tx_dropped')}, err {p.get('tx_errors')})")
     return ["switches (Open vSwitch):", *out] if out else []
+
+
+def _item_text(item: list[str] | dict[str, Any]) -> str:
+    """An exec: item as the state file holds it: a command's argv, or a service's mapping."""
+    if isinstance(item, dict):
+        return f"service {item['name']}: {shlex.join(item['run'])}"
+    return shlex.join(item)
+
+
+def _service_lines(services: list[dict[str, Any]]) -> list[str]:
+    """Each background service: pid, running or exited, ready (checked now), its log."""
+    if not services:
+        return []
+    out = ["services (exec: items with background: true; output in each one's log):"]
+    for s in services:
+        ready = {True: "ready", False: "NOT ready", None: "-"}[s["ready"]]
+        took = f" (ready in {s['ready_s']:g} s)" if s.get("ready_s") is not None and s["ready"] else ""
+        pid = f"pid {s['pid']}" if s.get("pid") else "no pid"
+        out.append(f"  {s['node']}/{s['name']}: {s['state']}, {pid}, {ready}{took} — {shlex.join(s['run'])}")
+        out.append(f"    log {s['log']}")
+    return out

@@ -38,9 +38,11 @@ class Backend(ABC):
         return owned
 
     @abstractmethod
-    def apply(self, lab: Lab, owned: dict[str, Any], say=print) -> dict[str, Any]:
+    def apply(self, lab: Lab, owned: dict[str, Any], say=print, restart: Collection[tuple[str, str]] = ()) -> dict[str, Any]:
         """Make the kernel match `lab`, idempotently, changing only what differs, then run the
-        nodes' `exec:` commands still to run (NodeCommandsFailed when one fails).
+        nodes' `exec:` commands still to run and start their services that do not run
+        (NodeCommandsFailed when one fails or does not become ready). `restart`: (node, service)
+        pairs started again even though they run (`linklab set --restart`).
 
         `owned` is what the previous apply recorded (empty on first up); returns what the lab
         owns now, which the caller stores in the state file.
@@ -85,6 +87,11 @@ class Backend(ABC):
     @abstractmethod
     def node_netns(self, lab: Lab, node: str) -> str | None:
         """Where commands for `node` run: the value to pass as runner's `netns=`."""
+
+    def services(self, lab: Lab, owned: dict[str, Any]) -> list[dict[str, Any]]:
+        """The nodes' background services as they are now (`status`): node, name, run, pid,
+        state (running, exited, not started), ready, ready_s, log."""
+        return []
 
     @abstractmethod
     def node_pids(self, lab: Lab, node: str) -> list[int]:

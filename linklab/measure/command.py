@@ -23,6 +23,7 @@ from linklab.measure.base import MeasurementError
 from linklab.measure.ss import listening_ports
 
 TAIL_LINES = 15  # of a program's output, in the error of a repetition it failed
+CMD_TIMEOUT_S = 10.0  # one run of a `ready: {cmd: ...}` check: a check that hangs is a no
 PLACEHOLDER = re.compile(r"\$\{([^}]*)\}")
 
 
@@ -155,13 +156,15 @@ def ready_now(ready: Mapping[str, Any], *, netns: str | None, workdir: Path, log
             return re.search(ready["log"], log.read_text(errors="replace"), re.MULTILINE) is not None
         except OSError:
             return False
+    if ready.get("cmd") is not None:
+        return runner.run(split(ready["cmd"]), netns=netns, check=False, timeout=CMD_TIMEOUT_S).ok
     return True
 
 
 def wait_ready(ready: Mapping[str, Any] | None, proc: subprocess.Popen | None, *, netns: str | None,
-               workdir: Path, log: Path | None, poll_s: float = 0.05) -> float:
-    """Until the server is ready (seconds waited); NotReady past ready["timeout"] or when the server
-    ends first, with its output's tail."""
+               workdir: Path, log: Path | None, poll_s: float = 0.05, what: str = "the server") -> float:
+    """Until the program (`what`: a command tool's server, a node's service) is ready (seconds
+    waited); NotReady past ready["timeout"] or when it ends first, with its output's tail."""
     if not ready:
         return 0.0
     t0 = time.monotonic()
@@ -169,12 +172,12 @@ def wait_ready(ready: Mapping[str, Any] | None, proc: subprocess.Popen | None, *
     while True:
         if ready_now(ready, netns=netns, workdir=workdir, log=log):
             return time.monotonic() - t0
-        what = next(f"{k} {ready[k]}" for k in ("port", "file", "log") if ready.get(k) is not None)
+        sign = next(f"{k} {v if isinstance(v := ready[k], (str, int)) else shlex.join(v)}"
+                    for k in ("port", "file", "log", "cmd") if ready.get(k) is not None)
         if proc is not None and proc.poll() is not None:
-            raise NotReady(f"the server exited {proc.returncode} before it was ready ({what})"
-                           + _log_tail(log))
+            raise NotReady(f"{what} exited {proc.returncode} before it was ready ({sign})" + _log_tail(log))
         if time.monotonic() - t0 > timeout:
-            raise NotReady(f"the server was not ready ({what}) within {timeout:g} s" + _log_tail(log))
+            raise NotReady(f"{what} was not ready ({sign}) within {timeout:g} s" + _log_tail(log))
         time.sleep(poll_s)
 
 

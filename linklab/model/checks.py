@@ -12,7 +12,7 @@ from linklab.model import aqm
 from linklab.model.resolve import direction_fields, link_name, node_kinds, ovs_bond_kind, ovs_switch, segments
 from linklab.model.routes import Graph, Port
 from linklab.model.topology import (
-    CONTAINER_ONLY, IFNAME_RE, MIN_IPV6_MTU, NAME_RE, OPTION_MODES, OVS_ONLY, Impairment, Link, Topology,
+    CONTAINER_ONLY, IFNAME_RE, MIN_IPV6_MTU, NAME_RE, OPTION_MODES, OVS_ONLY, Impairment, Link, Service, Topology,
 )
 
 Problem = tuple[tuple, str]
@@ -26,8 +26,24 @@ def check_topology(t: Topology, indices: list[int] | None = None, complete: bool
     link validated; else what depends on all of them (a router's links, the subnets routing
     reaches, link names) is not judged from the part that did."""
     numbered = list(zip(indices or range(len(t.links)), t.links))
-    return [*_names(t, numbered), *_hosts(t), *_switches(t), *_default_aqm(t),
+    return [*_names(t, numbered), *_hosts(t), *_switches(t), *_default_aqm(t), *_services(t),
             *(p for i, link in numbered for p in _link(t, i, link)), *_routing(t, numbered, complete)]
+
+
+def _services(t: Topology) -> Iterator[Problem]:
+    """A node's background services need names of their own (the log file, `set --restart`)."""
+    for section in ("hosts", "switches", "routers"):
+        for node, spec in getattr(t, section).items():
+            seen: dict[str, int] = {}
+            for i, item in enumerate(spec.exec if spec else []):
+                if not (isinstance(item, Service) and item.background):
+                    continue
+                name = item.service_name()
+                if name in seen:
+                    yield ((section, node, "exec", i, "name"),
+                           f"service {name!r} is also exec item {seen[name]} of {node}: give each background "
+                           "service its own name: (e.g. name: web)")
+                seen.setdefault(name, i)
 
 
 def _default_aqm(t: Topology) -> Iterator[Problem]:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from linklab.errors import ValidationFailed
 from linklab.model import aqm, queues, routes, scaling
 from linklab.model import resolved
-from linklab.model.topology import MIN_IPV6_MTU, Impairment, ImpairmentFields, Topology
+from linklab.model.topology import MIN_IPV6_MTU, Impairment, ImpairmentFields, Service, Topology
 
 # The rate netem is given, when only jitter was asked for, so that it queues packets in order.
 # High enough never to bind on a veth (netem's rate field is 32-bit bytes/s: at most ~34 Gbit/s).
@@ -477,7 +477,7 @@ def _nodes(t: Topology, links: list[resolved.Link], scale: float, notes: list[st
     for name, host in t.hosts.items():
         nodes.append(resolved.Node(name=name, kind="host", sysctls=sysctls_of(name, "host", host.sysctls if host else {}, {}),
                                    container=_container(host), hosts=_hosts_entries(name, t, links, ends_of),
-                                   exec=host.exec if host else [], routes=node_routes.get(name, [])))
+                                   exec=node_exec(host.exec) if host else [], routes=node_routes.get(name, [])))
     for name, sw in t.switches.items():
         mtus = [link.mtu for link in links if any(e.node == name for e in link.ends)]
         ovs = sw is not None and sw.kind == "ovs"
@@ -487,12 +487,12 @@ def _nodes(t: Topology, links: list[resolved.Link], scale: float, notes: list[st
                             controller_port=ctl.port if ctl else None,
                             fail_mode=(sw.fail_mode or ("secure" if ctl else "standalone")) if ovs else None,
                             datapath=sw.datapath if ovs else None, port_mtu=sw.port_mtu if sw else None,
-                            mtu=min(mtus) if mtus else None, exec=sw.exec if sw else []))
+                            mtu=min(mtus) if mtus else None, exec=node_exec(sw.exec) if sw else []))
     # After the switches: a switch's OpenFlow datapath id is its place among the nodes.
     for name, router in t.routers.items():
         nodes.append(resolved.Node(name=name, kind="router",
                                    sysctls=sysctls_of(name, "router", router.sysctls if router else {}, FORWARDING),
-                                   hosts=_hosts_entries(name, t, links, ends_of), exec=router.exec if router else [],
+                                   hosts=_hosts_entries(name, t, links, ends_of), exec=node_exec(router.exec) if router else [],
                                    routes=node_routes.get(name, []),
                                    frr=_frr(name, router, links, ecmp) if ospf else None))
     return nodes
@@ -546,3 +546,15 @@ def _hosts_entries(me: str, t: Topology, links: list[resolved.Link],
             if e.ipv6:
                 entries.append((_bare(e.ipv6), f"{other}-v6"))
     return entries
+
+
+def node_exec(items: list) -> list[list[str] | resolved.Service]:
+    """A node's `exec:` items resolved: commands as argv lists (a mapping without `background`
+    is one too), background services with their names decided."""
+    out: list[list[str] | resolved.Service] = []
+    for item in items:
+        if isinstance(item, Service) and item.background:
+            out.append(resolved.Service(name=item.service_name(), run=item.run, ready=item.ready))
+        else:
+            out.append(item.run if isinstance(item, Service) else item)
+    return out

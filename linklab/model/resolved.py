@@ -11,6 +11,8 @@ from typing import Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, model_serializer
 
+from linklab.model.ready import Ready
+
 
 class Resolved(BaseModel):
     """Every part of a resolved lab: frozen, and nothing but the fields named here."""
@@ -180,6 +182,24 @@ class Frr(Resolved):
     config_file: str | None = None  # the user's frr.conf (absolute), loaded instead of the generated one
 
 
+class Service(Resolved):
+    """A long-running program in a node (an `exec:` item with `background: true`): started in
+    exec order once the lab is built, waited for until `ready`, owned by the lab."""
+
+    name: str  # unique in its node: its log file, `linklab set --restart NODE/NAME`
+    run: list[str]
+    ready: Ready | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_unset_signs(self, handler):
+        out = handler(self)
+        if isinstance(out, dict) and isinstance(out.get("ready"), dict):
+            out["ready"] = {k: v for k, v in out["ready"].items() if v is not None}
+        if isinstance(out, dict) and out.get("ready") is None:
+            out.pop("ready", None)
+        return out
+
+
 class Node(Resolved):
     name: str
     # A container node is a host (addresses, sysctls, names) in a container; a router is a host
@@ -196,7 +216,8 @@ class Node(Resolved):
     sysctls: dict[str, str] = {}
     mtu: int | None = None  # switches: the bridge's MTU (the smallest of its links)
     hosts: list[tuple[str, str]] = []  # /etc/hosts entries seen from this node: (address, name)
-    exec: list[list[str]] = []  # commands run in the node once the lab is up, in order (argv lists)
+    # Run in the node once the lab is up, in order: commands (argv lists) and services.
+    exec: list[list[str] | Service] = []
     routes: list[Route] = []  # beyond its own links' subnets: computed (routing: static) or written
     frr: Frr | None = None  # routers of a routing: ospf lab
 

@@ -15,11 +15,13 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, WithJsonSchema,
-                      field_validator, model_validator)
+from pydantic import (AfterValidator, BeforeValidator, ConfigDict, Discriminator, Field, StringConstraints, Tag,
+                      WithJsonSchema, field_validator, model_validator)
 
 from linklab import units
 from linklab.model.aqm import AQMS, PARAMS
+from linklab.model.base import Model, written
+from linklab.model.ready import Ready, Seconds, regex  # noqa: F401  (Seconds, regex: for experiment files too)
 
 NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,11}$")
 IFNAME_RE = re.compile(r"^[a-zA-Z][a-zA-Z0-9_-]{0,14}$")
@@ -37,11 +39,6 @@ LAG_KINDS = ("auto", "lacp", "static", "none")
 MIN_IPV6_MTU = 1280
 
 
-class Model(BaseModel):
-    # Frozen: a loaded topology is a value; changes go through overrides and a re-resolve.
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
-
-
 def _unit(parse, what):
     def conv(v):
         if v is None:
@@ -51,12 +48,6 @@ def _unit(parse, what):
         except ValueError as e:
             raise ValueError(str(e)) from None
     return BeforeValidator(conv)
-
-
-def written(number: dict, *unit_sets) -> WithJsonSchema:
-    """The JSON Schema of a quantity as a file may write it (`linklab schema`): a number, or text
-    in one of these units (units.pattern); what the model keeps after parsing is not what is typed."""
-    return WithJsonSchema({"anyOf": [number, {"type": "string", "pattern": units.pattern([u for us in unit_sets for u in us])}]})
 
 
 Rate = Annotated[float, _unit(units.parse_rate, "rate"), Field(gt=0),
@@ -284,10 +275,52 @@ def _command(v):
     return words
 
 
+SERVICE_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,31}$")
+
+
+class Service(Model):
+    """An `exec:` item written as a mapping: `{run: CMD}` is a command like any other;
+    `{run: CMD, background: true, ready: {...}}` a long-running service the lab owns (started in
+    exec order, waited for until ready, stopped by `down`, its output kept in a log)."""
+
+    run: Annotated[list[str], BeforeValidator(_command, json_schema_input_type=Annotated[str, StringConstraints(min_length=1)]
+                                              | Annotated[list[str], Field(min_length=1)]), Field(min_length=1)]
+    background: bool = False
+    # The service's name in its node (`linklab set --restart NODE/NAME`, its log file, status):
+    # default the program's file name.
+    name: Annotated[str, Field(pattern=SERVICE_NAME_RE.pattern)] | None = None
+    ready: Ready | None = None
+
+    @model_validator(mode="after")
+    def _background_only(self):
+        if not self.background:
+            extra = [k for k in ("name", "ready") if getattr(self, k) is not None]
+            if extra:
+                raise ValueError(f"{' and '.join(extra)} apply to a background service: add background: true")
+        return self
+
+    def service_name(self) -> str:
+        return self.name or default_service_name(self.run)
+
+
+def default_service_name(argv: list[str]) -> str:
+    """A service's name when none is written: its program's file name, cut to a valid name."""
+    base = re.sub(r"[^a-z0-9_.-]", "_", os.path.basename(argv[0]).lower()).lstrip("._-") or "service"
+    return base[:32]
+
+
+def _exec_item_kind(v) -> str:
+    return "Service" if isinstance(v, (dict, Service)) else "Command"
+
+
 # One command of a node's `exec:` list: "ip addr add 192.0.2.1/24 dev eth1" or an argv list.
 Command = Annotated[list[str], BeforeValidator(_command, json_schema_input_type=Annotated[str, StringConstraints(min_length=1)]
                                                 | Annotated[list[str], Field(min_length=1)]), Field(min_length=1)]
-EXEC_HELP = "commands run in the node, in order, once the lab is up"
+EXEC_HELP = ("commands run in the node, in order, once the lab is up; an item {run: CMD, background: true, "
+             "ready: {port: N}} is a service the lab keeps running")
+# An `exec:` item: a command, or a mapping ({run: ..., background: true, ready: ...}: a service).
+ExecItem = Annotated[Annotated[Command, Tag("Command")] | Annotated[Service, Tag("Service")],
+                     Discriminator(_exec_item_kind)]
 
 BIND_PATTERN = r"^[^:]+:/[^:]*(:(ro|rw))?$"  # what _bind accepts, for editors
 SYSCTL_NAME = r"[a-z0-9_]+(\.[a-z0-9_]+)+"  # dotted, as sysctl(8) writes it
@@ -348,7 +381,7 @@ class Host(Model):
                                                      json_schema_extra={"propertyNames": {"pattern": ENV_NAME_RE.pattern}})
     binds: list[Annotated[str, AfterValidator(_bind), Field(json_schema_extra={"pattern": BIND_PATTERN})]] = \
         Field(default_factory=list)
-    exec: list[Command] = Field(default_factory=list, description=EXEC_HELP)
+    exec: list[ExecItem] = Field(default_factory=list, description=EXEC_HELP)
     routes: list[Route] = Field(default_factory=list, description=ROUTES_HELP)
 
     @field_validator("env")
@@ -379,7 +412,7 @@ class Router(Model):
 
     sysctls: dict[str, str | int] = Field(default_factory=dict, json_schema_extra=SYSCTL_NAMES)
     description: str | None = None
-    exec: list[Command] = Field(default_factory=list, description=EXEC_HELP)
+    exec: list[ExecItem] = Field(default_factory=list, description=EXEC_HELP)
     routes: list[Route] = Field(default_factory=list, description=ROUTES_HELP)
     # routing: ospf only: the router's own frr.conf (relative to the topology file), loaded
     # instead of the one linklab generates from the topology.
@@ -442,7 +475,7 @@ class Switch(Model):
     # MTU of this switch's ports whatever their links say (Mininet leaves switch ports at 1500)
     port_mtu: Mtu | None = None
     description: str | None = None
-    exec: list[Command] = Field(default_factory=list, description=EXEC_HELP)  # in the switch's namespace
+    exec: list[ExecItem] = Field(default_factory=list, description=EXEC_HELP)  # in the switch's namespace
 
 
 class Addressing(Model):

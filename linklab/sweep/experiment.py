@@ -19,11 +19,11 @@ import shlex
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator, Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from linklab import units
 from linklab.model.loader import read_yaml
-from linklab.model.topology import BOND_MODES, Model, written
+from linklab.model.topology import BOND_MODES, Model, Ready, Seconds, regex
 
 TOPOLOGY_AXES = ("mtu", "bond_mode", "bond", "sysctl_profile", "cc")
 TOOL_AXES = ("streams", "parallel", "protocol", "udp_rate", "mss", "length", "ip", "duration", "client", "server")
@@ -31,45 +31,9 @@ MEASUREMENTS = ("throughput", "ping", "ping_load", "reorder", "cpu", "bond_count
 CC_ALGORITHMS = ("cubic", "bbr", "reno", "htcp", "dctcp", "vegas", "westwood")
 
 
-def _secs(v):
-    return None if v is None else units.parse_time(v)
-
-
-Seconds = Annotated[float, BeforeValidator(_secs), Field(ge=0),
-                    written({"type": "number", "minimum": 0}, ["", *units.TIME_UNITS])]
-
-
 Command = str | Annotated[list[str], Field(min_length=1)]  # split shell-like into an argv, or an argv already
 TOOL_KINDS = ("iperf3", "command")  # linklab/measure/kinds/: one module each
 HARMLESS = ("below", "above")
-
-
-class Ready(Model):
-    """When a command tool's server is ready: it listens on `port` (TCP or UDP, in its node),
-    `file` exists (relative to the experiment's directory), or its output matches `log`."""
-
-    port: Annotated[int, Field(ge=1, le=65535)] | None = None
-    file: str | None = None
-    log: str | None = None
-    timeout: Seconds = 30.0
-
-    @model_validator(mode="after")
-    def _one(self):
-        given = [k for k in ("port", "file", "log") if getattr(self, k) is not None]
-        if len(given) != 1:
-            raise ValueError(f"give exactly one of port, file, log (given: {', '.join(given) or 'none'})")
-        if self.log is not None:
-            _regex(self.log, groups=None)
-        return self
-
-
-def _regex(pattern: str, groups: int | None) -> None:
-    try:
-        compiled = re.compile(pattern)
-    except re.error as e:
-        raise ValueError(f"not a regular expression: {pattern!r} ({e})") from None
-    if groups is not None and compiled.groups != groups:
-        raise ValueError(f"regex {pattern!r} needs exactly {groups} group (it has {compiled.groups}): the group is the value")
 
 
 class DeclaredMetric(Model):
@@ -92,7 +56,7 @@ class DeclaredMetric(Model):
         if len(given) != 1:
             raise ValueError(f"give exactly one of json, regex (given: {', '.join(given) or 'none'})")
         if self.regex is not None:
-            _regex(self.regex, groups=1)
+            regex(self.regex, groups=1)
         return self
 
     def spec(self) -> dict[str, Any]:

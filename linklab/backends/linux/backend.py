@@ -21,7 +21,7 @@ from pyroute2 import netns
 
 from linklab import runner
 from linklab.backends.base import Backend, NodeCommandsFailed
-from linklab.backends.linux import build, daemons, hostsfile, kinds, node_exec, sysctl
+from linklab.backends.linux import build, daemons, hostsfile, kinds, node_exec, services, sysctl
 from linklab.backends.linux.kinds import controller, ovs
 from linklab.backends.linux.names import Mark, current_home, hosts_dir, mark, netns_name, node_of, parse_mark
 from linklab.backends.linux.ownership import is_ours, read_mark, remove_netns
@@ -68,7 +68,7 @@ class LinuxBackend(Backend):
         return owned
 
     # ---- build / reconcile ---------------------------------------------------------------
-    def apply(self, lab: Lab, owned: dict[str, Any], say=print) -> dict[str, Any]:
+    def apply(self, lab: Lab, owned: dict[str, Any], say=print, restart: Collection[tuple[str, str]] = ()) -> dict[str, Any]:
         owned = self.claim(lab, owned)
         want_ns = {n.name: netns_name(lab.name, n.name) for n in lab.nodes}
         for ns in set(owned.get("namespaces", [])) - set(want_ns.values()):
@@ -85,17 +85,20 @@ class LinuxBackend(Backend):
                             present=netns.listnetns(), say=say, registry=kinds.REGISTRY.values())
             build.run(b)
         new["sysctl_originals"] = sysctl.apply(lab, want_ns, owned.get("sysctl_originals", {}))
-        self._run_exec(lab, new, b.fresh, owned.get("exec", {}), say)
+        self._run_exec(lab, new, b.fresh, owned, say, set(restart))
         return new
 
-    def _run_exec(self, lab: Lab, new: dict[str, Any], fresh: set[str], previous: dict[str, Any], say) -> None:
+    def _run_exec(self, lab: Lab, new: dict[str, Any], fresh: set[str], owned: dict[str, Any], say,
+                  restart: set[tuple[str, str]]) -> None:
         """The nodes' `exec:` commands still to run, last: the lab is built around them."""
         def env_of(node: str) -> dict[str, str]:
             n = lab.node(node)
             return {k: v for kind in kinds.of(n) for k, v in kind.exec_env(lab, n, netns_name(lab.name, node)).items()}
 
-        new["exec"], failures = node_exec.run(lab, lambda node: self.node_netns(lab, node), env_of, fresh,
-                                              previous, say)
+        new["exec"], failures, running = node_exec.run(
+            lab, lambda node: self.node_netns(lab, node), env_of, fresh, owned.get("exec", {}), say,
+            processes=owned.get("processes", []), restart=restart)
+        new["processes"] = [*new["processes"], *running]
         if failures:
             raise NodeCommandsFailed(
                 "\n".join(f.text() for f in failures), new,
@@ -113,6 +116,8 @@ class LinuxBackend(Backend):
         # switch's OVS it runs beside). The model is not needed: a kind finds its own in `owned`.
         nodes = {p["node"] for p in owned.get("processes", [])}
         nodes |= {n for n in (node_of(lab_name, ns) for ns in owned.get("namespaces", [])) if n}
+        # Services first: they run in the nodes the kinds then take apart.
+        removed += services.stop(services.records(owned.get("processes", [])))
         for kind in reversed(kinds.REGISTRY.values()):
             removed += kind.remove_all(lab_name, sorted(nodes), owned, lambda node: netns_name(lab_name, node))
         present = set(netns.listnetns())
@@ -195,6 +200,9 @@ class LinuxBackend(Backend):
     def node_netns(self, lab: Lab, node: str) -> str:
         n = lab.node(node)
         return kinds.of(n)[0].where(lab, n, netns_name(lab.name, node))
+
+    def services(self, lab: Lab, owned: dict[str, Any]) -> list[dict[str, Any]]:
+        return services.status(lab, owned.get("processes", []), lambda node: self.node_netns(lab, node))
 
     def node_pids(self, lab: Lab, node: str) -> list[int]:
         return daemons.netns_pids(netns_name(lab.name, node))

@@ -19,7 +19,7 @@ from pyroute2.netlink.exceptions import NetlinkError
 
 from linklab import runner
 from linklab.backends.linux import bond as bondopt
-from linklab.backends.linux import daemons, frrd, sysctl
+from linklab.backends.linux import daemons, frrd, services, sysctl
 from linklab.errors import LinklabError
 from linklab.linux import netlink, routes, tc
 from linklab.model import frr
@@ -302,9 +302,11 @@ def frr_logs(b: Build) -> str:
 
 def stop_leftover_processes(b: Build) -> None:
     """Processes an earlier build started that this one did not keep (a switch that lost its
-    controller)."""
+    controller). Services are not the build's: the nodes' `exec:` lists keep or stop them, after
+    the build (linklab/backends/linux/node_exec.py)."""
     kept = {(r["node"], r["pid"]) for r in b.owned["processes"]}
-    daemons.stop([r for r in b.previous.get("processes", []) if (r["node"], r["pid"]) not in kept])
+    daemons.stop([r for r in b.previous.get("processes", []) if (r["node"], r["pid"]) not in kept
+                  and r.get("role") != services.ROLE])
 
 
 STEPS: dict[str, tuple[Callable[[Build], None], ...]] = {

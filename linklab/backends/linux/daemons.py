@@ -2,7 +2,7 @@
 controllers), and how the Linux backend finds them in a lab namespace.
 
 A record is linklab.procs' identity ({pid, start, comm}: a recycled pid is never mistaken for
-ours) plus the node and role it serves; stopping goes through linklab.procs, the package's one
+ours) plus the node and role it serves (and `group`, for one that leads a process group); stopping goes through linklab.procs, the package's one
 way to stop a process.
 """
 
@@ -31,7 +31,10 @@ def alive(rec: dict[str, Any]) -> bool:
 def stop(recs: list[dict[str, Any]], grace_s: float = 3.0) -> list[dict[str, Any]]:
     """Stop the recorded processes that are still ours; returns those stopped."""
     mine = [r for r in recs if alive(r)]
-    _procs.stop([r["pid"] for r in mine], grace=grace_s)
+    _procs.stop([r["pid"] for r in mine if not r.get("group")], grace=grace_s)
+    for r in mine:
+        if r.get("group"):  # a process that leads a group of its own (a service): its children go with it
+            _procs.stop([r["pid"]], grace=grace_s, group=r["group"])
     for r in mine:  # reap children of ours (controllers are started by this process)
         with contextlib.suppress(ChildProcessError):
             os.waitpid(r["pid"], os.WNOHANG)
