@@ -26,7 +26,7 @@ import yaml
 
 from linklab.linux import tc as tcplan
 from linklab.interop import CLAB_DEFAULT_IMAGE
-from linklab.interop.common import bond_ip_args, controller_ports, ovs_plan, ovs_switches, refuse_routers, switch_ifname
+from linklab.interop.common import bond_ip_args, controller_ports, ovs_plan, ovs_switches, refuse_routers, refuse_services, switch_ifname
 from linklab.model.resolved import Lab
 
 # Has ip, tc, ethtool, ping and iperf3; any image with iproute2 works (--image).
@@ -155,6 +155,7 @@ def ovs_commands(lab: Lab) -> tuple[list[str], list[str]]:
 
 def export(lab: Lab, source: str, image: str = DEFAULT_IMAGE) -> str:
     refuse_routers(lab, "containerlab")
+    refuse_services(lab, "containerlab")
     header = [
         f"# linklab lab {lab.name!r} for containerlab — exported by `linklab export --to containerlab {source}`.",
         f"# Rates are scaled by {lab.scale:g} ({lab.scale_source}); re-export with --scale to change.",

@@ -14,7 +14,7 @@ from typing import Any
 from linklab import controllers
 from linklab.errors import UsageError
 from linklab.linux import ovs
-from linklab.model.resolved import Lab, Link
+from linklab.model.resolved import Lab, Link, Service
 
 
 def resolved_lab(topology: str | Path, overrides: list[tuple[str, Any]] = (), scale: float | None = None) -> Lab:
@@ -32,6 +32,18 @@ def refuse_routers(lab: Lab, target: str) -> None:
     if routers:
         raise UsageError(f"lab {lab.name} has routers ({', '.join(routers)}): the {target} export does not map "
                          "routers and their routes yet", hint="`linklab up` builds it; export a lab without routers")
+
+
+def refuse_services(lab: Lab, target: str) -> None:
+    """Background services (`exec:` items with `background: true`) are not exported: the target
+    runs each exec command to its end, with no readiness wait and nothing that owns or stops a
+    service, so an export that ran them as commands would hang or leave them unowned. Refused,
+    naming each, rather than dropped."""
+    found = [f"{n.name}/{item.name}" for n in lab.nodes for item in n.exec if isinstance(item, Service)]
+    if found:
+        raise UsageError(f"lab {lab.name} has background services ({', '.join(found)}): the {target} export does "
+                         "not map services (started, waited for until ready, stopped by linklab) yet",
+                         hint="`linklab up` runs them; export a lab without exec: items that have background: true")
 
 
 def ovs_switches(lab: Lab) -> list[str]:

@@ -18,7 +18,7 @@ from typing import Any
 from linklab.linux import tc as tcplan
 from linklab import controllers
 from linklab.interop.common import (bond_ip_args, controller_ports, kbit, ovs_plan, ovs_switches, ping_checks,
-                                    refuse_routers, switch_ifname)
+                                    refuse_routers, refuse_services, switch_ifname)
 from linklab.model import paths
 from linklab.model.resolved import Lab, Qdisc
 
@@ -210,6 +210,7 @@ def apps_block(table: dict[str, Any], osken_manager: str) -> str:
 
 def export(lab: Lab, source: str, osken_manager: str = "osken-manager") -> str:
     refuse_routers(lab, "Mininet")
+    refuse_services(lab, "Mininet")
     table = lab_table(lab)
     tc_where = sorted({f"{q['node']}:{q['ifname']}" for q in table["qdiscs"]})
     header = [

@@ -41,8 +41,8 @@ def _services(t: Topology) -> Iterator[Problem]:
                 name = item.service_name()
                 if name in seen:
                     yield ((section, node, "exec", i, "name"),
-                           f"service {name!r} is also exec item {seen[name]} of {node}: give each background "
-                           "service its own name: (e.g. name: web)")
+                           f"service {name!r} is also {section}.{node}.exec[{seen[name]}]: give each background "
+                           "service of a node a name of its own (name: ...)")
                 seen.setdefault(name, i)
 
 

@@ -225,7 +225,9 @@ def _unwrap(tp):
         if origin is typing.Annotated:
             tp = typing.get_args(tp)[0]
         elif origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
-            args = [a for a in typing.get_args(tp) if a is not type(None)]
+            # A tagged union's branches are Annotated[Model, Tag(...)]: look through the tag.
+            args = [typing.get_args(a)[0] if typing.get_origin(a) is typing.Annotated else a
+                    for a in typing.get_args(tp) if a is not type(None)]
             models = [a for a in args if isinstance(a, type) and issubclass(a, BaseModel)]
             tp = models[0] if models else args[0]
         elif origin is list:

@@ -278,6 +278,12 @@ def _command(v):
 SERVICE_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,31}$")
 
 
+def _service_name(v: str) -> str:
+    if not SERVICE_NAME_RE.match(v):
+        raise ValueError(f"bad service name {v!r} (lowercase letters, digits, _ . -; at most 32, e.g. web)")
+    return v
+
+
 class Service(Model):
     """An `exec:` item written as a mapping: `{run: CMD}` is a command like any other;
     `{run: CMD, background: true, ready: {...}}` a long-running service the lab owns (started in
@@ -288,7 +294,7 @@ class Service(Model):
     background: bool = False
     # The service's name in its node (`linklab set --restart NODE/NAME`, its log file, status):
     # default the program's file name.
-    name: Annotated[str, Field(pattern=SERVICE_NAME_RE.pattern)] | None = None
+    name: Annotated[str, AfterValidator(_service_name), Field(json_schema_extra={"pattern": SERVICE_NAME_RE.pattern})] | None = None
     ready: Ready | None = None
 
     @model_validator(mode="after")
@@ -296,7 +302,8 @@ class Service(Model):
         if not self.background:
             extra = [k for k in ("name", "ready") if getattr(self, k) is not None]
             if extra:
-                raise ValueError(f"{' and '.join(extra)} apply to a background service: add background: true")
+                raise ValueError(f"{' and '.join(extra)} {'apply' if len(extra) > 1 else 'applies'} to a background "
+                                 "service only: add background: true")
         return self
 
     def service_name(self) -> str:

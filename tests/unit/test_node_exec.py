@@ -43,8 +43,9 @@ def fake(monkeypatch):
 
 
 def _run(lab, fake, fresh=(), previous=None, env=None):
-    return node_exec.run(lab, lambda node: f"ns-{node}", lambda node: (env or {}).get(node, {}),
-                         set(fresh), previous or {}, say=lambda *_: None)
+    record, failures, _services = node_exec.run(lab, lambda node: f"ns-{node}", lambda node: (env or {}).get(node, {}),
+                                                set(fresh), previous or {}, say=lambda *_: None)
+    return record, failures
 
 
 def test_the_file_gives_each_node_its_commands_as_argv_lists():
@@ -125,7 +126,7 @@ class RaisingBackend(Backend):
     def problems(self, lab):
         return []
 
-    def apply(self, lab, owned, say=print):
+    def apply(self, lab, owned, say=print, restart=()):
         raise NodeCommandsFailed("node pc1: exec command 2 of 4 exited 2: ip addr add …",
                                  {**owned, "namespaces": ["ll-nodeexec-pc1"], "exec": {"pc1": {"ran": [["ip"]]}}})
 

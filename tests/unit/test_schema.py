@@ -114,7 +114,10 @@ BASE = {"name": "t", "hosts": {"h1": None, "h2": {}}, "links": [{"endpoints": ["
     ("a controller on a Linux bridge", lambda d: d.update(switches={"s1": {"controller": "hub"}})),
     ("stp on Open vSwitch", lambda d: d.update(switches={"s1": {"kind": "ovs", "stp": True}})),
     ("an empty command", lambda d: d["hosts"].update(h2={"exec": [""]})),
-    ("a command that is neither text nor a list", lambda d: d["hosts"].update(h2={"exec": [{"run": "x"}]})),
+    ("a command that is neither text, a list nor a mapping", lambda d: d["hosts"].update(h2={"exec": [42]})),
+    ("an exec mapping without run", lambda d: d["hosts"].update(h2={"exec": [{"background": True}]})),
+    ("a service's ready with an unknown sign", lambda d: d["hosts"].update(
+        h2={"exec": [{"run": "x", "background": True, "ready": {"socket": "/x"}}]})),
     ("a bind without a container path", lambda d: d["hosts"].update(c={"kind": "container", "image": "x",
                                                                          "binds": ["a:b"]})),
     ("a sysctl written with blanks", lambda d: d["hosts"].update(h2={"sysctls": {"net ipv4": 1}})),
@@ -130,7 +133,10 @@ def test_the_topology_schema_rejects(what, edit):
 def test_the_topology_schema_takes_what_users_write():
     doc = {**json.loads(json.dumps(BASE)), "scale": "auto",
            "switches": {"s1": {"kind": "ovs", "controller": {"app": "hub", "port": 6653}, "fail_mode": "secure"}, "s2": None},
-           "hosts": {"h1": {"exec": ["ip addr add 192.0.2.1/24 dev eth1", ["ip", "route", "show"]]},
+           "hosts": {"h1": {"exec": ["ip addr add 192.0.2.1/24 dev eth1", ["ip", "route", "show"],
+                                     {"run": "python3 -m http.server 80", "background": True, "name": "web",
+                                      "ready": {"port": 80, "timeout": "10s"}},
+                                     {"run": ["sleep", "1"]}]},
                      "c1": {"kind": "container", "image": "linklab/base", "cmd": "sleep infinity",
                             "binds": ["r1/frr.conf:/etc/frr/frr.conf:ro", "~/x:/x", "/abs:/abs:rw"]}}}
     doc["links"][0]["impair"] = {"rate": "1gbit", "delay": "250us", "loss": "0.1%", "queue": "5ms",
