@@ -2,7 +2,7 @@
 substituted, the metrics read from its output, and the waits until its server is ready.
 
 Pure where it can be (argv, metric extraction, the listening ports in `ss` output); the waits
-poll what the server shows (a port, a file, a line of its log) until a deadline. Running goes
+poll what the server shows (a port, a file, a line of its log, a command that exits 0) until a deadline. Running goes
 through linklab.runner: an argv list, never a shell.
 """
 
