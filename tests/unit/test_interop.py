@@ -23,9 +23,11 @@ ROOT = Path(__file__).resolve().parents[2]
 ALL_TOPOLOGIES = sorted((ROOT / "topologies").glob("*.yaml")) + sorted((ROOT / "tests/golden/topologies/good").glob("*.yaml"))
 
 
-# Open vSwitch ones included: both exporters map them. Routed ones are refused (below).
+# Open vSwitch ones included: both exporters map them. Routed ones, and ones with background
+# services, are refused (below).
 ROUTED = [p for p in ALL_TOPOLOGIES if "routers:" in p.read_text()]
-TOPOLOGIES = [p for p in ALL_TOPOLOGIES if p not in ROUTED]
+SERVICES = [p for p in ALL_TOPOLOGIES if "background: true" in p.read_text()]
+TOPOLOGIES = [p for p in ALL_TOPOLOGIES if p not in ROUTED + SERVICES]
 VM = Context(auto_scale=0.1, auto_scale_reason="software-emulated VM (TCG)")
 CAMPUS = ROOT / "tests/data/interop/campus.clab.yml"
 CLAB = ROOT / "tests/data/interop/clab"  # containerlab's own files (BSD-3: CLAB/LICENSE)
@@ -217,6 +219,18 @@ def test_exports_refuse_a_lab_with_routers_naming_them(path):
         with pytest.raises(UsageError) as err:
             export()
         assert err.value.exit_code == 2 and f"has routers ({', '.join(routers)})" in str(err.value)
+
+
+@pytest.mark.parametrize("path", SERVICES, ids=lambda p: p.stem)
+def test_exports_refuse_a_lab_with_background_services_naming_them(path):
+    """Neither tool waits for a service to be ready or owns it: both exporters refuse (exit 2),
+    naming each service NODE/NAME, rather than run it as a command that never ends."""
+    lab = _lab(path)
+    for export in (lambda: mininet_export.export(lab, "t.yaml"), lambda: clab_export.export(lab, "t.yaml")):
+        with pytest.raises(UsageError) as err:
+            export()
+        assert err.value.exit_code == 2
+        assert "has background services (h1/web, h1/idle, h2/sleep, h2/probe)" in str(err.value)
 
 
 # ---- containerlab export ------------------------------------------------------------------

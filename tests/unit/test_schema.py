@@ -53,6 +53,7 @@ SEMANTIC_ONLY = {
                              "on one link, subnets no router reaches: relations between parts of the file",
     "ospf_problems.yaml": "a router's frr_config file that does not exist, a router on one link, subnets no router "
                           "reaches: the file system and relations between parts of the file",
+    "services_names.yaml": "two background services of a node with one name: a relation between exec: items",
 }
 NOT_YAML = {"yaml_syntax.yaml": "not YAML: an editor's YAML parser marks it before any schema is read"}
 
