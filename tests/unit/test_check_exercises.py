@@ -185,3 +185,11 @@ def test_a_stage_goes_back_to_the_start_and_sets_its_settings_in_one_reconfigura
     calls.clear()
     exercise.apply_steps("lab", [], said.append, replace=True)  # the solution-free start of a stage
     assert calls == [("set", [], True)]
+
+
+def test_the_docs_list_every_shipped_exercise():
+    """docs/coursework.md's table and exercises/README.md's name every exercise a teacher can hand out."""
+    course = (ROOT / "docs" / "coursework.md").read_text()
+    listing = (ROOT / "exercises" / "README.md").read_text()
+    for name in NAMES:
+        assert f"| `{name}` |" in course and f"| `{name}` |" in listing, name
