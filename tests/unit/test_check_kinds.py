@@ -194,6 +194,35 @@ def test_rtt_under_load_judges_the_ping_beside_the_flow_past_its_warmup(bond2):
         params("rtt", **{"from": "h1", "to": "h2", "load": {"streams": 0}, "max": "50ms"})
 
 
+def test_rtt_under_load_probe_pings_through_the_window_and_judges_past_the_skip(monkeypatch):
+    """The probe a loaded rtt check adds: a sweep's load ping (one every 0.1 s for the warm-up
+    and the window), its output (captured, 20 replies) kept as ping-load.txt and judged from 1 s
+    past the warm-up at the check's percentile."""
+    import subprocess
+    from types import SimpleNamespace
+
+    from linklab.check.kinds.rtt import LoadRtt
+    from linklab.measure.probes import ping as probes_ping
+    started = []
+
+    def start(argv, netns=None, **kw):
+        started.append((argv, netns))
+        return subprocess.Popen(["cat", str(TOOLS / "ping_idle_q5ms.txt")], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    monkeypatch.setattr(probes_ping.runner, "start", start)
+    rep = SimpleNamespace(omit=0.0, family=4, target="h2", client_ns="ll-x-h1", raw={})
+    probe = LoadRtt(duration=2, percentile=50)
+    probe.before(rep)
+    probe.start(rep)
+    probe.finish(rep)
+    argv, netns = started[0]
+    assert netns == "ll-x-h1" and argv[argv.index("-c") + 1] == "19" and argv[argv.index("-i") + 1] == "0.1"
+    assert rep.raw["ping-load.txt"].startswith("PING 10.77.0.2")
+    row = probe.row(rep)
+    assert (row["load_ping_sent"], row["load_ping_received"], row["load_ping_skip_s"]) == (10, 10, 1.0)
+    # seq 11-20 of the capture (sent 1 s on): 0.474-0.564 ms but three (13.3, 33.9, 186): median 0.548 ms
+    assert row["load_rtt_s"] == pytest.approx((0.532 + 0.564) / 2 / 1e3)
+
+
 def test_repetitions_stop_once_the_median_is_decided_either_way(bond2):
     """More than half of `repeat` inside the bounds decides a pass, more than half surely beyond
     one bound (a limited repetition on the side its limit moves a figure to is not sure) a fail:
