@@ -284,6 +284,21 @@ def largest_passing(results: Sequence[tuple[int, PingResult]]) -> int | None:
     return max(ok) if ok else None
 
 
+def load_window(load: PingResult, interval_s: float, skip_s: float) -> PingResult:
+    """The part of a ping that ran through a throughput window from `skip_s` into it: replies
+    picked by icmp_seq (seq k was sent at (k-1) * interval), each once; a probe sent past the
+    skip without a reply counts as lost. Pure."""
+    first = int(skip_s / interval_s) + 1
+    seen, rtts = set(), []
+    for r in load.replies:
+        if r.seq >= first and not r.duplicate and r.seq not in seen:
+            seen.add(r.seq)
+            rtts.append(r.rtt_ms)
+    sent = max(load.transmitted - first + 1, 0)
+    return PingResult(target=load.target, transmitted=sent, received=len(rtts), duplicates=0, errors=0,
+                      rtts_ms=tuple(rtts))
+
+
 def under_load_row(load: PingResult, interval_s: float, skip_s: float, idle: PingResult | None = None,
                    prefix: str = "load_ping_") -> dict[str, Any]:
     """Latency under load (flent's RRUL view): the RTT distribution of a ping that ran during the
@@ -292,16 +307,7 @@ def under_load_row(load: PingResult, interval_s: float, skip_s: float, idle: Pin
 
     Replies are picked by icmp_seq (seq k was sent at (k-1) * interval); a sent probe past the
     skip without a reply counts as lost under load (a full dropping queue)."""
-    first = int(skip_s / interval_s) + 1
-    replies = [r for r in load.replies if r.seq >= first and not r.duplicate]
-    seen, rtts = set(), []
-    for r in replies:
-        if r.seq not in seen:
-            seen.add(r.seq)
-            rtts.append(r.rtt_ms)
-    sent = max(load.transmitted - first + 1, 0)
-    window = PingResult(target=load.target, transmitted=sent, received=len(rtts), duplicates=0, errors=0,
-                        rtts_ms=tuple(rtts))
+    window = load_window(load, interval_s, skip_s)
     row = {k: v for k, v in window.row(prefix).items()
            if not k.endswith(("too_big", "mtu", "summary_avg_ms", "summary_mdev_ms", "verdict", "errors", "duplicates"))}
     row[f"{prefix}skip_s"] = skip_s
@@ -310,5 +316,5 @@ def under_load_row(load: PingResult, interval_s: float, skip_s: float, idle: Pin
     row[f"{prefix}added_p50_ms"] = (round(load_p50 - idle_p50, 4)
                                     if load_p50 is not None and idle_p50 is not None else None)
     row[f"{prefix}added_min_ms"] = (round(window.rtt_min_ms - idle.rtt_min_ms, 4)
-                                    if rtts and idle is not None and idle.rtt_min_ms is not None else None)
+                                    if window.rtts_ms and idle is not None and idle.rtt_min_ms is not None else None)
     return row

@@ -280,8 +280,8 @@ def test_restore_applies_the_solutions_steps_up_to_the_stage(tmp_path):
         exercise.restore_steps(loaded, 4)
 
 
-def test_a_solution_as_one_list_restores_only_the_last_stage():
-    loaded = exercise.load("mtu_path", "s17")
+def test_a_solution_as_one_list_restores_only_the_last_stage(tmp_path):
+    loaded = exercise.load(str(_exercise(tmp_path, ["linklab set 'links[core].mtu=${mtu}'"])), "s17")
     assert exercise.restore_steps(loaded, 3) == loaded.exercise.solution
     with pytest.raises(UsageError, match="gives its solution as one list") as e:
         exercise.restore_steps(loaded, 1)

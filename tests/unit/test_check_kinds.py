@@ -152,6 +152,77 @@ def test_rtt_judges_a_percentile_and_the_emulators_rtt_is_inconclusive(bond2):
     assert kind.judge(far, {"rows": [slow] * 3}, bond2).verdict == FAIL
 
 
+def test_rtt_under_load_judges_the_ping_beside_the_flow_past_its_warmup(bond2):
+    """load: {streams: N}: the measured kinds' flow (N iperf3 streams, not shared with a goodput
+    check's: a ping of its own rides beside it) and a percentile of the load ping's replies from
+    1 s past the warm-up, on captured ping output (20 replies 0.1 s apart, one of 186 ms)."""
+    from types import SimpleNamespace
+
+    from linklab.check.kinds.rtt import load_rtt_row
+    from linklab.measure.ping import parse_ping
+    from linklab.measure.stats import percentile
+    kind = REGISTRY["rtt"]
+    p = params("rtt", **{"from": "h1", "to": "h2", "load": {"streams": 4}, "percentile": 90, "max": "50ms",
+                         "duration": 3, "warmup": 1})
+    assert "-P" in kind.client(p, bond2).argv() and "4" in kind.client(p, bond2).argv()
+    assert kind.what(p) == "RTT p90 h1 -> h2 beside 4 TCP streams"
+    assert kind.flow(p, SimpleNamespace(lab=bond2)) is None  # its own flow: the ping is its probe
+    assert [type(x).__name__ for x in kind.extra_probes(p, SimpleNamespace(lab=bond2))] == ["LoadRtt"]
+    assert params("rtt", **{"from": "h1", "to": "h2", "max": "50ms"}).load is None  # idle, as before
+    text = tool("ping_idle_q5ms.txt")
+    row = load_rtt_row(text, "", 0.1, 1.0, 90)
+    kept = [r.rtt_ms for r in parse_ping(text).replies if r.seq >= 11]  # seq 11..20: sent 1 s on
+    assert (row["load_ping_sent"], row["load_ping_received"]) == (10, 10)
+    assert row["load_rtt_s"] == pytest.approx(percentile(kept, 90) / 1e3) and row["load_rtt_s"] > 0.03
+    assert load_rtt_row(text, "", 0.1, 1.0, 50)["load_rtt_s"] < 0.001  # the median: an idle path's
+    assert load_rtt_row(text, "", 0.1, 2.5, 50)["load_ping_sent"] == 0 and "error" in load_rtt_row(text, "", 0.1, 2.5, 50)
+    cut = load_rtt_row(tool("ping_host_unreachable.txt"), "", 0.1, 0.0, 50)
+    assert "error" in cut and "load_rtt_s" not in cut
+    # Judged on the rows the repetitions made: a full FIFO's 121 ms beside the flow fails a 50 ms
+    # bound, the same flagged by a saturated core is inconclusive (a busy emulator delays more),
+    # fq_codel's 25 ms passes.
+    fifo, fair = {"load_rtt_s": 0.141}, {"load_rtt_s": 0.025}
+    assert kind.judge(p, {"rows": [fifo] * 3}, bond2).verdict == FAIL
+    assert kind.judge(p, {"rows": [{**fifo, "flags": "core_saturated"}] * 3}, bond2).verdict == INCONCLUSIVE
+    assert kind.judge(p, {"rows": [fair] * 2}, bond2).verdict == PASS
+    assert kind.decided(p, [fifo, fifo], bond2) == FAIL and kind.decided(p, [fair, fair], bond2) == PASS
+    # The idle ping's settings mean nothing beside a flow: refused, saying what sets its length.
+    from pydantic import ValidationError
+    with pytest.raises(ValidationError, match="count set the ping of an idle path"):
+        params("rtt", **{"from": "h1", "to": "h2", "load": {"streams": 2}, "max": "50ms", "count": 50})
+    with pytest.raises(ValidationError):
+        params("rtt", **{"from": "h1", "to": "h2", "load": {"streams": 0}, "max": "50ms"})
+
+
+def test_rtt_under_load_probe_pings_through_the_window_and_judges_past_the_skip(monkeypatch):
+    """The probe a loaded rtt check adds: a sweep's load ping (one every 0.1 s for the warm-up
+    and the window), its output (captured, 20 replies) kept as ping-load.txt and judged from 1 s
+    past the warm-up at the check's percentile."""
+    import subprocess
+    from types import SimpleNamespace
+
+    from linklab.check.kinds.rtt import LoadRtt
+    from linklab.measure.probes import ping as probes_ping
+    started = []
+
+    def start(argv, netns=None, **kw):
+        started.append((argv, netns))
+        return subprocess.Popen(["cat", str(TOOLS / "ping_idle_q5ms.txt")], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    monkeypatch.setattr(probes_ping.runner, "start", start)
+    rep = SimpleNamespace(omit=0.0, family=4, target="h2", client_ns="ll-x-h1", raw={})
+    probe = LoadRtt(duration=2, percentile=50)
+    probe.before(rep)
+    probe.start(rep)
+    probe.finish(rep)
+    argv, netns = started[0]
+    assert netns == "ll-x-h1" and argv[argv.index("-c") + 1] == "19" and argv[argv.index("-i") + 1] == "0.1"
+    assert rep.raw["ping-load.txt"].startswith("PING 10.77.0.2")
+    row = probe.row(rep)
+    assert (row["load_ping_sent"], row["load_ping_received"], row["load_ping_skip_s"]) == (10, 10, 1.0)
+    # seq 11-20 of the capture (sent 1 s on): 0.474-0.564 ms but three (13.3, 33.9, 186): median 0.548 ms
+    assert row["load_rtt_s"] == pytest.approx((0.532 + 0.564) / 2 / 1e3)
+
+
 def test_repetitions_stop_once_the_median_is_decided_either_way(bond2):
     """More than half of `repeat` inside the bounds decides a pass, more than half surely beyond
     one bound (a limited repetition on the side its limit moves a figure to is not sure) a fail:
