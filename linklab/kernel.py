@@ -1,18 +1,23 @@
 """What the running kernel offers, and whether we are inside linklab's lab VM.
 
-Labs need bonding, netem and Open vSwitch. Some kernels (minimal VM kernels) have none of them and
-cannot load modules; then linklab runs the lab inside a VM (linklab.vm) booting a distribution kernel.
+A lab needs what it is built of: bonding for bonds, sch_netem for impairments, a qdisc module per
+shaper and queue discipline, openvswitch for OVS switches (the backend says which:
+Backend.kernel_needs). Some kernels (minimal VM kernels) lack some of them and cannot load
+modules; a lab that needs one runs inside a VM (linklab.vm) booting a distribution kernel
+(linklab/placement.py decides).
 """
 
 from __future__ import annotations
 
+import gzip
 import os
 from pathlib import Path
 
 from linklab.errors import CommandFailed
 from linklab.runner import run
 
-# Feature -> kernel module providing it.
+# Feature -> kernel module providing it: what a kernel needs to run every kind of lab (`linklab
+# vm run --if-needed`: the test suite's kernel tier builds them all).
 REQUIRED_FEATURES = {
     "bonding": "bonding",
     "sch_netem": "sch_netem",
@@ -48,13 +53,54 @@ def _listed(path: Path, module: str) -> bool:
     return False
 
 
-def feature_available(module: str, *, release: str | None = None, sys_root: Path = Path("/sys"), lib_root: Path = Path("/lib/modules")) -> bool:
-    """Present (loaded or built in, shown in /sys/module), or listed as builtin or loadable for this kernel.
-    Only looks: never loads anything."""
+# Kernel config symbols of modules whose name does not give theirs (sch_X: NET_SCH_X, tcp_X: TCP_CONG_X).
+CONFIG_SYMBOLS = {"bonding": "BONDING", "openvswitch": "OPENVSWITCH", "veth": "VETH", "bridge": "BRIDGE",
+                  "tun": "TUN", "8021q": "VLAN_8021Q"}
+
+
+def config_symbol(module: str) -> str | None:
+    """CONFIG_… of `module` (without the prefix), None when linklab does not know it."""
+    m = module.replace("-", "_")
+    if m.startswith("sch_"):
+        return "NET_SCH_" + m[4:].upper()
+    if m.startswith("tcp_"):
+        return "TCP_CONG_" + m[4:].upper()
+    return CONFIG_SYMBOLS.get(m)
+
+
+def _config_text(release: str | None, proc_root: Path, boot_root: Path) -> str:
+    """The kernel's build configuration: /proc/config.gz for the running kernel, else
+    /boot/config-RELEASE ("" when neither is readable)."""
+    running = release is None or release == os.uname().release
+    if running:
+        try:
+            return gzip.decompress((proc_root / "config.gz").read_bytes()).decode(errors="replace")
+        except (OSError, EOFError, gzip.BadGzipFile):
+            pass
+    try:
+        return (boot_root / f"config-{release or os.uname().release}").read_text(errors="replace")
+    except OSError:
+        return ""
+
+
+def _built_in(module: str, config: str) -> bool:
+    """Whether the configuration builds `module` into the kernel (=y): a built-in module without
+    parameters has no /sys/module entry, and a kernel without modules has no modules.builtin
+    (veth, sch_tbf on this kind of machine's kernel)."""
+    symbol = config_symbol(module)
+    return symbol is not None and f"\nCONFIG_{symbol}=y\n" in f"\n{config}\n"
+
+
+def feature_available(module: str, *, release: str | None = None, sys_root: Path = Path("/sys"),
+                      lib_root: Path = Path("/lib/modules"), proc_root: Path = Path("/proc"),
+                      boot_root: Path = Path("/boot")) -> bool:
+    """Present (loaded or built in, shown in /sys/module), listed as builtin or loadable for this
+    kernel, or built in by its configuration. Only looks: never loads anything."""
     if any((sys_root / "module" / n).exists() for n in _names(module)):
         return True
     moddir = lib_root / (release or os.uname().release)
-    return _listed(moddir / "modules.builtin", module) or _listed(moddir / "modules.dep", module)
+    return (_listed(moddir / "modules.builtin", module) or _listed(moddir / "modules.dep", module)
+            or _built_in(module, _config_text(release, proc_root, boot_root)))
 
 
 def missing_features() -> list[str]:
