@@ -82,8 +82,10 @@ def _lab_commands(cmd) -> None:
     up.add_argument("--seed", metavar="ID", help="build the variant of a topology with vars: for this student id "
                     "(the same id gives the same values, here and in `linklab check`)")
     where = up.add_mutually_exclusive_group()
-    where.add_argument("--vm", action="store_true", help="run the lab inside the lab VM even if this kernel could host it")
-    where.add_argument("--native", action="store_true", help="run on this kernel even if it lacks features (fails where it does)")
+    where.add_argument("--vm", action="store_true", help="run the lab inside the lab VM even if this kernel could host it "
+                       "(by default: natively when this kernel has the modules this lab uses, bonding for bonds, "
+                       "sch_netem for impairments, openvswitch for OVS switches; in the lab VM otherwise)")
+    where.add_argument("--native", action="store_true", help="run on this kernel even if it lacks a module the lab uses (fails where it does)")
 
     down = cmd("down", "remove everything a lab created (and stop the lab VM when no lab uses it)")
     down.add_argument("lab", nargs="?", help="lab name (default: the only lab up)")
@@ -237,16 +239,19 @@ def _forwarded(lab_name: str | None, argv: list[str], exec_in: tuple[str, list[s
 
 
 def cmd_up(args, argv) -> int:
-    from linklab import lab, placement, provision
-    use_vm, why = placement.want_vm_for_up(args.vm, args.native)
+    from linklab import kernel, lab, placement, provision
     overrides = lab.parse_overrides(args.overrides)
-    # Validate on the host first: bad input must not cost a VM boot. The lab's optional packages
-    # (OVS, Docker) are installed, or named (exit 4), before anything is built or booted.
+    # Validate on the host first: bad input must not cost a VM boot. The lab's optional parts
+    # (the [sdn] extra; OVS, Docker, FRR) are installed, or named (exit 4), before anything is
+    # built or booted.
     lab_obj = lab.build_lab(args.topology, overrides, name=args.name, scale=args.scale, seed=args.seed)
     provision.ensure(lab_obj, say=say)
+    use_vm, why = placement.want_vm_for_up(args.vm, args.native, lab_obj)
     if use_vm:
         say(f"linklab: lab {lab_obj.name} runs in the lab VM ({why})")
         return placement.forward_booting(argv, say=say)
+    if not kernel.in_lab_vm():  # forwarded: the host said where already
+        say(f"linklab: lab {lab_obj.name} runs on this kernel ({why})")
     t0 = time.monotonic()
     rec = lab.up(args.topology, name=args.name, overrides=overrides, scale=args.scale, seed=args.seed, say=say)
     res = rec["resolved"]

@@ -1,18 +1,24 @@
 """Where a command runs: on this kernel, or inside the lab VM.
 
-A lab needs bonding, sch_netem and (for SDN labs) openvswitch. Where this kernel lacks them,
-or with --vm, the whole linklab command is forwarded into a persistent VM (virtme-ng over the
-host's root filesystem) and runs there natively; the project directory is shared, so state
-files and results land on the host as usual.
+Decided by the lab (want_vm_for_up, the one decision every command that builds labs asks): the
+kernel modules its build uses (the backend says which: bonding for bonds, sch_netem for
+impairments, a qdisc module per shaper and `aqm:` discipline, openvswitch for OVS switches).
+A lab whose modules this kernel has (a plain or routed lab: namespaces, veth and forwarding)
+runs natively; one that needs a module this kernel lacks, or any lab with --vm, runs in a
+persistent VM (virtme-ng over the host's root filesystem): the whole linklab command is
+forwarded there. The project directory is shared, so state files and results land on the host
+as usual. A command on a lab that is up follows it to where it is (lab_is_in_vm).
 """
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from linklab import kernel, state
+from linklab.model.resolved import Lab
 
 # Pure commands never need a lab kernel.
 LOCAL_COMMANDS = {"validate", "show", "schema", "report", "vm", "results", "export", "import", "init", "doctor"}
@@ -72,17 +78,38 @@ def require_shared_with_vm(path: Path, what: str) -> None:
                          "lost when the VM stops", hint=f"use a path under {' or '.join(map(str, shared))}")
 
 
-def want_vm_for_up(force_vm: bool, force_native: bool) -> tuple[bool, str]:
+def kernel_needs(labs: Lab | Iterable[Lab]) -> dict[str, str]:
+    """The kernel modules these labs' builds use -> what needs each (the first lab that does)."""
+    from linklab.backends import get_backend
+    backend = get_backend()
+    out: dict[str, str] = {}
+    for lab in [labs] if isinstance(labs, Lab) else labs:
+        for module, why in backend.kernel_needs(lab).items():
+            out.setdefault(module, why)
+    return out
+
+
+def want_vm_for_up(force_vm: bool, force_native: bool, labs: Lab | Iterable[Lab],
+                   available: Callable[[str], bool] | None = None) -> tuple[bool, str]:
+    """Whether `labs` (a lab, or every lab a command may build: a sweep's points) run in the lab
+    VM, and why, in words for "runs in the lab VM (WHY)". `available`: whether this kernel has a
+    module (kernel.feature_available)."""
     if kernel.in_lab_vm():
         return False, "inside the lab VM"
     if force_native:
         return False, "--native"
     if force_vm:
         return True, "--vm"
-    missing = kernel.missing_features()
-    if missing:
-        return True, f"this kernel lacks {', '.join(missing)}"
-    return False, "this kernel has bonding, netem and openvswitch"
+    needs = kernel_needs(labs)
+    have = available or kernel.feature_available
+    lacking = [m for m in needs if not have(m)]
+    if lacking:
+        first, *more = lacking
+        return True, (f"this kernel lacks {first}, which this lab's {needs[first]} need"
+                      + "".join(f", and {m}, which its {needs[m]} need" for m in more))
+    if needs:
+        return False, f"this kernel has what this lab needs: {', '.join(needs)}"
+    return False, "this lab needs only namespaces, veth pairs and IP forwarding"
 
 
 def lab_is_in_vm(lab_name: str) -> bool:

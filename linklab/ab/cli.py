@@ -125,7 +125,9 @@ def cmd_ab(args, argv) -> int:
         arms = arms_mod.prepare(specs, exp_path, base_lab, run_dir)
         drive(arms, run_dir, args.pairs, args.quick, say=say, keep_labs=args.keep_labs, subset=subset)
         return 0
-    use_vm, why = placement.want_vm_for_up(False, False)
+    from linklab.sweep.plan import point_labs
+    arm_labs = [lab_ for spec in specs for lab_ in point_labs(exp_path, exp, tuple(lab.parse_overrides(list(spec.overrides))))]
+    use_vm, why = placement.want_vm_for_up(False, False, arm_labs)
     use_vm = use_vm and not kernel.in_lab_vm()
     if use_vm:  # both arms write their runs from inside the VM: refused now where that is lost
         placement.require_shared_with_vm(Path(args.results), "results directory")

@@ -31,6 +31,11 @@ class Backend(ABC):
     def problems(self, lab: Lab) -> list[str]:
         """What this backend cannot build in `lab`, on this kernel (empty: buildable)."""
 
+    @abstractmethod
+    def kernel_needs(self, lab: Lab) -> dict[str, str]:
+        """The kernel modules building `lab` uses -> what in the lab needs each ("bonds (link
+        h1-s1)"): where the lab can run (linklab/placement.py). Pure: looks at no kernel."""
+
     def claim(self, lab: Lab, owned: dict[str, Any]) -> dict[str, Any]:
         """Check, before anything is recorded or changed, that what `lab` needs is free or already
         this lab's (raise StateError otherwise); returns `owned` extended with what apply may

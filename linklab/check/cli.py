@@ -210,8 +210,8 @@ def _refuse_a_bad_checks_file(checks: str, seed: str | None) -> None:
 def _selftest(args, argv) -> int:
     from linklab import placement
     from linklab.check import exercise
-    exercise.load(args.selftest, args.seed)  # bad exercise files stop here, before a VM boots
-    use_vm, why = placement.want_vm_for_up(False, False)
+    loaded = exercise.load(args.selftest, args.seed)  # bad exercise files stop here, before a VM boots
+    use_vm, why = placement.want_vm_for_up(False, False, exercise.labs(loaded))
     if use_vm:
         say(f"linklab: the selftest runs in the lab VM ({why})")
         return _forward(args, argv, lambda a: placement.forward_booting(a, say=say))
@@ -277,8 +277,8 @@ def _roster(args, argv) -> int:
     from linklab import fsutil, kernel, placement
     from linklab.check import roster
     directory = Path(args.roster)
-    if roster.needs_labs(directory) and not kernel.in_lab_vm():
-        use_vm, why = placement.want_vm_for_up(False, False)
+    if roster.needs_labs(directory) and not kernel.in_lab_vm() and args.checks:
+        use_vm, why = placement.want_vm_for_up(False, False, roster.labs(args.checks))
         if use_vm:
             say(f"linklab: grading runs in the lab VM ({why})")
             return _forward(args, argv, lambda a: placement.forward_booting(a, say=say))

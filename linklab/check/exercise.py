@@ -417,3 +417,15 @@ def as_json(name: str, stages: list[Stage], raw: bool = False) -> dict[str, Any]
                         "inconclusive": s.inconclusive, "seconds": s.seconds,
                         "report": report_json(s.report, raw) if s.report else None} for s in stages]}
 
+
+
+def labs(loaded: Loaded) -> list:
+    """The exercise's lab as --selftest builds it: at the start, and with each solution's and
+    variant's `set` steps applied (where it runs must host all of them: linklab/placement.py)."""
+    ex = loaded.exercise
+    out = [lablib.build_lab(loaded.lab, [], seed=loaded.seed)]
+    for steps in [ex.steps(), *(ex.steps() + v.steps for v in ex.variants)]:
+        sets = [o for verb, arg in steps_for(loaded, steps) if verb == "set" for o in arg]
+        if sets:
+            out.append(lablib.build_lab(loaded.lab, sets, seed=loaded.seed))
+    return out

@@ -166,6 +166,13 @@ def needs_labs(directory: Path) -> bool:
     return any(p.is_dir() for p in entries(directory))
 
 
+def labs(checks: str) -> list:
+    """The lab grading builds for `checks` (its topology as written: students' steps change its
+    settings, not what it is made of), for where it runs (linklab/placement.py)."""
+    spec = load_checks(checks, lab_for=lambda t, s: lablib.build_lab(t, [], seed=s))
+    return [lablib.build_lab(spec.topology, [])]
+
+
 def grade(directory: Path, checks: str | None, say: Callable[[str], None], lab_name: str | None = None,
           remeasure: bool = False) -> list[Row]:
     """One row per student of `directory`, against `checks`; `remeasure`: a rebuilt lab's

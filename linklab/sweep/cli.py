@@ -73,6 +73,7 @@ def cmd_sweep(args, argv) -> int:
     from linklab.results.store import ResultsStore
     from linklab.sweep.experiment import raw_data, topology_path
     from linklab.sweep.engine import run
+    from linklab.sweep.plan import point_labs
     from linklab.validate import load_experiment
 
     if args.repetitions is not None and not 1 <= args.repetitions <= 1000:
@@ -104,7 +105,8 @@ def cmd_sweep(args, argv) -> int:
         say(f"linklab: lab {lab_name} lived in the lab VM, which has stopped: the sweep builds it again")
     in_vm = placement.lab_is_in_vm(lab_name)
     # No lab yet: the sweep brings it up where `linklab up` would.
-    use_vm, why = (False, "") if in_vm or state.load(lab_name) is not None else placement.want_vm_for_up(False, False)
+    use_vm, why = ((False, "") if in_vm or state.load(lab_name) is not None
+                   else placement.want_vm_for_up(False, False, point_labs(args.experiment, exp, opts.overrides)))
     if not (in_vm or use_vm):
         store = run(args.experiment, opts, say=say, loaded=exp)
         if args.points is None:
@@ -129,10 +131,11 @@ def _stepwise(args, opts, exp) -> int:
     from linklab import kernel, placement
     from linklab.sweep import stepwise
     from linklab.sweep.engine import run
+    from linklab.sweep.plan import point_labs
     if args.cluster or args.shard:
         raise UsageError("--stepwise takes its points from stdin: not with --cluster or --shard")
-    if not kernel.in_lab_vm() and placement.want_vm_for_up(False, False)[0]:
-        raise UsageError("--stepwise runs where the lab is, and this kernel needs the lab VM",
+    if not kernel.in_lab_vm() and placement.want_vm_for_up(False, False, point_labs(args.experiment, exp, opts.overrides))[0]:
+        raise UsageError("--stepwise runs where the lab is, and this lab needs the lab VM",
                          hint="run it inside the VM (`linklab ab` does), e.g. `linklab vm run -- linklab sweep ... --stepwise`")
     replies = stepwise.protocol_stream()  # first: from here on nothing else can print to stdout
     run(args.experiment, opts, say=lambda msg: print(msg, file=sys.stderr, flush=True),

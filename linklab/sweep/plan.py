@@ -153,3 +153,20 @@ def placeholder_problems(exp: Experiment, nodes: list[str]) -> list[tuple[tuple,
         for name in placeholders(cmd):
             problems.append((("build", i), f"${{{name}}}: a build step runs before any lab or point, it has no placeholders"))
     return problems
+
+
+def point_labs(exp_path: str | Path, exp: Experiment, overrides: tuple[tuple[str, Any], ...] = ()) -> list:
+    """The lab at every point of `exp` (its matrix as given: load it with quick= for the quick
+    one), with `overrides` (--set) on top and every impairment its timeline's events set: every
+    lab a sweep of it may build, so that it runs where all of them can (linklab/placement.py)."""
+    from linklab.lab import build_lab
+    tpath = topology_path(Path(exp_path), exp)
+    raw = read_yaml(tpath)[0]
+    events = [ev.override() for ev in sorted(exp.events, key=lambda e: e.at) if ev.kind == "impair"]
+    labs = []
+    for point in expand(exp.matrix, exclude=exp.exclude):
+        plan = plan_point(exp, raw, point.axes)
+        labs.append(build_lab(tpath, [*plan.overrides, *overrides]))
+        if events:
+            labs.append(build_lab(tpath, [*plan.overrides, *overrides, *events]))
+    return labs

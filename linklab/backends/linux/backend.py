@@ -21,7 +21,7 @@ from pyroute2 import netns
 
 from linklab import runner
 from linklab.backends.base import Backend, NodeCommandsFailed
-from linklab.backends.linux import build, daemons, hostsfile, kinds, node_exec, services, sysctl
+from linklab.backends.linux import build, daemons, hostsfile, kinds, needs, node_exec, services, sysctl
 from linklab.backends.linux.kinds import controller, ovs
 from linklab.backends.linux.names import Mark, current_home, hosts_dir, mark, netns_name, node_of, parse_mark
 from linklab.backends.linux.ownership import is_ours, read_mark, remove_netns
@@ -41,6 +41,9 @@ class LinuxBackend(Backend):
                 out += kind.check(lab, n)
         out += sysctl.problems(lab)
         return out
+
+    def kernel_needs(self, lab: Lab) -> dict[str, str]:
+        return needs.kernel_needs(lab)
 
     # ---- ownership ---------------------------------------------------------------------------
     def claim(self, lab: Lab, owned: dict[str, Any]) -> dict[str, Any]:
