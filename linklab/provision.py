@@ -1,5 +1,7 @@
-"""A lab's optional Debian packages, before `linklab up` builds it: Open vSwitch for OVS switches
-(and their controllers), Docker for container nodes, FRR for the routers of a routing: ospf lab. `make setup` installs only the main job's.
+"""A lab's optional parts, before `linklab up` builds it: Python extras (the [sdn] extra's os-ken
+for OpenFlow controllers: named with its install command, exit 4, never installed here) and
+Debian packages: Open vSwitch for OVS switches (and their controllers), Docker for container
+nodes, FRR for the routers of a routing: ospf lab. `make setup` installs only the main job's.
 
 Decided: as root in a checkout, the missing group is installed by scripts/setup.sh --with GROUP
 (the one list of its packages, and the installer that keeps the distro's OVS and Docker services
@@ -15,7 +17,7 @@ import os
 import shutil
 from pathlib import Path
 
-from linklab import bundled, kernel, runner, setup_groups
+from linklab import bundled, extras, kernel, runner, setup_groups
 from linklab.errors import EnvironmentProblem
 from linklab.model.resolved import Lab
 
@@ -44,6 +46,15 @@ def needs(lab: Lab) -> dict[str, str]:
     return out
 
 
+def extras_needed(lab: Lab) -> dict[str, str]:
+    """The Python extras this lab needs -> what needs it (its nodes), in a stable order."""
+    controlled = sorted(n.name for n in lab.nodes if n.controller)
+    if not controlled:
+        return {}
+    return {"sdn": f"lab {lab.name}'s OpenFlow controller{'s' if len(controlled) > 1 else ''} "
+                   f"(switch{'es' if len(controlled) > 1 else ''} {', '.join(controlled)})"}
+
+
 def _found(prog: str) -> bool:
     return shutil.which(prog, path=os.pathsep.join([os.environ.get("PATH", ""), *SEARCH_PATH])) is not None
 
@@ -56,7 +67,10 @@ def missing(lab: Lab, found=_found) -> dict[str, str]:
 def ensure(lab: Lab, *, say=print, found=_found, root: bool | None = None, checkout: Path | None | bool = True,
            in_lab_vm: bool | None = None, run=runner.run) -> list[str]:
     """Install what this lab lacks (root, in a checkout), else exit 4 naming the command. The
-    groups installed (none when nothing was missing)."""
+    groups installed (none when nothing was missing). A missing Python extra is named first
+    (exit 4): nothing is installed for a lab that could not run anyway."""
+    for extra, why in extras_needed(lab).items():
+        extras.require(extra, why)
     gone = missing(lab, found)
     if not gone:
         return []
