@@ -43,7 +43,9 @@ OPTIONAL_TOOLS = (
 SEARCH_PATH = ("/usr/sbin", "/sbin")  # beside PATH: daemons live here
 # Programs found by another name, or outside PATH: FRR is its daemons (zebra, under /usr/lib/frr).
 FOUND_AS = {"frr": ("zebra", "/usr/lib/frr")}
-AREAS = ("kernel", "machine", "programs", "lab VM", "cached", "Python")
+AREAS = ("kernel", "machine", "programs", "lab VM", "labs", "cached", "Python")
+# What a bundled lab is, by the modules its build uses (the rest: plain or routed).
+LAB_KINDS = (("bonding", "bonds"), ("sch_netem", "netem"), ("openvswitch", "OVS"), ("tun", "OVS"))
 # Kernel features: (name, module or None for a /proc check, what needs it).
 KERNEL_FEATURES = (
     ("bonding", "bonding", "the main job natively: bonded links (E1's lab)"),
@@ -74,6 +76,8 @@ class Probes:
     cpus: int
     install_commands: dict[str, str] = field(default_factory=dict)  # extra -> its install command
     checkout: str | None = None  # the git checkout linklab runs from (its scripts/setup.sh), or None
+    labs: dict[str, dict[str, str]] = field(default_factory=dict)  # bundled topology -> module -> what needs it
+    lab_modules: dict[str, bool] = field(default_factory=dict)  # those modules -> this kernel has it
 
 
 @dataclass(frozen=True)
@@ -158,6 +162,7 @@ def assess(p: Probes) -> Verdict:
              if p.vm else "not running (booted by the first command that needs it)")
     boots = ", ".join(f"{a} {s:.0f} s" for a, s in sorted(p.vm_boot_s.items()))
     add(Finding("lab VM", "state", True, state, "labs on a kernel that lacks features"))
+    f += _lab_findings(p, vm)
     add(Finding("cached", "boots", True, f"last lab VM boot: {boots}" if boots else "no lab VM boot recorded",
                 "knowing what a boot costs here (the machine cache)"))
 
@@ -186,6 +191,25 @@ def assess(p: Probes) -> Verdict:
     if not native and not vm:  # what is missing on either path is what blocks the main job
         f = [replace(x, blocks_main=True) if not x.ok and x.name in MAIN_PATH_NEEDS else x for x in f]
     return Verdict(f, native, vm, EXIT_OK if native or vm else EXIT_ENV, summary)
+
+
+def lab_kind(needs: dict[str, str]) -> str:
+    """"bonds, netem", "OVS", ... or "plain/routed": what a lab is, by the modules it uses."""
+    return ", ".join(dict.fromkeys(kind for module, kind in LAB_KINDS if module in needs)) or "plain/routed"
+
+
+def _lab_findings(p: Probes, vm: bool) -> list[Finding]:
+    """Per bundled topology: natively here, or in the lab VM and for lack of what."""
+    out = []
+    for name, needs in p.labs.items():
+        lacking = [m for m in needs if not p.lab_modules.get(m, False)]
+        if not lacking:
+            detail = "runs on this kernel" + (f" (it has {', '.join(needs)})" if needs else "")
+        else:
+            detail = "needs the lab VM: this kernel lacks " + "; ".join(f"{m} ({needs[m]})" for m in lacking)
+        out.append(Finding("labs", name, not lacking or vm, detail, lab_kind(needs),
+                           None if not lacking or vm else "the lab VM's findings above"))
+    return out
 
 
 def render(v: Verdict) -> str:
@@ -229,6 +253,19 @@ def _mem_available() -> int | None:
     return None
 
 
+def _bundled_lab_needs() -> dict[str, dict[str, str]]:
+    """Each bundled topology -> the kernel modules its build uses (one that does not resolve is left out)."""
+    from linklab import lab, placement
+    from linklab.errors import LinklabError
+    out = {}
+    for path in sorted(bundled.folder("topologies").glob("*.yaml")):
+        try:
+            out[path.stem] = placement.kernel_needs(lab.build_lab(path, []))
+        except LinklabError:
+            continue
+    return out
+
+
 def probe() -> Probes:
     from linklab import placement
     from linklab.docker import images
@@ -258,7 +295,10 @@ def probe() -> Probes:
     vm_rec = {"pid": info.get("pid"), "accel": info.get("accel"), "labs": placement.vm_labs()} if info else None
     img_dir = images.images_dir()
     cached = sorted(p.name for p in img_dir.glob("*.tar")) if img_dir.is_dir() else []
+    labs = _bundled_lab_needs()
+    modules = {m for needs in labs.values() for m in needs}
     return Probes(
+        labs=labs, lab_modules={m: kernel.feature_available(m) for m in sorted(modules)},
         root=os.geteuid() == 0, in_lab_vm=kernel.in_lab_vm(), kernel_release=release, kernel=feats,
         programs=programs, kvm=kvm_usable(), kvm_failed=(failed or {}).get("reason") if failed else None,
         vm_kernel=str(vm_kernel) if vm_kernel else None, vm_kernel_features=vm_feats,
