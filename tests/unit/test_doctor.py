@@ -124,3 +124,23 @@ def test_probing_this_machine_changes_nothing(monkeypatch, tmp_path, capsys):
     out = capsys.readouterr().out
     assert rc in (0, 4) and out.splitlines()[-2].endswith(f"(exit {rc})")
     assert os.listdir(tmp_path) == []
+
+
+LAB_NEEDS = {"ospf3": {}, "bond2": {"bonding": "bonds (link bond)", "sch_htb": "htb rate limits (link bond)"},
+             "routed_chain": {"sch_netem": "netem impairments (link core)"},
+             "sdn_pair": {"openvswitch": "Open vSwitch switches (switch s1)"}}
+
+
+def test_each_bundled_lab_is_told_natively_or_in_the_lab_vm_and_for_lack_of_what():
+    have = {"bonding": False, "sch_htb": True, "sch_netem": False, "openvswitch": True}
+    out = render(assess(replace(VM_MACHINE, labs=LAB_NEEDS, lab_modules=have))).splitlines()
+    labs = out[out.index("labs:") + 1:out.index("labs:") + 5]
+    assert labs == [
+        "  ok ospf3                runs on this kernel  [plain/routed]",
+        "  ok bond2                needs the lab VM: this kernel lacks bonding (bonds (link bond))  [bonds]",
+        "  ok routed_chain         needs the lab VM: this kernel lacks sch_netem (netem impairments (link core))  [netem]",
+        "  ok sdn_pair             runs on this kernel (it has openvswitch)  [OVS]"]
+    # No lab VM either: a lab this kernel cannot host is marked, and pointed at the VM's findings.
+    v = assess(replace(VM_MACHINE, labs=LAB_NEEDS, lab_modules=have, programs=TOOLS))
+    assert not finding(v, "bond2").ok and finding(v, "bond2").fix == "the lab VM's findings above"
+    assert finding(v, "ospf3").ok and finding(v, "sdn_pair").ok

@@ -1,0 +1,124 @@
+"""Where a lab runs is decided by the lab (linklab/placement.py want_vm_for_up): the kernel modules
+its build uses (linklab/backends/linux/needs.py), against a faked set of what this kernel has.
+`up` names a missing Python extra before anything is built; doctor tells each bundled lab's place."""
+
+from pathlib import Path
+
+import pytest
+
+from linklab import kernel, lab, placement, provision
+from linklab.cli import main
+from linklab.errors import EXIT_ENV
+
+ROOT = Path(__file__).resolve().parents[2]
+TOPOS = ROOT / "topologies"
+# This machine's kind of kernel: htb, tbf and bridges built in; no bonding, netem or OVS.
+THIS_KIND = {"sch_htb", "sch_tbf", "bridge", "tun", "tcp_cubic"}
+EVERYTHING = THIS_KIND | {"bonding", "sch_netem", "openvswitch", "sch_fq_codel", "sch_cake"}
+
+
+@pytest.fixture(autouse=True)
+def on_the_host(monkeypatch):
+    monkeypatch.delenv("LINKLAB_IN_VM", raising=False)
+
+
+def aqm_lab(tmp_path, aqm="fq_codel", delay=None):
+    p = tmp_path / "aqm.yaml"
+    extra = f", delay: {delay}" if delay else ""
+    p.write_text(f"name: q\nhosts: {{a: {{}}, b: {{}}}}\nlinks: [{{endpoints: [a, b], impair: {{rate: 20mbit, "
+                 f"aqm: {aqm}{extra}}}}}]\n")
+    return lab.build_lab(p, [])
+
+
+def test_what_each_kind_of_lab_needs(tmp_path):
+    assert list(placement.kernel_needs(lab.build_lab(TOPOS / "bond2.yaml", []))) == ["bonding", "sch_htb"]
+    assert placement.kernel_needs(lab.build_lab(TOPOS / "ospf3.yaml", [])) == {}  # routers: netns, veth, forwarding
+    assert list(placement.kernel_needs(lab.build_lab(TOPOS / "routed_chain.yaml", []))) == ["sch_netem"]
+    assert placement.kernel_needs(lab.build_lab(TOPOS / "sdn_pair.yaml", [])) == {
+        "openvswitch": "Open vSwitch switches (switch s1)"}
+    assert placement.kernel_needs(aqm_lab(tmp_path)) == {"sch_htb": "htb rate limits (link a-b)",
+                                                        "sch_fq_codel": "aqm: fq_codel queues (link a-b)"}
+    assert list(placement.kernel_needs(aqm_lab(tmp_path, "cake", "10ms"))) == ["sch_htb", "sch_netem", "sch_cake"]
+    # A sweep's point may add what the lab as written does not have.
+    assert "sch_netem" in placement.kernel_needs(lab.build_lab(TOPOS / "jumbo_pair.yaml", [("links[0].impair.delay", "5ms")]))
+
+
+@pytest.mark.parametrize("topo, missing, why", [
+    ("bond2.yaml", "bonding", "this kernel lacks bonding, which this lab's bonds (link bond) need"),
+    ("routed_chain.yaml", "sch_netem", "this kernel lacks sch_netem, which this lab's netem impairments (link core) need"),
+    ("sdn_pair.yaml", "openvswitch", "this kernel lacks openvswitch, which this lab's Open vSwitch switches (switch s1) need"),
+])
+def test_a_lab_runs_natively_with_all_it_needs_and_in_the_vm_naming_what_is_missing(topo, missing, why):
+    built = lab.build_lab(TOPOS / topo, [])
+    assert placement.want_vm_for_up(False, False, built, available=EVERYTHING.__contains__)[0] is False
+    assert placement.want_vm_for_up(False, False, built, available=(EVERYTHING - {missing}).__contains__) == (True, why)
+
+
+def test_plain_and_routed_labs_run_natively_on_this_kind_of_kernel(tmp_path):
+    have = THIS_KIND.__contains__
+    assert placement.want_vm_for_up(False, False, lab.build_lab(TOPOS / "ospf3.yaml", []), available=have) == (
+        False, "this lab needs only namespaces, veth pairs and IP forwarding")
+    assert placement.want_vm_for_up(False, False, lab.build_lab(TOPOS / "jumbo_pair.yaml", []), available=have) == (
+        False, "this kernel has what this lab needs: sch_htb")
+    # An AQM lab: natively only where its discipline's module is.
+    assert placement.want_vm_for_up(False, False, aqm_lab(tmp_path), available=have) == (
+        True, "this kernel lacks sch_fq_codel, which this lab's aqm: fq_codel queues (link a-b) need")
+    assert placement.want_vm_for_up(False, False, aqm_lab(tmp_path), available=(THIS_KIND | {"sch_fq_codel"}).__contains__)[0] is False
+
+
+def test_every_missing_module_is_named_and_the_flags_still_decide():
+    labs = [lab.build_lab(TOPOS / "bond2.yaml", []), lab.build_lab(TOPOS / "routed_chain.yaml", [])]
+    use_vm, why = placement.want_vm_for_up(False, False, labs, available=THIS_KIND.__contains__)
+    assert use_vm and why == ("this kernel lacks bonding, which this lab's bonds (link bond) need, "
+                              "and sch_netem, which its netem impairments (link core) need")
+    plain = lab.build_lab(TOPOS / "ospf3.yaml", [])
+    assert placement.want_vm_for_up(True, False, plain, available=EVERYTHING.__contains__) == (True, "--vm")
+    assert placement.want_vm_for_up(False, True, labs, available=set().__contains__) == (False, "--native")
+
+
+def test_the_kernel_config_counts_built_in_modules(tmp_path):
+    # A built-in module without parameters has no /sys/module entry, and a kernel without
+    # modules no modules.builtin: its configuration says what it has (=y only: =m must be loadable).
+    (tmp_path / "boot").mkdir()
+    (tmp_path / "boot" / "config-6.9-x").write_text("CONFIG_VETH=y\nCONFIG_NET_SCH_TBF=y\nCONFIG_BONDING=m\n"
+                                                   "# CONFIG_NET_SCH_NETEM is not set\nCONFIG_TCP_CONG_BBR=y\n")
+    kw = dict(release="6.9-x", sys_root=tmp_path / "sys", lib_root=tmp_path / "lib", proc_root=tmp_path / "proc",
+              boot_root=tmp_path / "boot")
+    assert [m for m in ("veth", "sch_tbf", "tcp_bbr", "bonding", "sch_netem", "sch_htb") if kernel.feature_available(m, **kw)] \
+        == ["veth", "sch_tbf", "tcp_bbr"]
+
+
+def test_up_of_an_sdn_lab_without_the_sdn_extra_exits_4_before_anything(monkeypatch, capsys, tmp_path):
+    from linklab import extras
+    monkeypatch.setenv("LINKLAB_STATE_DIR", str(tmp_path))
+    monkeypatch.setattr(extras, "_importable", lambda module: module not in ("os_ken", "eventlet"))
+    built = []
+    monkeypatch.setattr(lab, "up", lambda *a, **k: built.append(a))
+    monkeypatch.setattr(placement, "forward_booting", lambda *a, **k: built.append(a) or 0)
+    monkeypatch.setattr(provision, "missing", lambda *a, **k: pytest.fail("packages looked at before the extra"))
+    assert main(["up", str(TOPOS / "sdn_pair.yaml")]) == EXIT_ENV == 4
+    err = capsys.readouterr().err
+    assert "lab sdn_pair's OpenFlow controller (switch s1) needs linklab's optional part [sdn]" in err
+    assert f"pip install -e '{ROOT}[sdn]'" in err and built == []
+
+
+def test_a_lab_without_controllers_needs_no_extra():
+    assert provision.extras_needed(lab.build_lab(TOPOS / "bond2.yaml", [])) == {}
+    assert list(provision.extras_needed(lab.build_lab(TOPOS / "sdn_pair.yaml", []))) == ["sdn"]
+
+
+def test_up_says_where_the_lab_runs_and_why(monkeypatch, capsys, tmp_path):
+    monkeypatch.setenv("LINKLAB_STATE_DIR", str(tmp_path))
+    monkeypatch.setattr(kernel, "feature_available", lambda m, **k: m in THIS_KIND)
+    monkeypatch.setattr(provision, "ensure", lambda *a, **k: [])
+    forwarded = []
+    monkeypatch.setattr(placement, "forward_booting", lambda argv, say: forwarded.append(argv) or 0)
+    assert main(["up", str(TOPOS / "bond2.yaml")]) == 0
+    assert forwarded == [["up", str(TOPOS / "bond2.yaml")]]
+    assert ("linklab: lab bond2 runs in the lab VM (this kernel lacks bonding, which this lab's bonds (link bond) need)"
+            in capsys.readouterr().out)
+    monkeypatch.setattr(lab, "up", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("built natively")))
+    with pytest.raises(RuntimeError, match="built natively"):
+        main(["up", str(TOPOS / "ospf3.yaml")])
+    assert "lab ospf3 runs on this kernel (this lab needs only namespaces" in capsys.readouterr().out
+    assert forwarded == [["up", str(TOPOS / "bond2.yaml")]]
