@@ -13,32 +13,40 @@ from pathlib import Path
 
 from linklab import DEFAULT_TOPOLOGY, bundled
 
-EXPORT_TARGETS = ("mininet", "containerlab")
+EXPORT_TARGETS = ("mininet", "containerlab", "flent")
 
 
 def add_commands(sub) -> None:
     from linklab.interop import CLAB_DEFAULT_IMAGE as DEFAULT_IMAGE
 
     e = sub.add_parser(
-        "export", help="write a topology as a runnable Mininet script or a containerlab topology",
+        "export", help="write a topology as a runnable Mininet script or a containerlab topology, or a run's "
+                       "repetitions as flent data files",
         description="Translate a topology, as linklab resolves it (addresses, MTUs, qdiscs, bond members), "
                     "into a self-contained Mininet 2.3 script or a containerlab .clab.yml, printed on stdout. "
-                    "What the target cannot express is built by commands in the output or listed in its header.",
+                    "What the target cannot express is built by commands in the output or listed in its header. "
+                    "--to flent reads a run instead: each repetition's time series (every flow's goodput, the "
+                    "ping under load, the queues) as a flent data file (.flent.gz), one per repetition, in "
+                    "RUN/flent or -o DIR.",
         epilog="examples:\n"
                "  linklab export --to mininet topologies/bond2.yaml > bond2_mn.py\n"
                "  sudo python3 bond2_mn.py            # Mininet's CLI on the same lab (--test: pingall, exit 1 on loss)\n"
                "  linklab export --to mininet --scale 0.1 topologies/bond2.yaml   # rates as linklab runs them under TCG\n"
                "  linklab export --to containerlab topologies/bond2.yaml > bond2.clab.yml\n"
-               "  containerlab deploy -t bond2.clab.yml",
+               "  containerlab deploy -t bond2.clab.yml\n"
+               "  linklab export --to flent results/bufferbloat/20261202-101500 -o flent/\n"
+               "  flent -i flent/rrul_be-*.flent.gz -p all_scaled -o rrul.png   # flent's own RRUL plot",
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    e.add_argument("--to", required=True, choices=EXPORT_TARGETS, help="target: mininet or containerlab")
-    e.add_argument("topology", nargs="?", default=DEFAULT_TOPOLOGY, type=bundled.argtype("topologies"),
-                   help=f"topology YAML, or a bundled topology's name (default {DEFAULT_TOPOLOGY})")
+    e.add_argument("--to", required=True, choices=EXPORT_TARGETS, help="target: mininet, containerlab or flent")
+    e.add_argument("topology", nargs="?", default=DEFAULT_TOPOLOGY, metavar="TOPOLOGY|RUN",
+                   help=f"topology YAML, or a bundled topology's name (default {DEFAULT_TOPOLOGY}); "
+                        "--to flent: a run directory (results/EXPERIMENT/RUN)")
     e.add_argument("--set", dest="overrides", action="append", default=[], metavar="PATH=VALUE",
                    help="override a topology setting first, as with `linklab up --set`")
     e.add_argument("--scale", type=float, help="multiply every link rate (default: the topology's scale; auto = 1 here)")
     e.add_argument("--image", default=DEFAULT_IMAGE, help=f"containerlab: image of every node (default {DEFAULT_IMAGE})")
-    e.add_argument("-o", "--output", help="write to this file instead of stdout")
+    e.add_argument("-o", "--output", help="write to this file instead of stdout (--to flent: into this directory, "
+                                          "default RUN/flent)")
     e.set_defaults(handler=cmd_export)
 
     i = sub.add_parser(
@@ -75,8 +83,16 @@ def _write(text: str, output: str | None) -> None:
 
 def cmd_export(args, argv) -> int:
     from linklab import lab
+    from linklab.errors import UsageError
     from linklab.interop import clab_export, mininet_export
     from linklab.interop.common import resolved_lab
+
+    if args.to == "flent":
+        return _export_flent(args)
+    try:
+        args.topology = bundled.locate(args.topology, ("topologies",))
+    except LookupError as e:
+        raise UsageError(str(e)) from None
 
     res = resolved_lab(args.topology, lab.parse_overrides(args.overrides), scale=args.scale)
     if args.to == "mininet":
@@ -90,6 +106,24 @@ def cmd_export(args, argv) -> int:
     else:
         text = clab_export.export(res, args.topology, image=args.image)
     _write(text, args.output)
+    return 0
+
+
+def _export_flent(args) -> int:
+    from linklab.errors import UsageError
+    from linklab.interop import flent_export
+    if args.topology == DEFAULT_TOPOLOGY:
+        raise UsageError("--to flent needs a run directory", hint="linklab export --to flent results/EXPERIMENT/RUN")
+    written, skipped = flent_export.export(Path(args.topology), Path(args.output) if args.output else None)
+    for why in skipped:
+        print(f"linklab export: left out {why}", file=sys.stderr)
+    if not written:
+        raise UsageError(f"{args.topology}: no repetition with a time series to export",
+                         hint="flent files are made from a run's raw iperf3 output (a sweep's run, not a baseline)")
+    for path in written:
+        print(path)
+    print(f"linklab export: {len(written)} flent data files; plot one with: flent -i FILE -p all_scaled -o plot.png",
+          file=sys.stderr)
     return 0
 
 

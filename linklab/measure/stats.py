@@ -146,3 +146,17 @@ def summarize(values: Sequence[float], level: float = 0.95) -> Summary:
     m, s, n = mean(vals), std(vals), len(vals)
     hw = t_quantile(1 - (1 - level) / 2, n - 1) * s / math.sqrt(n) if n >= 2 else math.nan
     return Summary(n=n, mean=m, std=s, half_width=hw, level=level)
+
+
+def jain_index(values: Sequence[float]) -> float:
+    """Jain's fairness index of shares (R. Jain, D. Chiu, W. Hawe, DEC-TR-301, 1984):
+    (sum x)^2 / (n * sum x^2); 1 when all are equal, 1/n when one has everything. Shares that are
+    all zero are equal: 1."""
+    if not values:
+        raise ValueError("fairness of no values")
+    if any(v < 0 for v in values):
+        raise ValueError(f"fairness of negative shares: {list(values)}")
+    squares = math.fsum(v * v for v in values)
+    if squares == 0:
+        return 1.0
+    return math.fsum(values) ** 2 / (len(values) * squares)

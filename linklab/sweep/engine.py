@@ -26,7 +26,7 @@ from linklab.model.resolved import Lab
 from linklab.results.store import ResultsStore
 from linklab.sweep import build, measure_rep, preflight, session
 from linklab.sweep.experiment import Experiment, file_sha256, raw_data, topology_path
-from linklab.sweep.kinds import Kind, kind_for
+from linklab.sweep.kinds import Kind, kind_for, kind_of
 from linklab.sweep.matrix import Point
 from linklab.sweep.session import Options, load_for, open_results, select_points
 from linklab.sweep.session import refuse_mismatched_resume as refuse_mismatched_resume  # importable from here too
@@ -107,8 +107,7 @@ class Sweep:
 
     def __post_init__(self) -> None:
         self.recording = Recording(self.totals)
-        tool = getattr(self.exp, "tool", None)
-        self.kind = kind_for(getattr(tool, "kind", "iperf3"))(self.workdir, tool)
+        self.kind = kind_for(kind_of(self.exp))(self.workdir, getattr(self.exp, "tool", None))
 
 
 def _lab_for(lab_name: str, tpath: Path, exp_path, opts: Options, say) -> dict[str, Any]:

@@ -19,7 +19,7 @@ import shlex
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import Discriminator, Field, Tag, ValidationError, field_validator, model_validator
 
 from linklab import units
 from linklab.model.loader import read_yaml
@@ -179,6 +179,67 @@ class Event(Model):
         return split_assignment(self.set)
 
 
+FLOW_DIRECTIONS = ("up", "down", "both")
+FLOW_NAME = r"^[a-z][a-z0-9_]*$"
+RRUL_FLOWS = 4  # flent's RRUL: four TCP flows each way, beside the latency probes
+
+
+class Flow(Model):
+    """One of several flows measured together in each repetition (an experiment's `flows:`):
+    iperf3 from `client` to `server` (`up`: the client sends; `down`: the server sends, iperf3
+    -R; `both`: one flow each way, named NAME_up and NAME_down), its own streams, protocol and
+    congestion control, started `start` seconds into the window and running `duration` seconds
+    (default: the tool's). A flow's RTT is its path's: hosts on links of other delays."""
+
+    name: Annotated[str, Field(pattern=FLOW_NAME)] | None = None  # default flow<N>: its columns' prefix
+    client: str
+    server: str
+    direction: Literal[FLOW_DIRECTIONS] = "up"  # type: ignore[valid-type]
+    streams: Annotated[int, Field(ge=1, le=128)] = 1
+    protocol: Literal["tcp", "udp"] = "tcp"
+    cc: Literal[CC_ALGORITHMS] | None = None  # type: ignore[valid-type]  # None: the point's cc, else the client's default
+    start: Seconds = 0.0
+    duration: Seconds | None = None
+    udp_rate: str | None = Field(None, json_schema_extra={"pattern": units.pattern(["", *units.RATE_UNITS])})
+
+    @field_validator("udp_rate")
+    @classmethod
+    def _rate(cls, v):
+        if v is not None:
+            units.parse_rate(v)
+        return v
+
+    @field_validator("duration")
+    @classmethod
+    def _whole(cls, v):
+        if v is not None and v != int(v):
+            raise ValueError(f"iperf3 runs whole seconds, got {v!r}")
+        return v
+
+
+def expand_flows(flows: list[Flow] | str, client: str, server: str) -> list[Flow]:
+    """The flows one repetition runs, each in one direction and named: `both` split in two,
+    `rrul` (flent's Realtime Response Under Load) as four TCP flows up and four down between
+    the point's client and server."""
+    if flows == "rrul":
+        return [Flow(name=f"{d}{i}", client=client, server=server, direction=d)
+                for d in ("up", "down") for i in range(1, RRUL_FLOWS + 1)]
+    out = []
+    for i, f in enumerate(flows):
+        name = f.name or f"flow{i + 1}"
+        if f.direction == "both":
+            out += [f.model_copy(update={"name": f"{name}_{d}", "direction": d}) for d in ("up", "down")]
+        else:
+            out.append(f.model_copy(update={"name": name}))
+    return out
+
+
+# `flows:` is a list of flows or the `rrul` shorthand: a tagged union, so a list's problems are
+# reported for the list alone (not beside "valid: rrul").
+Flows = Annotated[Annotated[list[Flow], Tag("Flows")] | Annotated[Literal["rrul"], Tag("Rrul")],
+                  Discriminator(lambda v: "Flows" if isinstance(v, list) else "Rrul")]
+
+
 class Quick(Model):
     """The short variant: replaces axes' value lists, repetitions and tool settings."""
 
@@ -214,6 +275,9 @@ class Experiment(Model):
     reference: str | None = None  # published figures, beside the experiment file
     notes: list[str] = Field(default_factory=list)
     events: list[Event] = Field(default_factory=list)  # faults inside each repetition's window
+    # Several flows at once instead of the tool's one (linklab/sweep/kinds/flows.py): a list, or
+    # `rrul` (four TCP flows each way between client and server, ping under load beside them).
+    flows: Flows = Field(default_factory=list)
     # Run once per sweep before anything is measured, in the experiment's directory (under
     # `linklab ab`, each arm's revision's): a program of your own built as that revision has it.
     build: list[Command] = Field(default_factory=list)
@@ -258,6 +322,16 @@ class Experiment(Model):
         if problems:
             raise ValueError("; ".join(problems))
         return self
+
+    @model_validator(mode="before")
+    @classmethod
+    def _rrul_probes(cls, data):
+        """`flows: rrul` is flent's RRUL: the flows and the latency probes beside them (ping_load)."""
+        if isinstance(data, dict) and data.get("flows") == "rrul":
+            measure = data.get("measure", cls.model_fields["measure"].default)
+            if isinstance(measure, list) and "ping_load" not in measure:
+                data = {**data, "measure": [*measure, "ping_load"]}
+        return data
 
 
 def is_path_axis(axis: str) -> bool:

@@ -17,7 +17,8 @@ from linklab.errors import LinklabError, ValidationFailed
 from linklab.measure.traffic import CC_SYSCTL
 from linklab.model import load_topology
 from linklab.model.loader import format_path, load_model, pydantic_problems, read_yaml
-from linklab.sweep.experiment import TOOL_AXES, Experiment, Tool, apply_quick, is_path_axis, one_of, topology_path
+from linklab.sweep.experiment import (TOOL_AXES, Experiment, Flow, Tool, apply_quick, expand_flows, is_path_axis, one_of,
+                                      topology_path)
 from linklab.sweep.matrix import expand
 
 
@@ -30,6 +31,7 @@ class PointPlan:
     cc: str | None
     mtu_varied: str  # interface | mss | length | interface+mss ... | none
     axes: dict[str, Any] = field(default_factory=dict)  # the point's axes as the matrix gives them (${point.AXIS})
+    flows: tuple[Flow, ...] = ()  # several flows at once (experiment.expand_flows): none, the tool's one flow
 
 
 def _bond_links(topo: dict) -> list[int]:
@@ -68,7 +70,8 @@ def plan_point(exp: Experiment, topo: dict, axes: dict[str, Any]) -> PointPlan:
     varied = [name for name, hit in (("interface", "mtu" in axes or any(is_path_axis(a) and a.endswith(".mtu") for a in axes)),
                                      ("mss", "mss" in axes), ("length", "length" in axes)) if hit]
     return PointPlan(overrides=tuple(overrides), tool=Tool.model_validate(tool), client=client, server=server,
-                     cc=cc, mtu_varied="+".join(varied) or "none", axes=dict(axes))
+                     cc=cc, mtu_varied="+".join(varied) or "none", axes=dict(axes),
+                     flows=tuple(expand_flows(exp.flows, client, server)))
 
 
 def load_experiment(path: str | Path, quick: bool = False) -> Experiment:
@@ -96,6 +99,7 @@ def check_experiment_points(exp_path: Path, exp: Experiment) -> list[tuple[tuple
         for i, v in enumerate(exp.matrix.get(axis, [])):
             if not one_of(v, base.hosts):
                 problems.append((("matrix", axis, i), f"unknown host {v!r} (valid: {', '.join(base.hosts)})"))
+    problems += flow_problems(exp, list(base.hosts))
     problems += placeholder_problems(exp, [*base.hosts, *base.switches])
     if "bond_mode" in exp.matrix and not _bond_links(topo_raw):
         problems.append((("matrix", "bond_mode"), f"{tpath} has no bonded link to change the mode of"))
@@ -130,6 +134,31 @@ def check_experiment_points(exp_path: Path, exp: Experiment) -> list[tuple[tuple
                         problems.append((("matrix",), text))
             except LinklabError as e:
                 problems.append((("matrix",), f"point {point.key}: {e}"))
+    return problems
+
+
+def flow_problems(exp: Experiment, hosts: list[str]) -> list[tuple[tuple, str]]:
+    """Every flow between two hosts of the topology, not a host to itself, named once; nothing
+    beside them that sets the one flow's traffic (a command tool, the axes each flow sets)."""
+    if not exp.flows:
+        return []
+    problems: list[tuple[tuple, str]] = []
+    if exp.tool.kind != "iperf3":
+        problems.append((("tool", "kind"), f"flows: run iperf3; tool.kind {exp.tool.kind} cannot go with them"))
+    own = ("streams", "protocol", "parallel", "udp_rate") + (("client", "server") if exp.flows != "rrul" else ())
+    problems += [(("matrix", a), f"each flow sets its own {a} (flows: {a}: per flow)") for a in own if a in exp.matrix]
+    if exp.flows != "rrul":
+        names = [f.name for f in expand_flows(exp.flows, exp.client, exp.server)]
+        problems += [(("flows",), f"two flows named {n!r} (a flow both ways is NAME_up and NAME_down; "
+                                  f"names: {', '.join(names)})")
+                     for n in sorted({n for n in names if names.count(n) > 1})]
+    for i, flow in enumerate(exp.flows if isinstance(exp.flows, list) else []):
+        for role in ("client", "server"):
+            name = getattr(flow, role)
+            if not one_of(name, hosts):
+                problems.append((("flows", i, role), f"unknown host {name!r} (valid: {', '.join(hosts)})"))
+        if flow.client == flow.server:
+            problems.append((("flows", i), f"a flow from {flow.client} to itself (give another server)"))
     return problems
 
 

@@ -171,6 +171,10 @@ METRICS: tuple[Metric, ...] = (
     # Can be negative (the loaded RTT's median below the idle one's): judged in its unit, not as a ratio.
     Metric("load_added_ms", "RTT added under load (p50)", "ms", col("load_ping_added_p50_ms"), ".2f", "lower",
            scale="abs", min_effect=2.0),
+    # Several flows at once (flows:): how evenly they shared. Judged in its unit: 0.05 is one flow
+    # of four taking 1.4 times an equal share, the others sharing the rest (linklab/sweep/kinds/flows.py).
+    Metric("jain_index", "Jain's fairness index", "", col("jain_index"), ".3f", "higher", scale="abs",
+           min_effect=0.05),
     # A fault on the timeline (events:): the first one's outage and recovery. Two-sided: no outage
     # at all where there was one can be a fault that was never applied.
     Metric("outage_s", "outage (first fault)", "s", col("fault1_outage_s"), ".2f", "lower", scale="abs",

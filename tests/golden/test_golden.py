@@ -78,3 +78,16 @@ def test_check_refuses_a_bad_checks_file_with_no_lab_up(path: Path, monkeypatch,
     monkeypatch.setenv("LINKLAB_STATE_DIR", str(tmp_path / "state"))  # no lab recorded anywhere
     assert main(["check", _rel(path)]) == 2
     _compare(capsys.readouterr().err, path.parent.parent / "expected" / f"bad_{path.stem}.error.txt")
+
+
+EXPERIMENTS_BAD = sorted((Path(__file__).parent / "experiments" / "bad").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", EXPERIMENTS_BAD, ids=lambda p: p.stem)
+def test_bad_experiment_fails_with_recorded_message(path: Path, monkeypatch):
+    from linklab.validate import load_experiment
+    monkeypatch.chdir(ROOT)
+    with pytest.raises(LinklabError) as err:
+        load_experiment(_rel(path))
+    assert err.value.exit_code == 2
+    _compare(err.value.render() + "\n", path.parents[1] / "expected" / f"bad_{path.stem}.error.txt")

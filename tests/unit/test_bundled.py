@@ -92,7 +92,7 @@ def test_the_cli_reads_a_bundled_file_by_name_and_refuses_an_unknown_one(monkeyp
         main(["sweep", "e9_nothing", "--quick"])
     assert e.value.code == 2
     err = capsys.readouterr().err
-    assert "argument experiment: 'e9_nothing' is no file here and names nothing bundled (experiments: e1_bonding_mtu" in err
+    assert "argument experiment: 'e9_nothing' is no file here and names nothing bundled (experiments: bufferbloat, e1_bonding_mtu" in err
     assert os.listdir(tmp_path) == []
 
 

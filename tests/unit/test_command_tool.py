@@ -209,8 +209,9 @@ def test_a_client_past_its_timeout_is_killed_and_fails(tmp_path):
 # -- the experiment's tool -------------------------------------------------------------------
 
 def test_kinds_are_a_registry_and_an_unknown_one_lists_the_valid():
-    assert set(KINDS) == {"iperf3", "command"} and kind_for("command") is CommandKind
-    with pytest.raises(Exception, match=r"unknown tool kind 'ns3' \(valid: iperf3, command\)"):
+    # flows is chosen by an experiment's flows:, not by tool.kind (the schema's two)
+    assert set(KINDS) == {"iperf3", "command", "flows"} and kind_for("command") is CommandKind
+    with pytest.raises(Exception, match=r"unknown tool kind 'ns3' \(valid: iperf3, command, flows\)"):
         kind_for("ns3")
     with pytest.raises(ValueError, match=r"Input should be 'iperf3' or 'command'"):
         Tool(kind="ns3")

@@ -4,7 +4,8 @@ experiment). A kind keeps the point's servers up (`serve`), makes each repetitio
 it started (`stop`). linklab's own probes (ping, CPU, counters, flags) run beside any kind.
 
 To add a kind: a module here with a subclass of base.Kind, named in KINDS, and its name in
-linklab/sweep/experiment.py's TOOL_KINDS (what the experiment schema accepts).
+linklab/sweep/experiment.py's TOOL_KINDS (what the experiment schema accepts). `flows` is not
+named by tool.kind: an experiment's `flows:` chooses it (kind_of).
 """
 
 from __future__ import annotations
@@ -12,9 +13,10 @@ from __future__ import annotations
 from linklab.errors import UsageError
 from linklab.sweep.kinds.base import Kind
 from linklab.sweep.kinds.command import CommandKind
+from linklab.sweep.kinds.flows import FlowsKind
 from linklab.sweep.kinds.iperf3 import Iperf3Kind
 
-KINDS: dict[str, type[Kind]] = {k.name: k for k in (Iperf3Kind, CommandKind)}
+KINDS: dict[str, type[Kind]] = {k.name: k for k in (Iperf3Kind, CommandKind, FlowsKind)}
 
 
 def kind_for(name: str) -> type[Kind]:
@@ -22,3 +24,10 @@ def kind_for(name: str) -> type[Kind]:
         return KINDS[name]
     except KeyError:
         raise UsageError(f"unknown tool kind {name!r} (valid: {', '.join(KINDS)})") from None
+
+
+def kind_of(exp) -> str:
+    """The kind an experiment's repetitions run: `flows` when it has flows:, else its tool's."""
+    if getattr(exp, "flows", None):
+        return FlowsKind.name
+    return getattr(getattr(exp, "tool", None), "kind", "iperf3")

@@ -1,0 +1,236 @@
+"""A run's repetitions as flent data files (`linklab export --to flent RUN`): one `.flent.gz` per
+repetition, in flent's own format (flent/resultset.py, file format version 4), so `flent -i FILE
+-p all_scaled` (or `flent-gui FILE`) plots linklab's flows and latency under load like its own.
+
+A flent data file is gzipped JSON: {version, metadata, x_values, results, raw_values}.
+  metadata    flent's recorded settings: NAME (the flent test whose plots apply), TIME and T0
+              (UTC, "%Y-%m-%dT%H:%M:%S.%fZ"), LENGTH, TOTAL_LENGTH, STEP_SIZE, HOST(S), IP_VERSION,
+              TEST_PARAMETERS, SERIES_META (each series' UNITS), and linklab's own under LINKLAB
+  x_values    seconds since T0, every STEP_SIZE
+  results     each series sampled at every x (None where it has no sample): what flent plots
+  raw_values  each series' samples as measured, [{"t": epoch seconds, "val": v}]
+
+The series are named as flent's tests name theirs, which chooses the test (NAME):
+  rrul_be         four TCP flows each way (`flows: rrul`): "TCP upload BE", "TCP upload BE2".."BE4",
+                  "TCP download BE".."BE4" and "Ping (ms) ICMP"
+  rrul_be_nflows  any other flows, or one iperf3 flow: "TCP upload BE::N", "TCP download BE::N"
+                  (TEST_PARAMETERS upload_streams, download_streams) and "Ping (ms) ICMP"
+Goodput is the receiver's (iperf3's server report for a flow up, the client's for one down) in
+Mbit/s; the ping is the 10 Hz ping through the window (`measure: [ping_load]`). Each shaped
+direction's queue (`measure: [queue]`) is there too as "Queue backlog (ms) NODE/IF" and, where
+the discipline reports one, "Queue delay (ms) NODE/IF": series flent keeps and lists, no test
+of its plots. flent computes its sums, averages and fairness from these when it loads the file.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from linklab import __version__
+from linklab.errors import UsageError
+from linklab.fsutil import write_atomic
+from linklab.measure.iperf3 import split_json_stream
+from linklab.measure.ping import parse_ping
+from linklab.results.samples import rep_dir
+from linklab.results.runs import Run
+
+FILEFORMAT_VERSION = 4  # flent/resultset.py FILEFORMAT_VERSION
+SUFFIX = ".flent.gz"
+STEP_SIZE_S = 0.2  # flent's default step
+PING_INTERVAL_S = 0.1  # linklab/measure/probes/ping.py LOAD_INTERVAL_S: reply N left (N-1) x 0.1 s in
+RRUL_NAMES = tuple(f"up{i}" for i in range(1, 5)) + tuple(f"down{i}" for i in range(1, 5))
+PING_SERIES = "Ping (ms) ICMP"
+
+
+@dataclass
+class Series:
+    """One series as measured: (seconds since T0, value), each value covering `span` seconds up
+    to its time (a ping reply is one instant, held for its probe interval), or its own span where
+    `spans` gives one per value (an iperf3 interval's length)."""
+
+    name: str
+    units: str
+    points: list[tuple[float, float]] = field(default_factory=list)
+    span: float = STEP_SIZE_S
+    spans: list[float] | None = None
+
+
+def _utc(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def receiver_series(doc: dict[str, Any], offset: float = 0.0) -> tuple[list[tuple[float, float]], list[float]]:
+    """An iperf3 client's JSON as [(end of interval s since the window opened, Mbit/s)] from the
+    receiver's report, and each interval's length. iperf3 counts time again from 0 after its omitted
+    warm-up: those intervals are moved past it. `offset`: when the flow started in the window."""
+    reverse = bool((doc.get("start") or {}).get("test_start", {}).get("reverse"))
+    server = doc.get("server_output_json") if isinstance(doc.get("server_output_json"), dict) else None
+    source = doc if reverse or not (server and server.get("intervals")) else server
+    omit = float(((doc.get("start") or {}).get("test_start") or {}).get("omit") or 0)
+    points, spans = [], []
+    for iv in source.get("intervals") or []:
+        s = iv.get("sum") if isinstance(iv, dict) else None
+        if not s or "end" not in s:
+            continue
+        shift = 0.0 if s.get("omitted") else omit
+        points.append((round(offset + shift + float(s["end"]), 6), float(s["bits_per_second"]) / 1e6))
+        spans.append(float(s["end"]) - float(s.get("start", 0.0)))
+    return points, spans
+
+
+def ping_series(text: str) -> list[tuple[float, float]]:
+    """The load ping's replies as [(s since the window opened, RTT ms)]: it started with the
+    window and sent one probe every PING_INTERVAL_S."""
+    res = parse_ping(text)
+    seen, out = set(), []
+    for r in res.replies:
+        if r.duplicate or r.seq in seen:
+            continue
+        seen.add(r.seq)
+        out.append((round((r.seq - 1) * PING_INTERVAL_S, 6), r.rtt_ms))
+    return sorted(out)
+
+
+def queue_series(doc: dict[str, Any]) -> list[Series]:
+    """queues.json (linklab/measure/probes/queues.py): each direction's backlog in ms of its rate,
+    and the discipline's own delay where it reports one."""
+    cols = doc.get("series_columns") or []
+    interval = float(doc.get("interval_s") or 0.1)
+    out = []
+    for key, d in sorted((doc.get("directions") or {}).items()):
+        rate = float(d.get("rate_bps") or 0)
+        rows = [dict(zip(cols, r)) for r in d.get("series") or []]
+        if rate:
+            out.append(Series(f"Queue backlog (ms) {key}", "ms",
+                              [(r["t_s"], r["backlog_bytes"] * 8 / rate * 1e3) for r in rows], interval))
+        delays = [(r["t_s"], r["delay_s"] * 1e3) for r in rows if r.get("delay_s") is not None]
+        if delays:
+            out.append(Series(f"Queue delay (ms) {key}", "ms", delays, interval))
+    return out
+
+
+def sample(series: Series, x: float) -> float | None:
+    """The series at x: the value whose interval (its time - its span, its time] holds x, else None."""
+    for i, (t, v) in enumerate(series.points):
+        span = series.spans[i] if series.spans is not None else series.span
+        if t - span + 1e-9 < x <= t + 1e-9:
+            return v
+    return None
+
+
+def _rep_flows(d: Path, row: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
+    """(name, direction, iperf3 JSON) of each flow the repetition ran: a flows run's flow-NAME.json
+    files (their directions in the row), else the iperf3 kind's iperf3.json / iperf3-K.json."""
+    out = []
+    flows = sorted(d.glob("flow-*.json"))
+    files = flows or sorted(d.glob("iperf3*.json"))
+    for f in files:
+        docs = [x for x in split_json_stream(f.read_text()) if isinstance(x, dict)]
+        if not docs or not docs[0].get("intervals"):
+            continue
+        name = f.stem[len("flow-"):] if flows else f.stem
+        reverse = bool(((docs[0].get("start") or {}).get("test_start") or {}).get("reverse"))
+        direction = row.get(f"flow_{name}_direction") or ("down" if reverse else "up")
+        out.append((name, direction, docs[0]))
+    return out
+
+
+def _flow_start(doc: dict[str, Any]) -> float | None:
+    ts = (doc.get("start") or {}).get("timestamp") or {}
+    return float(ts["timesecs"]) if "timesecs" in ts else None
+
+
+def repetition(run: Path, manifest: dict[str, Any], row: dict[str, Any]) -> dict[str, Any] | None:
+    """One repetition as flent's data (the module's text), or None where it has no time series."""
+    d = rep_dir(run, row)
+    flows = _rep_flows(d, row)
+    if not flows:
+        return None
+    starts = [s for s in (_flow_start(doc) for _, _, doc in flows) if s is not None]
+    t0 = min(starts) if starts else datetime.now(timezone.utc).timestamp()
+    names = [n for n, _, _ in flows]
+    rrul = sorted(names) == sorted(RRUL_NAMES)
+    series: list[Series] = []
+    ups = [f for f in flows if f[1] == "up"]
+    downs = [f for f in flows if f[1] == "down"]
+    for which, group in (("upload", ups), ("download", downs)):
+        if rrul:  # flent's order: up1 is "TCP upload BE", up2 "TCP upload BE2", ...
+            group = sorted(group, key=lambda f: f[0])
+        for i, (name, _, doc) in enumerate(group, 1):
+            start = _flow_start(doc)
+            pts, spans = receiver_series(doc, (start - t0) if start is not None else 0.0)
+            label = (f"TCP {which} BE" + (str(i) if i > 1 else "")) if rrul else f"TCP {which} BE::{i}"
+            series.append(Series(label, "Mbits/s", pts, spans=spans))
+    ping = d / "ping-load.txt"
+    if ping.is_file():
+        series.append(Series(PING_SERIES, "ms", ping_series(ping.read_text()), PING_INTERVAL_S))
+    queues = d / "queues.json"
+    if queues.is_file():
+        series += queue_series(json.loads(queues.read_text()))
+    step = STEP_SIZE_S
+    length = float(row.get("tool.duration_s") or (manifest.get("tool") or {}).get("duration") or 0)
+    total = max([t for s in series for t, _ in s.points] + [length])
+    xs = [round(i * step, 6) for i in range(int(total / step + 1e-9) + 1)]
+    key = row.get("point_key") or row.get("point_id")
+    title = f"{manifest.get('experiment', 'linklab')} {key} rep {row.get('rep')}"
+    when = _utc(t0)
+    metadata = {
+        "NAME": "rrul_be" if rrul else "rrul_be_nflows", "TITLE": title, "NOTE": f"linklab {__version__}: {run}",
+        "TIME": when, "T0": when, "LENGTH": length, "TOTAL_LENGTH": round(total, 3), "STEP_SIZE": step,
+        "HOST": row.get("server"), "HOSTS": [row.get("server")], "LOCAL_HOST": row.get("client"),
+        "IP_VERSION": int(row.get("tool.ip") or 4), "FLENT_VERSION": f"linklab {__version__}",
+        "TEST_PARAMETERS": {} if rrul else {"upload_streams": str(len(ups)), "download_streams": str(len(downs))},
+        "BATCH_NAME": None, "BATCH_TIME": None, "BATCH_TITLE": None, "BATCH_UUID": None,
+        "DATA_FILENAME": None,  # set by write(): the file's own name
+        "SERIES_META": {s.name: {"UNITS": s.units} for s in series},
+        "LINKLAB": {"run": str(run), "experiment": manifest.get("experiment"), "point_id": row.get("point_id"),
+                    "point_key": key, "rep": row.get("rep"), "flows": names,
+                    "jain_index": row.get("jain_index")},
+    }
+    return {"version": FILEFORMAT_VERSION, "metadata": metadata, "x_values": xs,
+            "results": {s.name: [sample(s, x) for x in xs] for s in series},
+            "raw_values": {s.name: [{"t": round(t0 + t, 6), "val": v} for t, v in s.points] for s in series}}
+
+
+def file_name(data: dict[str, Any]) -> str:
+    """As flent names its files: NAME-TIME.TITLE.flent.gz (only [A-Za-z0-9-] in the title)."""
+    meta = data["metadata"]
+    when = meta["TIME"][:-1].replace(":", "")
+    title = "".join(c if c.isalnum() or c == "-" else "_" for c in meta["TITLE"])
+    return f"{meta['NAME']}-{when}.{title}{SUFFIX}"
+
+
+def write(data: dict[str, Any], out_dir: Path) -> Path:
+    """One data file, gzipped as flent writes it (sorted keys, indent 2); not over an existing one."""
+    name = file_name(data)
+    data["metadata"]["DATA_FILENAME"] = name
+    path = out_dir / name
+    if path.exists():
+        raise UsageError(f"{path} exists: export into another directory (-o DIR), or remove it")
+    body = json.dumps(data, indent=2, sort_keys=True).encode()
+    write_atomic(path, gzip.compress(body, mtime=0))
+    return path
+
+
+def export(run: Path, out_dir: Path | None = None) -> tuple[list[Path], list[str]]:
+    """Every measured repetition of a run as a data file in `out_dir` (default RUN/flent); the
+    files written, and the repetitions left out with why."""
+    loaded = Run.load(run)  # a run directory or a trimmed copy (a baseline: rows, no raw output)
+    out_dir = out_dir or run / "flent"
+    written, skipped = [], []
+    for row in loaded.rows:
+        label = f"{row.get('point_key') or row.get('point_id')} rep {row.get('rep')}"
+        if row.get("error"):
+            skipped.append(f"{label}: failed ({row['error'][:80]})")
+            continue
+        data = repetition(run, loaded.manifest, row)
+        if data is None:
+            skipped.append(f"{label}: no iperf3 time series in its raw output (a baseline keeps none)")
+            continue
+        written.append(write(data, out_dir))
+    return written, skipped
