@@ -23,12 +23,16 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, field, replace
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import Field, field_validator
+from pydantic import AfterValidator, Field, field_validator
 
 from linklab import runner
 from linklab.handle import LabHandle
+from linklab.model.ready import regex
 from linklab.model.resolved import Lab, Link, LinkEnd
 from linklab.model.topology import Model
+
+# A regular expression a check searches output for: refused at validation when it does not compile.
+Regex = Annotated[str, AfterValidator(lambda v: regex(v, None) or v)]
 
 PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
 ABSENT, UNREACHABLE = "absent", "unreachable"  # the `expect:` words that negate a kind

@@ -16,10 +16,10 @@ import re
 import shlex
 from typing import Annotated, Any
 
-from pydantic import BeforeValidator, Field, field_validator
+from pydantic import BeforeValidator, Field
 
 from linklab import units
-from linklab.check.kinds.base import FAIL, PASS, Check, Context, Judgement, Kind, node_problem
+from linklab.check.kinds.base import FAIL, PASS, Check, Context, Judgement, Kind, Regex, node_problem
 from linklab.errors import CommandFailed
 from linklab.model.resolved import Lab
 
@@ -34,19 +34,9 @@ class Params(Check):
     node: str
     run: Annotated[list[str], BeforeValidator(_argv), Field(min_length=1)]
     exit: Annotated[int, Field(ge=0, le=255)] = 0
-    stdout: str | None = None
+    stdout: Regex | None = None
     json_: Annotated[dict[str, Any] | None, Field(alias="json")] = None
     timeout: Annotated[float, BeforeValidator(units.parse_time), Field(gt=0, le=600)] = 10.0
-
-    @field_validator("stdout")
-    @classmethod
-    def _regex(cls, v):
-        if v is not None:
-            try:
-                re.compile(v, re.M)
-            except re.error as e:
-                raise ValueError(f"not a regular expression: {e}") from None
-        return v
 
 
 def at(doc: Any, path: str) -> Any:

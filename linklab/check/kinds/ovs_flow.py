@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any
 
-from pydantic import BeforeValidator, Field, field_validator, model_validator
+from pydantic import BeforeValidator, Field, model_validator
 
-from linklab.check.kinds.base import ABSENT, FAIL, PASS, Context, Judgement, Kind, Negatable, node_problem
+from linklab.check.kinds.base import ABSENT, FAIL, PASS, Context, Judgement, Kind, Negatable, Regex, node_problem
 from linklab.linux import ovs as ovsparse
 from linklab.model.resolved import Lab
 
@@ -24,19 +24,10 @@ def _cookie(v):
 
 class Params(Negatable):
     switch: str
-    match: str = ""  # a regular expression searched for in each flow's line (empty: every flow)
+    match: Regex = ""  # a regular expression searched for in each flow's line (empty: every flow)
     cookie: Annotated[int, BeforeValidator(_cookie), Field(ge=0)] | None = None
     min: Annotated[int, Field(ge=0)] | None = None
     max: Annotated[int, Field(ge=0)] | None = None
-
-    @field_validator("match")
-    @classmethod
-    def _regex(cls, v):
-        try:
-            re.compile(v)
-        except re.error as e:
-            raise ValueError(f"not a regular expression: {e}") from None
-        return v
 
     @model_validator(mode="after")
     def _bounds(self):
