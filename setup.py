@@ -11,7 +11,7 @@ from setuptools import find_packages, setup
 BUNDLED = {
     "topologies": ["*.yaml"],
     "experiments": ["*.yaml"],
-    "exercises": ["*.md", "*/*.yaml", "*/*.md"],
+    "exercises": ["*.md", "*/*.yaml", "*/*.md", "*/frr/*.conf"],  # ospf_reroute: a router's own frr.conf
     "controllers": ["*.md"],  # its apps are .py files: modules of the package, carried as such
     "schemas": ["*.json"],
 }
