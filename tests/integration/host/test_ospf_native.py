@@ -1,13 +1,11 @@
 """routing: ospf on this host's own kernel: network namespaces, veth and IP forwarding are all an
-OSPF lab without impairments or bonds needs, so it runs here without the lab VM (`up --native`:
-placement sends every lab to the VM when this kernel lacks bonding or netem, whatever the lab
-uses). The bundled triangle (topologies/ospf3.yaml) through the CLI: every host reaches every
+OSPF lab without impairments or bonds needs, so it runs here without the lab VM (placement
+decides from what the lab needs; `up --native` says so outright, should the lab ever need more). The bundled triangle (topologies/ospf3.yaml) through the CLI: every host reaches every
 host, the routers' routes are OSPF's and take the cheaper path, a link taken down reroutes within
 a bound, `down` and `clean` (after a crash) leave no FRR process, namespace or file.
 
-Needs root and Debian's frr (the test set-up group installs it). Measured here natively (2 cores
-shared with other work): up 11.5 s (OSPF converged along the cheapest paths in 10.6-10.9 s), reroute
-0.016-0.017 s, back 2.1-8.7 s; the module 32-40 s."""
+Needs root and Debian's frr (the test set-up group installs it). Its figures: bench/README.md
+("Routed labs")."""
 
 import json
 import os
