@@ -124,7 +124,8 @@ def test_a_bundled_file_is_found_by_name_inside_the_installed_package(installed)
     assert len(lines) == 2 and all(line.startswith(str(venv / "lib")) for line in lines)
     assert lines[0].endswith("/linklab/bundled/topologies/bond2.yaml: valid topology")
     res = linklab_cmd(installed, "sweep", "e9_nothing", "--quick")
-    assert res.returncode == 2 and "names nothing bundled (experiments: e1_bonding_mtu" in res.stderr
+    assert res.returncode == 2 and "names nothing bundled (experiments: " in res.stderr, res.stderr
+    assert "e1_bonding_mtu" in res.stderr.split("names nothing bundled")[1]  # the valid names listed
 
 
 def test_doctor_runs_and_names_the_missing_extras_with_this_environments_install_command(installed):
