@@ -10,22 +10,13 @@ import pytest
 from linklab.check.kinds import REGISTRY
 from linklab.check.kinds.base import FAIL, INCONCLUSIVE, PASS
 from linklab.lab import build_lab
+from tests.captured_tools import out as ping_out, params, tool
 
 ROOT = Path(__file__).resolve().parents[2]
 TOOLS = ROOT / "tests" / "data" / "tools"
 
 
-def tool(name: str) -> str:
-    p = TOOLS / name
-    return p.read_text() if p.exists() else ""
 
-
-def ping_out(name: str) -> dict[str, str]:
-    return {"stdout": tool(f"{name}.txt"), "stderr": tool(f"{name}.stderr.txt")}
-
-
-def params(kind: str, **kw):
-    return REGISTRY[kind].Params.model_validate({"id": "t", "kind": kind, **kw})
 
 
 @pytest.fixture(scope="module")

@@ -18,23 +18,14 @@ from linklab.check.kinds.base import FAIL, INCONCLUSIVE, PASS
 from linklab.check.kinds.command import MISSING, at
 from linklab.check.kinds.service import url
 from linklab.lab import build_lab
+from tests.captured_tools import out, params, tool
 from linklab.measure.traceroute import Traceroute, TracerouteError, parse_traceroute
 
 ROOT = Path(__file__).resolve().parents[2]
 TOOLS = ROOT / "tests" / "data" / "tools"
 
 
-def tool(name: str) -> str:
-    p = TOOLS / name
-    return p.read_text() if p.exists() else ""
 
-
-def out(name: str) -> dict[str, str]:
-    return {"stdout": tool(f"{name}.txt"), "stderr": tool(f"{name}.stderr.txt")}
-
-
-def params(kind: str, **kw):
-    return REGISTRY[kind].Params.model_validate({"id": "t", "kind": kind, **kw})
 
 
 def judge(kind: str, raw, lab, **kw):
