@@ -11,17 +11,7 @@ from typing import Annotated
 from pydantic import BeforeValidator, Field, model_validator
 
 from linklab import units
-from linklab.model.base import Model, written
-
-
-def _cmd_words(v):
-    # As an exec: command: split as a shell would, never run by one.
-    if isinstance(v, str):
-        try:
-            return shlex.split(v)
-        except ValueError as e:
-            raise ValueError(f"cmd {v!r} cannot be split into words: {e}") from None
-    return v
+from linklab.model.base import Model, cmd_words, written
 
 
 SIGNS = ("port", "file", "log", "cmd")  # what a started program shows once it is ready; one is given
@@ -55,7 +45,7 @@ class Ready(Model):
     port: Annotated[int, Field(ge=1, le=65535)] | None = None
     file: Annotated[str, Field(min_length=1)] | None = None
     log: Annotated[str, Field(min_length=1)] | None = None
-    cmd: Annotated[list[str], BeforeValidator(_cmd_words, json_schema_input_type=str | list[str]),
+    cmd: Annotated[list[str], BeforeValidator(cmd_words, json_schema_input_type=str | list[str]),
                    Field(min_length=1)] | None = None
     timeout: Seconds = 30.0
 

@@ -20,7 +20,7 @@ from pydantic import (AfterValidator, BeforeValidator, ConfigDict, Discriminator
 
 from linklab import units
 from linklab.model.aqm import AQMS, PARAMS
-from linklab.model.base import Model, written
+from linklab.model.base import Model, cmd_words, words, written
 from linklab.model.ready import Ready, Seconds, regex  # noqa: F401  (Seconds, regex: for experiment files too)
 
 NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,11}$")
@@ -250,29 +250,11 @@ OVS_ONLY = ("controller", "fail_mode")
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-def _words(v, what: str):
-    # A command written as one string is split into words as a shell would split it, and no shell
-    # runs it: containerlab does the same with its `exec:` strings (exec/exec.go: shlex.Split), so
-    # a command imported from it runs here as there. Pipes, redirections and `&&` need a shell
-    # named in the command (`sh -c '...'`), as in containerlab. A list is taken as is.
-    if isinstance(v, str):
-        import shlex
-        try:
-            return shlex.split(v)
-        except ValueError as e:
-            raise ValueError(f"{what} {v!r} cannot be split into words: {e}") from None
-    return v
-
-
-def _cmd(v):
-    return _words(v, "cmd")
-
-
 def _command(v):
-    words = _words(v, "command")
-    if isinstance(words, list) and not words:
+    argv = words(v, "command")
+    if isinstance(argv, list) and not argv:
         raise ValueError("an empty command: write the program and its arguments")
-    return words
+    return argv
 
 
 SERVICE_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,31}$")
@@ -382,7 +364,7 @@ class Host(Model):
     sysctls: dict[str, str | int] = Field(default_factory=dict, json_schema_extra=SYSCTL_NAMES)
     description: str | None = None
     image: Annotated[str, Field(min_length=1)] | None = None  # containers: a local or pullable Docker image
-    cmd: Annotated[list[str], BeforeValidator(_cmd, json_schema_input_type=str | list[str]),
+    cmd: Annotated[list[str], BeforeValidator(cmd_words, json_schema_input_type=str | list[str]),
                    Field(min_length=1)] | None = None  # default: the image's
     env: dict[str, str | int | float | bool] = Field(default_factory=dict,
                                                      json_schema_extra={"propertyNames": {"pattern": ENV_NAME_RE.pattern}})
