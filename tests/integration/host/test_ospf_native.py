@@ -95,6 +95,17 @@ def ping(src: str, dst: str, *extra: str) -> runner.Result:
     return runner.run(["ping", "-n", "-c", "1", "-W", "2", *extra, dst], netns=ns(src), check=False, timeout=10)
 
 
+def link_then_route(state: str, route: str, limit_s: float, step_s: float) -> float:
+    """Seconds from r1's end of r1-r2 set `state` (the peer loses or regains its carrier too, as
+    with a cable) until r1's route to h3's subnet reads `route`; fails after `limit_s`."""
+    t0 = time.monotonic()
+    runner.run(["ip", "link", "set", "eth2", state], netns=ns("r1"))
+    while route not in route_to("r1", H3_SUBNET):
+        assert time.monotonic() - t0 < limit_s, route_to("r1", H3_SUBNET)
+        time.sleep(step_s)
+    return time.monotonic() - t0
+
+
 def test_ospf_converges_reroutes_around_a_down_link_and_down_leaves_nothing(state_dir):
     pids = up(state_dir)
     for src in ("h1", "h2", "h3"):
@@ -114,24 +125,14 @@ def test_ospf_converges_reroutes_around_a_down_link_and_down_leaves_nothing(stat
     assert re.search(r"ttl=61\b", ping("h1", "h3").stdout)
 
     # r1's end of r1-r2 down (the peer loses its carrier too, as with a pulled cable).
-    t0 = time.monotonic()
-    runner.run(["ip", "link", "set", "eth2", "down"], netns=ns("r1"))
-    while "dev eth3 proto ospf" not in route_to("r1", H3_SUBNET):
-        assert time.monotonic() - t0 < 30, route_to("r1", H3_SUBNET)
-        time.sleep(0.005)
-    reroute = time.monotonic() - t0
+    reroute = link_then_route("down", "dev eth3 proto ospf", limit_s=30, step_s=0.005)
     print(f"reroute after r1-r2 down: {reroute:.3f} s")
     assert REROUTE_S[0] <= reroute <= REROUTE_S[1], reroute
     res = ping("h1", "h3")
     assert res.ok and re.search(r"ttl=62\b", res.stdout), res.stdout  # two routers now: r1, r3
     assert ping("h1", "h2").ok  # h2 through r3 as well
 
-    t0 = time.monotonic()
-    runner.run(["ip", "link", "set", "eth2", "up"], netns=ns("r1"))
-    while "dev eth2 proto ospf" not in route_to("r1", H3_SUBNET):
-        assert time.monotonic() - t0 < 60, route_to("r1", H3_SUBNET)
-        time.sleep(0.05)
-    restore = time.monotonic() - t0
+    restore = link_then_route("up", "dev eth2 proto ospf", limit_s=60, step_s=0.05)
     print(f"back through r2 after r1-r2 up: {restore:.3f} s")
     assert RESTORE_S[0] <= restore <= RESTORE_S[1], restore
 
