@@ -5,7 +5,9 @@ Axes of the matrix are either
                     (mtu, bond_mode, bond, sysctl_profile, cc, or any override path such as
                     `links[bond].bond.member[1].impair.delay`), or
   tool axes      -> parameters of the measurement (streams, parallel, protocol, udp_rate,
-                    mss, length, ip, duration, client, server).
+                    mss, length, ip, duration, client, server), or
+  flows          -> the flows measured together at the point, each value what `flows:` takes
+                    (`rrul`, or a list of flows): 1 vs 4 flows each way in one matrix.
 The two meanings of "MTU" in the papers are separate axes: `mtu` changes every interface,
 `mss` (iperf3 -M) and `length` (iperf3 -l) change only what the application sends; each result
 row says which one was varied (`mtu_varied`).
@@ -19,7 +21,7 @@ import shlex
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Discriminator, Field, Tag, ValidationError, field_validator, model_validator
+from pydantic import Discriminator, Field, Tag, TypeAdapter, ValidationError, field_validator, model_validator
 
 from linklab import units
 from linklab.model.loader import read_yaml
@@ -27,6 +29,7 @@ from linklab.model.topology import BOND_MODES, Model, Ready, Seconds, regex
 
 TOPOLOGY_AXES = ("mtu", "bond_mode", "bond", "sysctl_profile", "cc")
 TOOL_AXES = ("streams", "parallel", "protocol", "udp_rate", "mss", "length", "ip", "duration", "client", "server")
+FLOW_AXES = ("flows",)
 MEASUREMENTS = ("throughput", "ping", "ping_load", "reorder", "cpu", "bond_counters", "nstat", "switch_counters", "queue")
 CC_ALGORITHMS = ("cubic", "bbr", "reno", "htcp", "dctcp", "vegas", "westwood")
 
@@ -251,7 +254,8 @@ class Quick(Model):
 
 
 # An axis is one of these, or an override path (it has a dot or a bracket): for editors.
-AXIS_NAMES = {"propertyNames": {"pattern": f"^({'|'.join(TOPOLOGY_AXES + TOOL_AXES)})$|[.\\[]"},
+AXES = TOPOLOGY_AXES + TOOL_AXES + FLOW_AXES
+AXIS_NAMES = {"propertyNames": {"pattern": f"^({'|'.join(AXES)})$|[.\\[]"},
               "additionalProperties": {"type": "array", "minItems": 1}}
 
 
@@ -288,8 +292,8 @@ class Experiment(Model):
         for axis, values in v.items():
             if not isinstance(values, list) or not values:
                 raise ValueError(f"axis {axis!r} needs a non-empty list of values")
-            if not is_path_axis(axis) and axis not in TOPOLOGY_AXES + TOOL_AXES:
-                raise ValueError(f"unknown axis {axis!r} (valid: {', '.join(TOPOLOGY_AXES + TOOL_AXES)}, "
+            if not is_path_axis(axis) and axis not in AXES:
+                raise ValueError(f"unknown axis {axis!r} (valid: {', '.join(AXES)}, "
                                  "or an override path such as links[0].impair.delay)")
         return v
 
@@ -327,11 +331,27 @@ class Experiment(Model):
     @classmethod
     def _rrul_probes(cls, data):
         """`flows: rrul` is flent's RRUL: the flows and the latency probes beside them (ping_load)."""
-        if isinstance(data, dict) and data.get("flows") == "rrul":
+        if isinstance(data, dict) and "rrul" in all_flows(data):
             measure = data.get("measure", cls.model_fields["measure"].default)
             if isinstance(measure, list) and "ping_load" not in measure:
                 data = {**data, "measure": [*measure, "ping_load"]}
         return data
+
+
+def all_flows(data: dict) -> list[Any]:
+    """Every value of flows an experiment's raw data gives: its `flows:` and each value of a
+    `flows` axis (each is one point's flows)."""
+    matrix = data.get("matrix")
+    axis = matrix.get("flows") if isinstance(matrix, dict) else None
+    return [data.get("flows"), *(axis if isinstance(axis, list) else [])]
+
+
+FLOWS = TypeAdapter(Flows)
+
+
+def point_flows(value: Any) -> list[Flow] | str:
+    """A `flows` axis value as the experiment's `flows:` takes it (checked by check_axis_value)."""
+    return FLOWS.validate_python(value)
 
 
 def is_path_axis(axis: str) -> bool:
@@ -348,6 +368,14 @@ def one_of(value: Any, choices) -> bool:
 
 
 def check_axis_value(axis: str, value: Any, exp: Experiment) -> str | None:
+    if axis == "flows":
+        if value == []:
+            return "a point needs flows (rrul or a list of flows); leave the axis out for the tool's one flow"
+        try:
+            point_flows(value)
+        except ValidationError as e:
+            return "; ".join(f"{'.'.join(map(str, err['loc'][1:])) or 'flows'}: {err['msg']}" for err in e.errors())
+        return None
     if axis == "mtu" and not (isinstance(value, int) and 68 <= value <= 65535):
         return f"MTU must be a whole number 68-65535, got {value!r}"
     if axis == "bond_mode" and not one_of(value, BOND_MODES):

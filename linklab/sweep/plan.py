@@ -18,7 +18,7 @@ from linklab.measure.traffic import CC_SYSCTL
 from linklab.model import load_topology
 from linklab.model.loader import format_path, load_model, pydantic_problems, read_yaml
 from linklab.sweep.experiment import (TOOL_AXES, Experiment, Flow, Tool, apply_quick, expand_flows, is_path_axis, one_of,
-                                      topology_path)
+                                      point_flows, topology_path)
 from linklab.sweep.matrix import expand
 
 
@@ -46,6 +46,7 @@ def plan_point(exp: Experiment, topo: dict, axes: dict[str, Any]) -> PointPlan:
     overrides: list[tuple[str, Any]] = []
     tool = exp.tool.model_dump()
     client, server, cc = exp.client, exp.server, None
+    flows = exp.flows
     for axis, value in axes.items():
         if axis == "mtu":
             overrides.append(("links[*].mtu", value))
@@ -63,6 +64,8 @@ def plan_point(exp: Experiment, topo: dict, axes: dict[str, Any]) -> PointPlan:
             overrides += [(f'hosts.{h}.sysctls."{CC_SYSCTL}"', value) for h in _hosts(topo)]
         elif axis in ("client", "server"):
             client, server = (value, server) if axis == "client" else (client, value)
+        elif axis == "flows":
+            flows = point_flows(value)
         elif axis in TOOL_AXES:
             tool[axis] = value
         elif is_path_axis(axis):
@@ -71,7 +74,7 @@ def plan_point(exp: Experiment, topo: dict, axes: dict[str, Any]) -> PointPlan:
                                      ("mss", "mss" in axes), ("length", "length" in axes)) if hit]
     return PointPlan(overrides=tuple(overrides), tool=Tool.model_validate(tool), client=client, server=server,
                      cc=cc, mtu_varied="+".join(varied) or "none", axes=dict(axes),
-                     flows=tuple(expand_flows(exp.flows, client, server)))
+                     flows=tuple(expand_flows(flows, client, server)))
 
 
 def load_experiment(path: str | Path, quick: bool = False) -> Experiment:
@@ -139,26 +142,36 @@ def check_experiment_points(exp_path: Path, exp: Experiment) -> list[tuple[tuple
 
 def flow_problems(exp: Experiment, hosts: list[str]) -> list[tuple[tuple, str]]:
     """Every flow between two hosts of the topology, not a host to itself, named once; nothing
-    beside them that sets the one flow's traffic (a command tool, the axes each flow sets)."""
-    if not exp.flows:
+    beside them that sets the one flow's traffic (a command tool, the axes each flow sets).
+    `flows:` and each value of a `flows` axis are checked alike."""
+    sources = [(("flows",), exp.flows)] if exp.flows else []
+    for i, value in enumerate(exp.matrix.get("flows", [])):
+        try:
+            sources.append((("matrix", "flows", i), point_flows(value)))
+        except ValidationError:  # reported by the matrix's own check of the value
+            pass
+    if not sources:
         return []
     problems: list[tuple[tuple, str]] = []
     if exp.tool.kind != "iperf3":
         problems.append((("tool", "kind"), f"flows: run iperf3; tool.kind {exp.tool.kind} cannot go with them"))
-    own = ("streams", "protocol", "parallel", "udp_rate") + (("client", "server") if exp.flows != "rrul" else ())
+    rrul_only = all(flows == "rrul" for _, flows in sources)
+    own = ("streams", "protocol", "parallel", "udp_rate") + (() if rrul_only else ("client", "server"))
     problems += [(("matrix", a), f"each flow sets its own {a} (flows: {a}: per flow)") for a in own if a in exp.matrix]
-    if exp.flows != "rrul":
-        names = [f.name for f in expand_flows(exp.flows, exp.client, exp.server)]
-        problems += [(("flows",), f"two flows named {n!r} (a flow both ways is NAME_up and NAME_down; "
-                                  f"names: {', '.join(names)})")
+    for where, flows in sources:
+        if flows == "rrul":
+            continue
+        names = [f.name for f in expand_flows(flows, exp.client, exp.server)]
+        problems += [(where, f"two flows named {n!r} (a flow both ways is NAME_up and NAME_down; "
+                             f"names: {', '.join(names)})")
                      for n in sorted({n for n in names if names.count(n) > 1})]
-    for i, flow in enumerate(exp.flows if isinstance(exp.flows, list) else []):
-        for role in ("client", "server"):
-            name = getattr(flow, role)
-            if not one_of(name, hosts):
-                problems.append((("flows", i, role), f"unknown host {name!r} (valid: {', '.join(hosts)})"))
-        if flow.client == flow.server:
-            problems.append((("flows", i), f"a flow from {flow.client} to itself (give another server)"))
+        for i, flow in enumerate(flows):
+            for role in ("client", "server"):
+                name = getattr(flow, role)
+                if not one_of(name, hosts):
+                    problems.append(((*where, i, role), f"unknown host {name!r} (valid: {', '.join(hosts)})"))
+            if flow.client == flow.server:
+                problems.append(((*where, i), f"a flow from {flow.client} to itself (give another server)"))
     return problems
 
 

@@ -82,6 +82,32 @@ def test_flows_refuse_axes_that_set_the_one_flows_traffic_and_names_given_twice_
     assert flow_problems(exp(flows="rrul", matrix={"client": ["snd", "rxc"]}), ["snd", "rxa", "rxc"]) == []
 
 
+def test_a_flows_axis_gives_each_point_its_flows_and_the_flows_kind():
+    one_each_way = [{"name": "up1", "client": "snd", "server": "rxa"},
+                    {"name": "down1", "client": "snd", "server": "rxa", "direction": "down"}]
+    e = exp(matrix={"flows": ["rrul", one_each_way]}, measure=["throughput"])
+    assert kind_of(e) == "flows" and "ping_load" in e.measure  # rrul in any value brings its probes
+    rrul = plan_point(e, {}, {"flows": "rrul"}).flows
+    assert [f.name for f in rrul] == ["up1", "up2", "up3", "up4", "down1", "down2", "down3", "down4"]
+    mine = plan_point(e, {}, {"flows": one_each_way}).flows
+    assert [(f.name, f.direction, f.server) for f in mine] == [("up1", "up", "rxa"), ("down1", "down", "rxa")]
+
+
+def test_a_flows_axis_value_is_checked_as_flows_is_with_its_path():
+    with pytest.raises(ValueError) as e:
+        exp(matrix={"flows": [[], [{"client": "snd"}], "rrull"]})
+    text = str(e.value)
+    assert "matrix.flows[0]: a point needs flows" in text
+    assert "matrix.flows[1]: 0.server: Field required" in text
+    assert "matrix.flows[2]:" in text and "rrul" in text
+    bad = exp(matrix={"flows": [[{"client": "snd", "server": "nope"}, {"client": "snd", "server": "snd"}]],
+                      "streams": [1]})
+    assert [(where, msg.split(" (")[0]) for where, msg in flow_problems(bad, ["snd", "rxa"])] == [
+        (("matrix", "streams"), "each flow sets its own streams"),
+        (("matrix", "flows", 0, 0, "server"), "unknown host 'nope'"),
+        (("matrix", "flows", 0, 1), "a flow from snd to itself")]
+
+
 def test_a_flow_runs_whole_seconds():
     with pytest.raises(ValueError, match="whole seconds"):
         exp(flows=[{"client": "snd", "server": "rxa", "duration": 2.5}])
@@ -155,7 +181,7 @@ def test_the_row_has_each_flows_goodput_and_their_fairness_on_captured_output():
     assert 0.5 <= row["jain_index"] <= 1.0
     assert row["flow_a_retransmits"] == ra.retransmits and row["flow_b_direction"] == "down"
     assert row["flow_b_rtt_ms"] == pytest.approx(rb.rtt_mean_us / 1e3, abs=1e-3)  # the sender's view, from the server
-    assert row["flows"] == 2
+    assert row["flow_count"] == 2
     assert metrics.get("jain_index", row) == row["jain_index"]
 
 

@@ -5,7 +5,7 @@ it started (`stop`). linklab's own probes (ping, CPU, counters, flags) run besid
 
 To add a kind: a module here with a subclass of base.Kind, named in KINDS, and its name in
 linklab/sweep/experiment.py's TOOL_KINDS (what the experiment schema accepts). `flows` is not
-named by tool.kind: an experiment's `flows:` chooses it (kind_of).
+named by tool.kind: an experiment's `flows:` or `flows` axis chooses it (kind_of).
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ def kind_for(name: str) -> type[Kind]:
 
 
 def kind_of(exp) -> str:
-    """The kind an experiment's repetitions run: `flows` when it has flows:, else its tool's."""
-    if getattr(exp, "flows", None):
+    """The kind an experiment's repetitions run: `flows` when it has flows: (or a flows axis),
+    else its tool's."""
+    if getattr(exp, "flows", None) or "flows" in (getattr(exp, "matrix", None) or {}):
         return FlowsKind.name
     return getattr(getattr(exp, "tool", None), "kind", "iperf3")

@@ -7,7 +7,7 @@ goodput over the window that the report draws and `linklab export --to flent` wr
 The row: per flow `flow_<name>_goodput_bps` (what arrived), `_retransmits`, `_rtt_ms` (the
 sender's mean smoothed RTT), `_direction` (up: the client sent; down: the server did); over all
 flows `throughput_bps` (their sum, judged as one flow's is), `goodput_up_bps`,
-`goodput_down_bps`, `flows` and `jain_index`, Jain's fairness index of the flows' goodputs
+`goodput_down_bps`, `flow_count` and `jain_index`, Jain's fairness index of the flows' goodputs
 (1: equal shares; 1/n: one flow took everything).
 """
 
@@ -46,7 +46,7 @@ def flow_row(flows: list[Any], results: dict[str, Any]) -> dict[str, Any]:
         row.update({f"flow_{f.name}_goodput_bps": bps, f"flow_{f.name}_retransmits": r.retransmits,
                     f"flow_{f.name}_rtt_ms": None if r.rtt_mean_us is None else round(r.rtt_mean_us / 1e3, 3),
                     f"flow_{f.name}_direction": f.direction})
-    return {"throughput_bps": sum(goodputs), "goodput_up_bps": up, "goodput_down_bps": down, "flows": len(flows),
+    return {"throughput_bps": sum(goodputs), "goodput_up_bps": up, "goodput_down_bps": down, "flow_count": len(flows),
             "jain_index": round(jain_index(goodputs), 4) if goodputs else None, **row}
 
 

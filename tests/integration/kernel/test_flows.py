@@ -35,7 +35,7 @@ def test_rrul_fills_a_fifo_not_fq_codel_and_each_flow_is_in_the_row_and_the_flen
         assert sorted(rows) == ["fifo", "fq_codel"], seen
         for aqm, r in rows.items():
             assert not r.get("error"), seen
-            assert r["flows"] == 8, seen  # four each way
+            assert r["flow_count"] == 8, seen  # four each way
             goodputs = [v for c, v in r.items() if c.startswith("flow_") and c.endswith("_goodput_bps")]
             assert len(goodputs) == 8 and all(g > 0 for g in goodputs), seen
             # the sum is the flows' goodput, each way's half of it
