@@ -1,9 +1,6 @@
 """A program of the user's own as the traffic (`tool.kind: command`): its argv with the lab's names
-substituted, the metrics read from its output, and the waits until its server is ready.
-
-Pure where it can be (argv, metric extraction, the listening ports in `ss` output); the waits
-poll what the server shows (a port, a file, a line of its log, a command that exits 0) until a deadline. Running goes
-through linklab.runner: an argv list, never a shell.
+substituted and the metrics read from its output: pure. Waiting until its server is ready is
+linklab/ready.py's (the node services' wait too).
 """
 
 from __future__ import annotations
@@ -12,27 +9,17 @@ import json
 import math
 import re
 import shlex
-import subprocess
-import time
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
-from linklab import runner
 from linklab.measure.base import MeasurementError
-from linklab.measure.ss import listening_ports
+from linklab.ready import tail
 
-TAIL_LINES = 15  # of a program's output, in the error of a repetition it failed
-CMD_TIMEOUT_S = 10.0  # one run of a `ready: {cmd: ...}` check: a check that hangs is a no
 PLACEHOLDER = re.compile(r"\$\{([^}]*)\}")
 
 
 class CommandError(MeasurementError):
     """The program failed, or what it printed does not hold a declared metric."""
-
-
-class NotReady(MeasurementError):
-    """The server did not become ready in time (or ended first)."""
 
 
 def split(command: str | list[str] | tuple[str, ...]) -> list[str]:
@@ -60,10 +47,6 @@ def substitute(command: str | list[str] | tuple[str, ...], values: Mapping[str, 
             return str(values[m[1]])
         return PLACEHOLDER.sub(repl, arg)
     return [one(a) for a in split(command)]
-
-
-def tail(text: str, lines: int = TAIL_LINES) -> str:
-    return "\n".join(text.rstrip().splitlines()[-lines:])
 
 
 # -- metrics ---------------------------------------------------------------------------------
@@ -139,51 +122,3 @@ def read_metrics(metrics: Mapping[str, Mapping[str, Any]], text: str) -> dict[st
     if problems:
         raise CommandError("; ".join(problems) + f"; the output's last lines:\n{tail(text) or '(nothing)'}")
     return out
-
-
-# -- readiness -------------------------------------------------------------------------------
-
-def ready_now(ready: Mapping[str, Any], *, netns: str | None, workdir: Path, log: Path | None) -> bool:
-    """Whether the server shows the sign `ready` names, once."""
-    if ready.get("port") is not None:
-        out = runner.run(["ss", "-Hltnu"], netns=runner.netns_of(netns) if netns else None, check=False,
-                         timeout=10).stdout
-        return int(ready["port"]) in listening_ports(out)
-    if ready.get("file") is not None:
-        return (workdir / ready["file"]).exists()
-    if ready.get("log") is not None and log is not None:
-        try:
-            return re.search(ready["log"], log.read_text(errors="replace"), re.MULTILINE) is not None
-        except OSError:
-            return False
-    if ready.get("cmd") is not None:
-        return runner.run(split(ready["cmd"]), netns=netns, check=False, timeout=CMD_TIMEOUT_S).ok
-    return True
-
-
-def wait_ready(ready: Mapping[str, Any] | None, proc: subprocess.Popen | None, *, netns: str | None,
-               workdir: Path, log: Path | None, poll_s: float = 0.05, what: str = "the server") -> float:
-    """Until the program (`what`: a command tool's server, a node's service) is ready (seconds
-    waited); NotReady past ready["timeout"] or when it ends first, with its output's tail."""
-    if not ready:
-        return 0.0
-    t0 = time.monotonic()
-    timeout = float(ready.get("timeout") or 30.0)
-    while True:
-        if ready_now(ready, netns=netns, workdir=workdir, log=log):
-            return time.monotonic() - t0
-        sign = next(f"{k} {v if isinstance(v := ready[k], (str, int)) else shlex.join(v)}"
-                    for k in ("port", "file", "log", "cmd") if ready.get(k) is not None)
-        if proc is not None and proc.poll() is not None:
-            raise NotReady(f"{what} exited {proc.returncode} before it was ready ({sign})" + _log_tail(log))
-        if time.monotonic() - t0 > timeout:
-            raise NotReady(f"{what} was not ready ({sign}) within {timeout:g} s" + _log_tail(log))
-        time.sleep(poll_s)
-
-
-def _log_tail(log: Path | None) -> str:
-    try:
-        text = tail(log.read_text(errors="replace")) if log else ""
-    except OSError:
-        text = ""
-    return f"; its output's last lines:\n{text}" if text else "; it printed nothing"

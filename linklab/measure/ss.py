@@ -127,16 +127,3 @@ def limits_row(conns: Sequence[TcpConn], prefix: str = "sender_tcp_") -> dict[st
             f"{prefix}inflight_pct": round(100.0 * sum(c.unacked for c in data) / cwnd, 1) if (
                 cwnd := sum(c.cwnd for c in data)) else None,
             f"{prefix}app_limited": sum(c.app_limited for c in data)}
-
-
-def listening_ports(ss_output: str) -> set[int]:
-    """The ports `ss -Hltnu` shows listening: each line's local address (its first ADDRESS:PORT;
-    the peer's is ADDRESS:*)."""
-    ports = set()
-    for line in ss_output.splitlines():
-        for f in line.split():
-            m = re.search(r":(\d+)$", f)
-            if m:
-                ports.add(int(m[1]))
-                break
-    return ports

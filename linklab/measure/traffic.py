@@ -18,7 +18,7 @@ from linklab import procs, runner
 from linklab.handle import LabHandle
 from linklab.measure.iperf3 import Iperf3Client, Iperf3Server, aggregate, parse_result
 from linklab.measure.probes.base import Repetition
-from linklab.measure.ss import listening_ports
+from linklab.ready import listening_ports
 
 CC_SYSCTL = "net.ipv4.tcp_congestion_control"
 

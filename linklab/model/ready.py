@@ -1,6 +1,6 @@
 """When a started program is ready: the one definition behind a command tool's server
 (`tool.ready:` in experiment files) and a node's background service (an `exec:` item with
-`background: true` in topology files). The wait itself is linklab/measure/command.wait_ready."""
+`background: true` in topology files). The wait itself is linklab/ready.py."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ class Ready(Model):
     exists (relative to the directory it runs in), its output matches the regex `log`, or `cmd`
     (run in its node) exits 0; it has `timeout` to get there. The one definition behind a command
     tool's server (experiment files) and a node's background service (`exec:`); the wait is
-    linklab/measure/command.wait_ready."""
+    linklab/ready.py."""
 
     port: Annotated[int, Field(ge=1, le=65535)] | None = None
     file: Annotated[str, Field(min_length=1)] | None = None

@@ -13,7 +13,8 @@ from pathlib import Path
 
 from linklab import fsutil, procs, runner
 from linklab.errors import LinklabError
-from linklab.measure.command import split, tail
+from linklab.measure.command import split
+from linklab.ready import tail
 
 STEP_TIMEOUT_S = 1800.0  # a build step that runs longer is killed and fails the run
 

@@ -18,9 +18,8 @@ import pytest
 
 from linklab import procs, verdict
 from linklab.errors import ValidationFailed
-from linklab.measure.ss import listening_ports
-from linklab.measure.command import (CommandError, NotReady, at_path, extract, read_metrics,
-                                     substitute, wait_ready)
+from linklab.measure.command import CommandError, at_path, extract, read_metrics, substitute
+from linklab.ready import NotReady, listening_ports, wait_ready
 from linklab.results.runs import Run
 from linklab.sweep import build
 from linklab.sweep.experiment import Tool

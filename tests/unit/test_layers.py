@@ -20,10 +20,11 @@ PACKAGE = ROOT / "linklab"
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # what everything may use: errors and exit codes, units, files, processes, the console, the
     # kernel's features, the bundled controller apps, lab state files, the bundled files, optional parts,
-    # JUnit XML
+    # JUnit XML, the wait until a started program is ready
     ("foundation", ("linklab", "linklab.errors", "linklab.units", "linklab.fsutil", "linklab.runner",
                     "linklab.procs", "linklab.console", "linklab.kernel", "linklab.controllers", "linklab.osken_warm",
-                    "linklab.state", "linklab.bundled", "linklab.extras", "linklab.junit", "linklab.setup_groups")),
+                    "linklab.state", "linklab.bundled", "linklab.extras", "linklab.junit", "linklab.setup_groups",
+                    "linklab.ready")),
     ("model", ("linklab.model.*",)),              # topology in, resolved lab out: pure
     ("linux", ("linklab.linux.*", "linklab.docker.*")),  # netlink, tc plans, OVS output, the Docker API: no lab knowledge
     ("tools", ("linklab.measure.*",)),            # one class per measurement tool, pure parsers
@@ -223,6 +224,14 @@ def test_packages_reached_only_through_their_door():
                     strays.append(f"{path.relative_to(ROOT)}:{line}: {me} imports {target} "
                                   f"(only {', '.join(doors)} may)")
     assert not strays, "\n".join(strays)
+
+
+def test_the_backend_uses_no_measurement_tool():
+    """The pipeline runs backend -> lab -> sweep -> measure: realizing a lab (its services'
+    readiness too: linklab/ready.py, below both) never needs a measurement tool's module."""
+    reaching = [f"{p.relative_to(ROOT)}:{line}: {target}" for p in sorted((PACKAGE / "backends").rglob("*.py"))
+                for line, target in imports(p) if target == "linklab.measure" or target.startswith("linklab.measure.")]
+    assert not reaching, "the backend imports measurement tools:\n" + "\n".join(reaching)
 
 
 def test_the_walk_sees_imports_inside_functions_and_relative_ones(tmp_path):

@@ -9,7 +9,7 @@ import pytest
 
 from linklab.backends.linux import node_exec, services
 from linklab.errors import LinklabError
-from linklab.measure.command import NotReady, wait_ready
+from linklab.ready import NotReady, wait_ready
 from linklab.model import Context, load_topology, resolve
 from linklab.model.resolved import Service
 

@@ -28,7 +28,7 @@ from typing import Any
 from linklab import runner
 from linklab.backends.linux import services
 from linklab.errors import CommandFailed
-from linklab.measure.command import NotReady
+from linklab.ready import NotReady
 from linklab.model.resolved import Lab, Service
 
 # A command that starts a daemon must let it go (detached, its output closed or redirected):

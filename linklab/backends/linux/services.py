@@ -22,7 +22,7 @@ from typing import Any
 
 from linklab import runner, state
 from linklab.backends.linux import daemons
-from linklab.measure.command import NotReady, ready_now, tail, wait_ready
+from linklab.ready import NotReady, ready_now, tail, wait_ready
 from linklab.model.resolved import Lab, Service
 
 ROLE = "service"

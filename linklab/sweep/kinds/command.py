@@ -19,8 +19,8 @@ from typing import Any
 
 from linklab import procs, runner
 from linklab.handle import LabHandle
-from linklab.measure.command import (PLACEHOLDER, CommandError, NotReady, read_metrics, split, substitute, tail,
-                                     wait_ready)
+from linklab.measure.command import PLACEHOLDER, CommandError, read_metrics, split, substitute
+from linklab.ready import NotReady, tail, wait_ready
 from linklab.sweep.kinds.base import Kind
 
 OUTPUT_GRACE_S = 30.0  # beyond the tool's timeout: a client killed past it still gives its output
@@ -58,7 +58,7 @@ class CommandTraffic:
 
     def prepare(self, rep) -> None:
         if self.kind.failed is not None:  # the point's server never became ready
-            raise NotReady(str(self.kind.failed))
+            raise CommandError(str(self.kind.failed))
 
     def start(self, rep) -> None:
         self.proc = runner.start(self.argv, netns=rep.client_ns, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
