@@ -253,6 +253,13 @@ def _distinct(points: list[Point]) -> list[Point]:
     return sorted({id(p): p for p in points}.values(), key=lambda p: p.index)
 
 
+def _busiest_direction_bps(row: dict[str, Any]) -> float | None:
+    """What one direction of the links carried: flows both ways (flows:, RRUL) each have the
+    link's rate, so their sum (throughput_bps) is set against the busier direction's goodput."""
+    each = [v for k in ("goodput_up_bps", "goodput_down_bps") if (v := metrics.num(row.get(k)))]
+    return max(each) if len(each) == 2 else metrics.num(row.get("throughput_bps"))
+
+
 def bound(points: list[Point], ctx: Context) -> str:
     """Per point: the share of what the links could carry, and the busiest core -> link-bound,
     CPU-bound or neither."""
@@ -261,7 +268,7 @@ def bound(points: list[Point], ctx: Context) -> str:
     parts = []
     for p in _distinct(points)[:6]:
         r = p.ok
-        bps = point_mean(p, lambda row: metrics.num(row.get("throughput_bps")))
+        bps = point_mean(p, _busiest_direction_bps)
         core = point_mean(p, metrics.BY_KEY["busiest_core_pct"].get)
         active = point_mean(p, lambda row: metrics.num(row.get("client_member_tx_active"))) or 1
         if bps is None or not r:

@@ -70,6 +70,12 @@ def packets_per_s(row: Row) -> float | None:
     return bps / (size * 8) if bps is not None and size else None
 
 
+def queue_marked_share(row: Row) -> float | None:
+    """The bottleneck queue's marks / (marks + drops) over the window (queue_marks, queue_drops)."""
+    marks, drops = num(row.get("queue_marks")), num(row.get("queue_drops")) or 0.0
+    return marks / (marks + drops) if marks is not None and marks + drops > 0 else None
+
+
 def _ratio(a: str, b: str, factor: float = 1.0) -> Callable[[Row], float | None]:
     def get(row: Row) -> float | None:
         x, y = num(row.get(a)), num(row.get(b))
@@ -171,6 +177,18 @@ METRICS: tuple[Metric, ...] = (
     # Can be negative (the loaded RTT's median below the idle one's): judged in its unit, not as a ratio.
     Metric("load_added_ms", "RTT added under load (p50)", "ms", col("load_ping_added_p50_ms"), ".2f", "lower",
            scale="abs", min_effect=2.0),
+    # The bottleneck's queue through the window (measure: [queue], linklab/measure/queue_evidence.py):
+    # its backlog in ms of the link's rate (what a packet arriving then waits), judged in its unit:
+    # 2 ms is under half of CoDel's 5 ms target, well inside one FIFO's length.
+    Metric("queue_p50_ms", "queue backlog p50", "ms", col("queue_backlog_p50_ms"), ".2f", "lower", scale="abs",
+           min_effect=2.0),
+    Metric("queue_p95_ms", "queue backlog p95", "ms", col("queue_backlog_p95_ms"), ".2f", "lower", scale="abs",
+           min_effect=2.0),
+    # Of the packets the queue signalled congestion to, the share it marked (ECN CE) rather than
+    # dropped: 1 where every signal was a mark, 0 where every one was a drop; none where the
+    # discipline cannot mark (a FIFO) or signalled nothing.
+    Metric("marked_share", "congestion signals marked (not dropped)", "of signals", queue_marked_share, ".2f",
+           None, scale="abs", min_effect=0.1),
     # Several flows at once (flows:): how evenly they shared. Judged in its unit: 0.05 is one flow
     # of four taking 1.4 times an equal share, the others sharing the rest (linklab/sweep/kinds/flows.py).
     Metric("jain_index", "Jain's fairness index", "", col("jain_index"), ".3f", "higher", scale="abs",
