@@ -34,15 +34,13 @@ from typing import Any
 from linklab import __version__
 from linklab.errors import UsageError
 from linklab.fsutil import write_atomic
-from linklab.measure.iperf3 import split_json_stream
-from linklab.measure.ping import parse_ping
-from linklab.results.samples import rep_dir
+from linklab.measure.probes.ping import LOAD_INTERVAL_S as PING_INTERVAL_S
+from linklab.results import samples
 from linklab.results.runs import Run
 
 FILEFORMAT_VERSION = 4  # flent/resultset.py FILEFORMAT_VERSION
 SUFFIX = ".flent.gz"
 STEP_SIZE_S = 0.2  # flent's default step
-PING_INTERVAL_S = 0.1  # linklab/measure/probes/ping.py LOAD_INTERVAL_S: reply N left (N-1) x 0.1 s in
 RRUL_NAMES = tuple(f"up{i}" for i in range(1, 5)) + tuple(f"down{i}" for i in range(1, 5))
 PING_SERIES = "Ping (ms) ICMP"
 
@@ -62,38 +60,6 @@ class Series:
 
 def _utc(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def receiver_series(doc: dict[str, Any], offset: float = 0.0) -> tuple[list[tuple[float, float]], list[float]]:
-    """An iperf3 client's JSON as [(end of interval s since the window opened, Mbit/s)] from the
-    receiver's report, and each interval's length. iperf3 counts time again from 0 after its omitted
-    warm-up: those intervals are moved past it. `offset`: when the flow started in the window."""
-    reverse = bool((doc.get("start") or {}).get("test_start", {}).get("reverse"))
-    server = doc.get("server_output_json") if isinstance(doc.get("server_output_json"), dict) else None
-    source = doc if reverse or not (server and server.get("intervals")) else server
-    omit = float(((doc.get("start") or {}).get("test_start") or {}).get("omit") or 0)
-    points, spans = [], []
-    for iv in source.get("intervals") or []:
-        s = iv.get("sum") if isinstance(iv, dict) else None
-        if not s or "end" not in s:
-            continue
-        shift = 0.0 if s.get("omitted") else omit
-        points.append((round(offset + shift + float(s["end"]), 6), float(s["bits_per_second"]) / 1e6))
-        spans.append(float(s["end"]) - float(s.get("start", 0.0)))
-    return points, spans
-
-
-def ping_series(text: str) -> list[tuple[float, float]]:
-    """The load ping's replies as [(s since the window opened, RTT ms)]: it started with the
-    window and sent one probe every PING_INTERVAL_S."""
-    res = parse_ping(text)
-    seen, out = set(), []
-    for r in res.replies:
-        if r.duplicate or r.seq in seen:
-            continue
-        seen.add(r.seq)
-        out.append((round((r.seq - 1) * PING_INTERVAL_S, 6), r.rtt_ms))
-    return sorted(out)
 
 
 def queue_series(doc: dict[str, Any]) -> list[Series]:
@@ -123,52 +89,26 @@ def sample(series: Series, x: float) -> float | None:
     return None
 
 
-def _rep_flows(d: Path, row: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
-    """(name, direction, iperf3 JSON) of each flow the repetition ran: a flows run's flow-NAME.json
-    files (their directions in the row), else the iperf3 kind's iperf3.json / iperf3-K.json."""
-    out = []
-    flows = sorted(d.glob("flow-*.json"))
-    files = flows or sorted(d.glob("iperf3*.json"))
-    for f in files:
-        docs = [x for x in split_json_stream(f.read_text()) if isinstance(x, dict)]
-        if not docs or not docs[0].get("intervals"):
-            continue
-        name = f.stem[len("flow-"):] if flows else f.stem
-        reverse = bool(((docs[0].get("start") or {}).get("test_start") or {}).get("reverse"))
-        direction = row.get(f"flow_{name}_direction") or ("down" if reverse else "up")
-        out.append((name, direction, docs[0]))
-    return out
-
-
-def _flow_start(doc: dict[str, Any]) -> float | None:
-    ts = (doc.get("start") or {}).get("timestamp") or {}
-    return float(ts["timesecs"]) if "timesecs" in ts else None
-
-
 def repetition(run: Path, manifest: dict[str, Any], row: dict[str, Any]) -> dict[str, Any] | None:
     """One repetition as flent's data (the module's text), or None where it has no time series."""
-    d = rep_dir(run, row)
-    flows = _rep_flows(d, row)
-    if not flows:
+    win = samples.window(run, row)
+    if win is None:
         return None
-    starts = [s for s in (_flow_start(doc) for _, _, doc in flows) if s is not None]
-    t0 = min(starts) if starts else datetime.now(timezone.utc).timestamp()
-    names = [n for n, _, _ in flows]
+    t0 = win["t0"] if win["t0"] is not None else datetime.now(timezone.utc).timestamp()
+    names = [n for n, _, _, _ in win["flows"]]
     rrul = sorted(names) == sorted(RRUL_NAMES)
     series: list[Series] = []
-    ups = [f for f in flows if f[1] == "up"]
-    downs = [f for f in flows if f[1] == "down"]
+    ups = [f for f in win["flows"] if f[1] == "up"]
+    downs = [f for f in win["flows"] if f[1] == "down"]
     for which, group in (("upload", ups), ("download", downs)):
         if rrul:  # flent's order: up1 is "TCP upload BE", up2 "TCP upload BE2", ...
             group = sorted(group, key=lambda f: f[0])
-        for i, (name, _, doc) in enumerate(group, 1):
-            start = _flow_start(doc)
-            pts, spans = receiver_series(doc, (start - t0) if start is not None else 0.0)
+        for i, (name, _, pts, spans) in enumerate(group, 1):
             label = (f"TCP {which} BE" + (str(i) if i > 1 else "")) if rrul else f"TCP {which} BE::{i}"
             series.append(Series(label, "Mbits/s", pts, spans=spans))
-    ping = d / "ping-load.txt"
-    if ping.is_file():
-        series.append(Series(PING_SERIES, "ms", ping_series(ping.read_text()), PING_INTERVAL_S))
+    if win["ping"]:
+        series.append(Series(PING_SERIES, "ms", win["ping"], PING_INTERVAL_S))
+    d = samples.rep_dir(run, row)
     queues = d / "queues.json"
     if queues.is_file():
         series += queue_series(json.loads(queues.read_text()))

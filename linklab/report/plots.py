@@ -46,13 +46,13 @@ LINESTYLES = ("-", "--", ":", "-.")
 @dataclass(frozen=True)
 class PlotSpec:
     id: str
-    kind: str                 # lines | heatmap | cdf | shares | timeseries | cpu_fit
+    kind: str                 # lines | heatmap | cdf | shares | timeseries | window | cpu_fit
     metric: str | None = None
     title: str = ""
     x: str | None = None      # lines: the axis along x (default: the first varied of X_AXES; none -> bars)
     logy: bool = False
-    max_points: int = 4       # timeseries: how many points to draw
-    where: dict | None = None  # timeseries: draw the points with these axis values (default: chosen, see _chosen)
+    max_points: int = 4       # timeseries, window: how many points to draw
+    where: dict | None = None  # timeseries, window: draw the points with these axis values (default: chosen, see _chosen)
 
 
 DEFAULT_PLOTS: tuple[PlotSpec, ...] = (
@@ -69,6 +69,7 @@ DEFAULT_PLOTS: tuple[PlotSpec, ...] = (
     PlotSpec("jitter", "lines", "jitter_ms", "UDP jitter"),
     PlotSpec("udp_loss", "lines", "lost_percent", "UDP loss"),
     PlotSpec("intervals", "timeseries", None, "Throughput over time (iperf3 intervals)"),
+    PlotSpec("window", "window", None, "Latency under load and each flow's goodput over the window"),
 )
 
 
@@ -394,6 +395,44 @@ def _timeseries(spec: PlotSpec, sources: list[Source]):
     return fig
 
 
+def _window(spec: PlotSpec, sources: list[Source]):
+    """flent's view of a repetition (its all_scaled plot): per chosen point, each flow's goodput
+    over the window (the receiver's series, up solid and down dashed) beside the latency under
+    load (the ping through the window), one row of two panels per point, its first measured
+    repetition. Drawn where the runs kept flows' series and a load ping (flows:, ping_load)."""
+    many = len(sources) > 1
+    panels = []
+    for src in sources:
+        for p in _chosen(src.points, spec.max_points, spec.where):
+            win = next((w for r in p.ok if (w := samples.window(src.run.path, r)) is not None and w["ping"]), None)
+            if win is not None:
+                panels.append((_tag(src, p.label, many), win))
+    if not panels:
+        return None
+    fig, axes = plt.subplots(len(panels), 2, figsize=(9.0, 2.4 * len(panels) + 0.6), squeeze=False)
+    fig.suptitle(spec.title)
+    for (label, win), (flows_ax, ping_ax) in zip(panels, axes):
+        for i, (name, direction, pts, _) in enumerate(win["flows"]):
+            flows_ax.plot([t for t, _ in pts], [v for _, v in pts], color=f"C{i % 10}", linewidth=1,
+                          linestyle="-" if direction == "up" else "--", label=f"{name} ({direction})")
+        flows_ax.set_ylim(bottom=0)
+        flows_ax.set_ylabel("goodput (Mbit/s)")
+        flows_ax.set_title(label, fontsize=8, loc="left")
+        flows_ax.legend(fontsize=6, loc="lower right", ncol=2)
+        ping_ax.plot([t for t, _ in win["ping"]], [v for _, v in win["ping"]], color="black", linewidth=1,
+                     marker=".", markersize=2, label="ping (ICMP)")
+        ping_ax.set_ylim(bottom=0)
+        ping_ax.set_ylabel("RTT (ms)")
+        ping_ax.legend(fontsize=6, loc="lower right")
+    for ax in axes[-1]:
+        ax.set_xlabel("time since the flows started (s)")
+    fig.tight_layout()
+    fig._linklab_caption = ("Each chosen point's first measured repetition: every flow's goodput as its receiver "
+                            "counted it (solid: up, dashed: down), and the round trips measured beside the flows "
+                            "through the whole window, slow start included (the row's figures skip it).")
+    return fig
+
+
 def _chosen(points: list[Point], n: int, where: dict | None = None) -> list[Point]:
     have = [p for p in points if p.ok]
     if where:
@@ -435,7 +474,7 @@ def _cpu_fit(spec: PlotSpec, sources: list[Source]):
 
 RENDERERS: dict[str, Callable[[PlotSpec, list[Source]], Any]] = {
     "lines": _lines, "heatmap": _heatmap, "cdf": _cdf, "shares": _shares, "timeseries": _timeseries,
-    "cpu_fit": _cpu_fit}
+    "window": _window, "cpu_fit": _cpu_fit}
 
 
 RATIO_METRICS = ("throughput_mbps", "tcp_rtt_ms", "retrans_per_gb", "busiest_core_pct", "ping_rtt_ms", "lost_percent")

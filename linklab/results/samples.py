@@ -1,6 +1,10 @@
 """Per-packet and per-second samples for distributions and time series: from the row when it
 carries them (a list field), else from the repetition's raw tool output when the run directory
-still has it. A baseline (runs.export) copies them into its rows, so its report draws them too."""
+still has it. A baseline (runs.export) copies them into its rows, so its report draws them too.
+
+A repetition's window as time series (what the report draws and `linklab export --to flent`
+writes) comes from its raw output: each flow's iperf3 JSON (flow-NAME.json of a flows run, else
+iperf3*.json) with the receiver's intervals, and the ping through the window (ping-load.txt)."""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ from typing import Any
 
 from linklab.measure.iperf3 import split_json_stream
 from linklab.measure.ping import parse_ping
+from linklab.measure.probes.ping import LOAD_INTERVAL_S
 
 # Row fields other code may add with the same samples; read first when present.
 RTT_FIELDS = ("ping_rtts_ms", "ping_rtt_samples_ms")
@@ -72,3 +77,84 @@ def _intervals_of(path: Path) -> list[tuple[float, float]]:
             return [(float(i["sum"]["end"]), float(i["sum"]["bits_per_second"])) for i in ivs
                     if isinstance(i, dict) and "sum" in i and not i["sum"].get("omitted")]
     return []
+
+
+FLOW_PREFIX = "flow-"  # linklab/sweep/kinds/flows.py: each flow's iperf3 JSON is raw file flow-<name>.json
+
+
+def receiver_series(doc: dict[str, Any], offset: float = 0.0) -> tuple[list[tuple[float, float]], list[float]]:
+    """An iperf3 client's JSON as [(end of interval s since the window opened, Mbit/s)] from the
+    receiver's report, and each interval's length. iperf3 counts time again from 0 after its omitted
+    warm-up: those intervals are moved past it. `offset`: when the flow started in the window."""
+    reverse = bool((doc.get("start") or {}).get("test_start", {}).get("reverse"))
+    server = doc.get("server_output_json") if isinstance(doc.get("server_output_json"), dict) else None
+    source = doc if reverse or not (server and server.get("intervals")) else server
+    omit = float(((doc.get("start") or {}).get("test_start") or {}).get("omit") or 0)
+    points, spans = [], []
+    for iv in source.get("intervals") or []:
+        s = iv.get("sum") if isinstance(iv, dict) else None
+        if not s or "end" not in s:
+            continue
+        shift = 0.0 if s.get("omitted") else omit
+        points.append((round(offset + shift + float(s["end"]), 6), float(s["bits_per_second"]) / 1e6))
+        spans.append(float(s["end"]) - float(s.get("start", 0.0)))
+    return points, spans
+
+
+def ping_series(text: str) -> list[tuple[float, float]]:
+    """The load ping's replies as [(s since the window opened, RTT ms)]: it started with the
+    window and sent one probe every LOAD_INTERVAL_S (reply N left (N-1) x the interval in)."""
+    res = parse_ping(text)
+    seen, out = set(), []
+    for r in res.replies:
+        if r.duplicate or r.seq in seen:
+            continue
+        seen.add(r.seq)
+        out.append((round((r.seq - 1) * LOAD_INTERVAL_S, 6), r.rtt_ms))
+    return sorted(out)
+
+
+def rep_flows(d: Path, row: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
+    """(name, direction, iperf3 JSON) of each flow a repetition ran: a flows run's flow-NAME.json
+    files (their directions in the row), else the iperf3 kind's iperf3.json / iperf3-K.json."""
+    out = []
+    flows = sorted(d.glob(f"{FLOW_PREFIX}*.json"))
+    files = flows or sorted(d.glob("iperf3*.json"))
+    for f in files:
+        docs = [x for x in split_json_stream(f.read_text()) if isinstance(x, dict)]
+        if not docs or not docs[0].get("intervals"):
+            continue
+        name = f.stem[len(FLOW_PREFIX):] if flows else f.stem
+        reverse = bool(((docs[0].get("start") or {}).get("test_start") or {}).get("reverse"))
+        direction = row.get(f"flow_{name}_direction") or ("down" if reverse else "up")
+        out.append((name, direction, docs[0]))
+    return out
+
+
+def flow_start(doc: dict[str, Any]) -> float | None:
+    """When an iperf3 client started (epoch seconds), from its JSON."""
+    ts = (doc.get("start") or {}).get("timestamp") or {}
+    return float(ts["timesecs"]) if "timesecs" in ts else None
+
+
+def window(run_path: Path, row: dict[str, Any]) -> dict[str, Any] | None:
+    """One repetition's window as time series, or None where its raw output has no flow's series:
+    {"t0": epoch s the first flow started, "flows": [(name, direction, [(s, Mbit/s)], [span s])],
+    "ping": [(s, RTT ms)] (empty without ping-load.txt)}; times in seconds since t0."""
+    d = rep_dir(run_path, row)
+    flows = rep_flows(d, row) if d.is_dir() else []
+    if not flows:
+        return None
+    starts = [s for s in (flow_start(doc) for _, _, doc in flows) if s is not None]
+    t0 = min(starts) if starts else None
+    out = []
+    for name, direction, doc in flows:
+        start = flow_start(doc)
+        pts, spans = receiver_series(doc, (start - t0) if start is not None and t0 is not None else 0.0)
+        out.append((name, direction, pts, spans))
+    ping = d / "ping-load.txt"
+    try:
+        pings = ping_series(ping.read_text()) if ping.is_file() else []
+    except Exception:  # a raw file a newer/older ping wrote differently: no samples, no crash
+        pings = []
+    return {"t0": t0, "flows": out, "ping": pings}

@@ -23,11 +23,11 @@ from linklab.handle import LabHandle
 from linklab.measure.iperf3 import Iperf3Client, Iperf3Server, parse_result
 from linklab.measure.stats import jain_index
 from linklab.measure.traffic import CC_SYSCTL, stop_stale_iperf3, wait_listening
+from linklab.results.samples import FLOW_PREFIX as RAW_PREFIX  # each flow's JSON: raw file flow-<name>.json
 from linklab.sweep.kinds.base import Kind
 from linklab.units import parse_rate
 
 FLOW_INTERVAL_S = 0.2  # flent's default step: its plots' resolution
-RAW_PREFIX = "flow-"  # each flow's iperf3 JSON is raw file flow-<name>.json
 
 
 def flow_port(base: int, index: int) -> int:
