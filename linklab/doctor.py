@@ -39,6 +39,7 @@ OPTIONAL_TOOLS = (
     ("chromium", "the test suite's look at report.html in a headless browser"),
     ("mn", "running a `linklab export --to mininet` script"),
     ("frr", "routers of a routing: ospf lab (FRR's zebra, ospfd, ospf6d)"),
+    ("irtt", "UDP round trips under load beside the ping (measure: [udp_rtt], flent's RRUL)"),
 )
 SEARCH_PATH = ("/usr/sbin", "/sbin")  # beside PATH: daemons live here
 # Programs found by another name, or outside PATH: FRR is its daemons (zebra, under /usr/lib/frr).

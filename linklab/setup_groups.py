@@ -46,6 +46,8 @@ GROUPS = {
     "frr": Group("routing: ospf labs: FRR's routing daemons in each router", apt=("frr",)),
     # An exported Mininet script runs on Mininet's Linux bridges.
     "mininet": Group("running a `linklab export --to mininet` script", apt=("mininet", "bridge-utils")),
+    # irtt: the UDP round trips flent's RRUL sends beside ICMP ping (linklab/measure/irtt.py).
+    "irtt": Group("UDP round trips under load (`measure: [udp_rtt]`, irtt)", apt=("irtt",)),
     "cluster": Group("sweeps across machines, `linklab sweep --cluster` (Ray)", extras=("cluster",)),
     "docs": Group("the documentation site, `make docs` (MkDocs)", extras=("docs",)),
     # What the benchmarks compare against (Mininet on Linux bridges), and Ray's overhead measured.
@@ -55,7 +57,7 @@ GROUPS = {
     # strays. Its Python side is requirements.txt.
     "test": Group("`make test`: the test suite, which exercises every optional part",
                   apt=("chromium", "tmux", "procps"), extras=("test",),
-                  includes=("sdn", "containers", "images", "frr", "mininet", "cluster", "docs")),
+                  includes=("sdn", "containers", "images", "frr", "mininet", "irtt", "cluster", "docs")),
 }
 
 
@@ -63,7 +65,7 @@ GROUPS = {
 PROVIDES = {
     "iperf3": "iperf3", "ping": "iputils-ping", "traceroute": "traceroute", "tc": "iproute2", "qemu-system-x86_64": "qemu-system-x86",
     "ovs-vswitchd": "openvswitch-switch", "ovsdb-server": "openvswitch-switch", "dockerd": "docker.io",
-    "mmdebstrap": "mmdebstrap", "chromium": "chromium", "mn": "mininet", "frr": "frr",
+    "mmdebstrap": "mmdebstrap", "chromium": "chromium", "mn": "mininet", "frr": "frr", "irtt": "irtt",
 }
 
 

@@ -5,7 +5,7 @@
 #   scripts/setup.sh                  the main job (`make setup`): a lab built and swept, natively or
 #                                     in the lab VM; requirements-main.txt
 #   scripts/setup.sh --with GROUP     the main job and GROUP too (repeatable): ovs, sdn, containers,
-#                                     images, frr, mininet, cluster, docs, bench, test (the suite:
+#                                     images, frr, mininet, irtt, cluster, docs, bench, test (the suite:
 #                                     every group, requirements.txt: what CI installs)
 # The groups' packages are listed once, in linklab/setup_groups.py; `linklab doctor` and the
 # features that find a part missing name these commands. Exit 2: an unknown group; 4: packages
@@ -61,6 +61,9 @@ if [ ${#missing[@]} -gt 0 ]; then
   # Nor the distro's FRR service: linklab starts zebra and ospfd in each router of a lab (backends/linux/frrd.py).
   case " ${missing[*]} " in *" frr "*)
     systemctl disable --now frr.service >/dev/null 2>&1 || true ;; esac
+  # Nor irtt's: the udp_rtt probe starts a server on the lab's server node for each repetition.
+  case " ${missing[*]} " in *" irtt "*)
+    systemctl disable --now irtt.service >/dev/null 2>&1 || true ;; esac
 else
   echo "linklab setup: Debian packages present (main job$say_groups)"
 fi

@@ -12,11 +12,15 @@ A flent data file is gzipped JSON: {version, metadata, x_values, results, raw_va
 
 The series are named as flent's tests name theirs, which chooses the test (NAME):
   rrul_be         four TCP flows each way (`flows: rrul`): "TCP upload BE", "TCP upload BE2".."BE4",
-                  "TCP download BE".."BE4" and "Ping (ms) ICMP"
+                  "TCP download BE".."BE4", "Ping (ms) ICMP" and "Ping (ms) UDP BE1"
   rrul_be_nflows  any other flows, or one iperf3 flow: "TCP upload BE::N", "TCP download BE::N"
-                  (TEST_PARAMETERS upload_streams, download_streams) and "Ping (ms) ICMP"
+                  (TEST_PARAMETERS upload_streams, download_streams), "Ping (ms) ICMP" and
+                  "Ping (ms) UDP BE1"
 Goodput is the receiver's (iperf3's server report for a flow up, the client's for one down) in
-Mbit/s; the ping is the 10 Hz ping through the window (`measure: [ping_load]`). Each shaped
+Mbit/s; the ping is the 10 Hz ping through the window (`measure: [ping_load]`), the UDP round
+trips irtt's 10 Hz ones beside it (`measure: [udp_rtt]`): rrul_be names its UDP series "Ping (ms)
+UDP BE1".."BE3" (netperf UDP_RR, or irtt in flent's rrul_be_irtt) and plots them with the ICMP
+ping in its `ping` plot; linklab sends one, the first. Each shaped
 direction's queue (`measure: [queue]`) is there too as "Queue backlog (ms) NODE/IF" and, where
 the discipline reports one, "Queue delay (ms) NODE/IF": series flent keeps and lists, no test
 of its plots. flent computes its sums, averages and fairness from these when it loads the file.
@@ -43,6 +47,7 @@ SUFFIX = ".flent.gz"
 STEP_SIZE_S = 0.2  # flent's default step
 RRUL_NAMES = tuple(f"up{i}" for i in range(1, 5)) + tuple(f"down{i}" for i in range(1, 5))
 PING_SERIES = "Ping (ms) ICMP"
+UDP_SERIES = "Ping (ms) UDP BE1"  # rrul_be's first UDP round-trip series (irtt in its rrul_be_irtt)
 
 
 @dataclass
@@ -108,6 +113,8 @@ def repetition(run: Path, manifest: dict[str, Any], row: dict[str, Any]) -> dict
             series.append(Series(label, "Mbits/s", pts, spans=spans))
     if win["ping"]:
         series.append(Series(PING_SERIES, "ms", win["ping"], PING_INTERVAL_S))
+    if win["udp"]:
+        series.append(Series(UDP_SERIES, "ms", win["udp"], PING_INTERVAL_S))
     d = samples.rep_dir(run, row)
     queues = d / "queues.json"
     if queues.is_file():

@@ -421,6 +421,9 @@ def _window(spec: PlotSpec, sources: list[Source]):
         flows_ax.legend(fontsize=6, loc="lower right", ncol=2)
         ping_ax.plot([t for t, _ in win["ping"]], [v for _, v in win["ping"]], color="black", linewidth=1,
                      marker=".", markersize=2, label="ping (ICMP)")
+        if win["udp"]:
+            ping_ax.plot([t for t, _ in win["udp"]], [v for _, v in win["udp"]], color="C3", linewidth=1,
+                         linestyle="--", label="UDP round trip (irtt)")
         ping_ax.set_ylim(bottom=0)
         ping_ax.set_ylabel("RTT (ms)")
         ping_ax.legend(fontsize=6, loc="lower right")

@@ -4,7 +4,8 @@ still has it. A baseline (runs.export) copies them into its rows, so its report 
 
 A repetition's window as time series (what the report draws and `linklab export --to flent`
 writes) comes from its raw output: each flow's iperf3 JSON (flow-NAME.json of a flows run, else
-iperf3*.json) with the receiver's intervals, and the ping through the window (ping-load.txt)."""
+iperf3*.json) with the receiver's intervals, the ping through the window (ping-load.txt) and the
+UDP round trips beside it (irtt.json)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from linklab.measure.iperf3 import split_json_stream
+from linklab.measure.irtt import parse_irtt
 from linklab.measure.ping import parse_ping
 from linklab.measure.probes.ping import LOAD_INTERVAL_S
 
@@ -114,6 +116,13 @@ def ping_series(text: str) -> list[tuple[float, float]]:
     return sorted(out)
 
 
+def udp_series(text: str) -> list[tuple[float, float]]:
+    """irtt's round trips as [(s since the window opened, RTT ms)], the lost ones left out: it
+    started with the window, and round trip k left k x its interval in."""
+    res = parse_irtt(text)
+    return [(round(t.seq * res.interval_s, 6), t.rtt_ms) for t in res.trips if t.rtt_ms is not None]
+
+
 def rep_flows(d: Path, row: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
     """(name, direction, iperf3 JSON) of each flow a repetition ran: a flows run's flow-NAME.json
     files (their directions in the row), else the iperf3 kind's iperf3.json / iperf3-K.json."""
@@ -140,7 +149,8 @@ def flow_start(doc: dict[str, Any]) -> float | None:
 def window(run_path: Path, row: dict[str, Any]) -> dict[str, Any] | None:
     """One repetition's window as time series, or None where its raw output has no flow's series:
     {"t0": epoch s the first flow started, "flows": [(name, direction, [(s, Mbit/s)], [span s])],
-    "ping": [(s, RTT ms)] (empty without ping-load.txt)}; times in seconds since t0."""
+    "ping": [(s, RTT ms)] (empty without ping-load.txt), "udp": [(s, RTT ms)] (empty without
+    irtt.json)}; times in seconds since t0."""
     d = rep_dir(run_path, row)
     flows = rep_flows(d, row) if d.is_dir() else []
     if not flows:
@@ -152,9 +162,12 @@ def window(run_path: Path, row: dict[str, Any]) -> dict[str, Any] | None:
         start = flow_start(doc)
         pts, spans = receiver_series(doc, (start - t0) if start is not None and t0 is not None else 0.0)
         out.append((name, direction, pts, spans))
-    ping = d / "ping-load.txt"
+    return {"t0": t0, "flows": out, "ping": _series(d / "ping-load.txt", ping_series),
+            "udp": _series(d / "irtt.json", udp_series)}
+
+
+def _series(path: Path, read) -> list[tuple[float, float]]:
     try:
-        pings = ping_series(ping.read_text()) if ping.is_file() else []
-    except Exception:  # a raw file a newer/older ping wrote differently: no samples, no crash
-        pings = []
-    return {"t0": t0, "flows": out, "ping": pings}
+        return read(path.read_text()) if path.is_file() else []
+    except Exception:  # a raw file a newer/older tool wrote differently: no samples, no crash
+        return []

@@ -30,7 +30,8 @@ from linklab.model.topology import BOND_MODES, Model, Ready, Seconds, regex
 TOPOLOGY_AXES = ("mtu", "bond_mode", "bond", "sysctl_profile", "cc")
 TOOL_AXES = ("streams", "parallel", "protocol", "udp_rate", "mss", "length", "ip", "duration", "client", "server")
 FLOW_AXES = ("flows",)
-MEASUREMENTS = ("throughput", "ping", "ping_load", "reorder", "cpu", "bond_counters", "nstat", "switch_counters", "queue")
+MEASUREMENTS = ("throughput", "ping", "ping_load", "udp_rtt", "reorder", "cpu", "bond_counters", "nstat",
+                "switch_counters", "queue")
 CC_ALGORITHMS = ("cubic", "bbr", "reno", "htcp", "dctcp", "vegas", "westwood")
 
 

@@ -26,6 +26,7 @@ from linklab.measure.probes.ping import IdlePing, LoadPing
 from linklab.measure.probes.queues import QueueSampler
 from linklab.measure.probes.reorder import Reordering
 from linklab.measure.probes.switches import SwitchCounters
+from linklab.measure.probes.udp_rtt import UdpRoundTrips
 from linklab.measure.probes.tcpinfo import SenderTcpInfo
 from linklab.measure.traffic import Traffic
 from linklab.model.resolved import Lab
@@ -35,6 +36,7 @@ from linklab.sweep.plan import PointPlan
 from linklab.units import parse_rate
 
 REORDER_PORT_OFFSET = 100  # the reorder probe's port, above the iperf3 servers'
+UDP_RTT_PORT_OFFSET = 200  # the irtt server's, above the reorder probe's
 
 
 def probes_for(plan: PointPlan, wanted: Collection[str], handle: LabHandle, events: Sequence[Event] = (),
@@ -64,6 +66,8 @@ def probes_for(plan: PointPlan, wanted: Collection[str], handle: LabHandle, even
         probes.append(Reordering(port=tool.port + REORDER_PORT_OFFSET, duration=tool.duration))
     if idle is not None and "ping_load" in wanted:
         probes.append(LoadPing(idle, tool.duration))
+    if "udp_rtt" in wanted:
+        probes.append(UdpRoundTrips(port=tool.port + UDP_RTT_PORT_OFFSET, duration=tool.duration))
     if "queue" in wanted:
         probes.append(QueueSampler())
     if events:

@@ -177,6 +177,12 @@ METRICS: tuple[Metric, ...] = (
     # Can be negative (the loaded RTT's median below the idle one's): judged in its unit, not as a ratio.
     Metric("load_added_ms", "RTT added under load (p50)", "ms", col("load_ping_added_p50_ms"), ".2f", "lower",
            scale="abs", min_effect=2.0),
+    # irtt's UDP round trips beside the load ping (measure: [udp_rtt]), past slow start: under load
+    # they spread as the load ping's do, judged like its tail.
+    Metric("udp_rtt_p50_ms", "UDP RTT under load (p50)", "ms", col("udp_rtt_p50_ms"), ".2f", "lower", scale="log",
+           offset=0.1, min_effect=0.25),
+    Metric("udp_loss_pct", "UDP round trips lost under load", "%", col("udp_rtt_loss_pct"), ".1f", "lower",
+           scale="abs", min_effect=5.0),
     # The bottleneck's queue through the window (measure: [queue], linklab/measure/queue_evidence.py):
     # its backlog in ms of the link's rate (what a packet arriving then waits), judged in its unit:
     # 2 ms is under half of CoDel's 5 ms target, well inside one FIFO's length.

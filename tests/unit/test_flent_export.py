@@ -43,7 +43,10 @@ def queues_json() -> str:
                                                               s.delay_s] for s in samples]}}})
 
 
-def record_run(tmp_path: Path, flows: list[str], *, ping=True, queues=True, error=None) -> Path:
+IRTT = (TOOLS / "irtt_client_idle.json").read_text()
+
+
+def record_run(tmp_path: Path, flows: list[str], *, ping=True, queues=True, udp=False, error=None) -> Path:
     store = ResultsStore.create(tmp_path, "bufferbloat", {"fingerprint": "f", "tool": {"duration": 3}})
     down = json.loads(json.dumps(DOWN))
     down["start"]["timestamp"]["timesecs"] = T0
@@ -52,6 +55,8 @@ def record_run(tmp_path: Path, flows: list[str], *, ping=True, queues=True, erro
         raw["ping-load.txt"] = PING
     if queues:
         raw["queues.json"] = queues_json()
+    if udp:
+        raw["irtt.json"] = IRTT
     row = {"point_key": "aqm=fq_codel", "client": "h1", "server": "h2", "throughput_bps": 1.0, "jain_index": 0.9,
            **{f"flow_{n}_direction": "up" if n.startswith("up") else "down" for n in flows}}
     if error:
@@ -148,3 +153,18 @@ def test_the_command_writes_one_file_per_repetition_and_never_over_one(tmp_path,
     assert "exists" in capsys.readouterr().err
     assert main(["export", "--to", "flent", str(tmp_path / "nothing")]) == 2
     assert "not a run directory" in capsys.readouterr().err
+
+
+def test_the_udp_round_trips_are_flents_first_udp_ping_series(tmp_path):
+    data = load(flent_export.export(record_run(tmp_path, RRUL, udp=True), tmp_path / "out")[0][0])
+    udp = data["results"][flent_export.UDP_SERIES]
+    assert flent_export.UDP_SERIES == "Ping (ms) UDP BE1" and data["metadata"]["SERIES_META"][
+        flent_export.UDP_SERIES] == {"UNITS": "ms"}
+    trips = json.loads(IRTT)["round_trips"]
+    at = {round(x, 1): i for i, x in enumerate(data["x_values"])}
+    # round trip k left k x 0.1 s in, held for its interval: x=0.2 shows round trip 2's
+    assert udp[at[0.2]] == pytest.approx(trips[2]["delay"]["rtt"] / 1e6)
+    assert [s["val"] for s in data["raw_values"][flent_export.UDP_SERIES]] == pytest.approx(
+        [t["delay"]["rtt"] / 1e6 for t in trips])
+    assert flent_export.UDP_SERIES not in load(flent_export.export(record_run(tmp_path / "b", RRUL),
+                                                                   tmp_path / "o2")[0][0])["results"]

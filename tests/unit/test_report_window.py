@@ -13,7 +13,7 @@ from linklab.report import plots
 from linklab.results import samples
 from linklab.results.points import group
 from linklab.results.runs import Run
-from tests.unit.test_flent_export import DOWN, PING, RRUL, UP, record_run
+from tests.unit.test_flent_export import DOWN, IRTT, PING, RRUL, UP, record_run
 
 
 def _source(path) -> plots.Source:
@@ -33,7 +33,19 @@ def test_the_window_reads_each_flows_receiver_series_and_the_load_ping(tmp_path)
                        pytest.approx(DOWN["intervals"][0]["sum"]["bits_per_second"] / 1e6))
     replies = parse_ping(PING).replies
     assert win["ping"][0] == (0.0, replies[0].rtt_ms) and len(win["ping"]) == len(replies)
-    assert win["t0"] == UP["start"]["timestamp"]["timesecs"]
+    assert win["t0"] == UP["start"]["timestamp"]["timesecs"] and win["udp"] == []  # no irtt.json
+
+
+def test_the_udp_round_trips_are_drawn_beside_the_ping(tmp_path):
+    run = Run.load(record_run(tmp_path, RRUL, udp=True))
+    assert samples.window(run.path, run.rows[0])["udp"] == samples.udp_series(IRTT)
+    fig = plots._window(plots.PlotSpec("window", "window"), [_source(run.path)])
+    try:
+        ping, udp = fig.axes[1].get_lines()
+        assert (ping.get_label(), udp.get_label()) == ("ping (ICMP)", "UDP round trip (irtt)")
+        assert list(udp.get_xdata()) == pytest.approx([0.1 * k for k in range(20)])
+    finally:
+        plt.close(fig)
 
 
 def test_the_figure_has_a_row_per_point_with_every_flow_beside_the_ping(tmp_path):

@@ -57,7 +57,7 @@ def test_no_package_or_extra_is_listed_twice():
     named = [e for g in GROUPS.values() for e in g.extras]
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     assert sorted(named) == sorted(extras.EXTRAS) == sorted(pyproject)
-    assert closure(["test", "sdn"]) == ["main", "test", "sdn", "ovs", "containers", "images", "frr", "mininet", "cluster",
+    assert closure(["test", "sdn"]) == ["main", "test", "sdn", "ovs", "containers", "images", "frr", "mininet", "irtt", "cluster",
                                         "docs"]
 
 
