@@ -132,9 +132,11 @@ class IrttClient(Tool):
             raise ValueError("irtt needs a positive interval and duration")
 
     def argv(self) -> list[str]:
+        # irtt 0.9's own flag parser takes a long option's value only after "=" (`--wait 500ms`
+        # is "flag needs an argument"); its short options take the next word.
         host = f"[{self.address}]" if ":" in self.address else self.address
         return ["irtt", "client", "-i", f"{round(self.interval_s * 1e3)}ms", "-d", f"{round(self.duration_s * 1e3)}ms",
-                "-l", str(self.length), "--wait", f"{self.wait_ms}ms", "-Q", "-o", "-", f"{host}:{self.port}"]
+                "-l", str(self.length), f"--wait={self.wait_ms}ms", "-Q", "-o", "-", f"{host}:{self.port}"]
 
     @staticmethod
     def parse(text: str) -> IrttResult:

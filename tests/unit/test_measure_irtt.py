@@ -27,7 +27,7 @@ def test_argv_binds_the_servers_own_address_and_the_client_sends_every_interval_
     assert irtt.IrttServer("10.0.0.2", 5401).argv() == ["irtt", "server", "-b", "10.0.0.2:5401", "-i", "10ms"]
     assert irtt.IrttServer("fd00::2", 5401).argv()[3] == "[fd00::2]:5401"
     assert irtt.IrttClient("10.0.0.2", duration_s=22.0, interval_s=0.1, port=5401).argv() == [
-        "irtt", "client", "-i", "100ms", "-d", "22000ms", "-l", "172", "--wait", "500ms", "-Q", "-o", "-",
+        "irtt", "client", "-i", "100ms", "-d", "22000ms", "-l", "172", "--wait=500ms", "-Q", "-o", "-",
         "10.0.0.2:5401"]
     with pytest.raises(ValueError, match="positive interval"):
         irtt.IrttClient("10.0.0.2", duration_s=0)
