@@ -7,6 +7,9 @@
 # tarball, unmounted and removed after its run, also on failure.
 #   sudo bench/setup_time.sh main h/setup h/setup main     # A B B A: interleaved, the same hour
 # SETUP_ARGS: setup.sh's options (e.g. "--with test": what `make test` and CI install first).
+# THEN: a command run in the chroot after the set-up, timed the same way (stamped lines), e.g.
+#   THEN="make lab-up && make sweep"   the README's first two commands on the fresh machine: E1
+# quick's results, the lab VM booted from the chroot's own root (stopped after, `linklab vm stop`).
 # One line per run on stdout and appended to $WORK/times.txt: rev, seconds (of them: the Debian
 # packages'), seconds of the rerun, Debian packages installed, the venv's size, `linklab doctor`'s
 # exit code there; setup.sh's output, each line stamped with its second, in $WORK/run*.log.
@@ -59,10 +62,23 @@ for rev in "$@"; do
   doctor=0
   chroot "$root" env -i HOME=/root PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 \
     bash -c 'cd /root/linklab && .venv/bin/python -m linklab doctor' >> "$WORK/run$n.log" 2>&1 || doctor=$?
+  then_s="" then_rc=""
+  if [ -n "${THEN:-}" ]; then
+    t3=$(date +%s.%N)
+    then_rc=0
+    chroot "$root" env -i HOME=/root PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 \
+      bash -c "cd /root/linklab && $THEN" 2>&1 |
+      while IFS= read -r l; do printf '%6.1f %s\n' "$(echo "$(date +%s.%N) - $t3" | bc)" "$l"; done \
+      >> "$WORK/run$n.log" || then_rc=$?
+    then_s=$(echo "$(date +%s.%N) - $t3" | bc)
+    chroot "$root" env -i HOME=/root PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 \
+      bash -c 'cd /root/linklab && .venv/bin/python -m linklab vm stop' >> "$WORK/run$n.log" 2>&1 || true
+  fi
   pkgs=$(chroot "$root" dpkg-query -W -f='${Status}\n' | grep -c 'install ok installed')
   venv=$(du -sm "$root/root/linklab/.venv" | cut -f1)
   line=$(printf '%s %s%s first %.0f s (Debian packages %.0f s, then Python), rerun %.1f s, %s Debian packages, venv %s MiB, doctor exit %s' \
     "$rev" "$(git rev-parse --short "$rev")" "${SETUP_ARGS:+ ($SETUP_ARGS)}" "$(echo "$t1 - $t0" | bc)" "${debian:-0}" "$(echo "$t2 - $t1" | bc)" "$pkgs" "$venv" "$doctor")
+  [ -n "$then_s" ] && line=$(printf '%s; then (%s) %.0f s, exit %s' "$line" "$THEN" "$then_s" "$then_rc")
   echo "$line" | tee -a "$WORK/times.txt"
   cleanup
 done
