@@ -129,6 +129,11 @@ class Backend(ABC):
 
 
     @abstractmethod
+    def set_link_state(self, lab: Lab, link: str, up: bool) -> str:
+        """Take a link down or up, every member of a bond at once, as pulled or replugged cables
+        would (a fault on an experiment's timeline); returns what was done, for the event log."""
+
+    @abstractmethod
     def set_active_member(self, lab: Lab, link: str, member: int) -> str:
         """Make a bond's member-th member its active one (an experiment's timeline event)."""
 

@@ -24,6 +24,11 @@ Definitions for failures (stated in every row, so a reader can judge them):
                    RECOVERED_FRACTION of the pre-fault rate or more
   retransmits      TCP retransmits in the intervals from the fault to recovery
   lost_packets     UDP datagrams lost in those intervals (iperf3's receiver count)
+  flow_stall_s     per stream (iperf3 -P N: one flow each), the time it stayed below
+                   STALL_FRACTION of its own pre-fault rate, as outage_s; the longest of them:
+                   a fault on one of several paths stops the flows hashed onto it while the
+                   others carry on, which the sum's outage (below half) does not see
+  flows_stalled    how many streams stalled at all
 and for changes:
   post_bps         the median rate of the intervals in the POST_S seconds before the next event
                    (or the window's end): the level the flow settled at. A median, not a mean:
@@ -44,6 +49,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 OUTAGE_FRACTION = 0.5
+STALL_FRACTION = 0.1
 RECOVERED_FRACTION = 0.9
 RECOVERED_RUN = 3
 PRE_S = 1.0
@@ -75,6 +81,38 @@ def series(doc: dict) -> list[Interval]:
     return own
 
 
+def stream_series(doc: dict) -> list[list[Interval]]:
+    """Each stream's own series (iperf3 -P N), the receiver's when the server's output has as
+    many streams at the client's granularity (as `series` chooses), else the client's."""
+    own = _streams(doc)
+    server = doc.get("server_output_json")
+    sending = not doc.get("start", {}).get("test_start", {}).get("reverse")
+    if sending and isinstance(server, dict):
+        theirs = _streams(server)
+        if len(theirs) == len(own) and all(t and o and len(t) >= 0.8 * len(o) for t, o in zip(theirs, own)):
+            return theirs
+    return own
+
+
+def _streams(doc: dict) -> list[list[Interval]]:
+    out: dict[int, list[Interval]] = {}
+    for iv in doc.get("intervals", []):
+        for k, st in enumerate(iv.get("streams", [])):
+            if not st.get("omitted"):
+                out.setdefault(k, []).append(Interval(start=float(st.get("start", 0.0)), end=float(st.get("end", 0.0)),
+                                                      bps=float(st.get("bits_per_second", 0.0))))
+    return [out[k] for k in sorted(out)]
+
+
+def stalls(streams: list[list[Interval]], at_s: float) -> tuple[float | None, int | None]:
+    """(the longest stall of any stream after a fault at `at_s`, how many streams stalled);
+    (None, None) without per-stream series."""
+    times = [o.outage_s for ivs in streams if (o := outage(ivs, at_s, STALL_FRACTION)).outage_s is not None]
+    if not times:
+        return None, None
+    return max(times), sum(1 for t in times if t > 0)
+
+
 def _intervals(doc: dict) -> list[Interval]:
     out = []
     for iv in doc.get("intervals", []):
@@ -96,11 +134,14 @@ class Outage:
     recover_s: float | None  # None: not back within the window
     retransmits: int
     lost_packets: int
+    flow_stall_s: float | None = None  # the longest a stream stalled (None: no per-stream series)
+    flows_stalled: int | None = None
 
     def row(self, prefix: str) -> dict[str, Any]:
         return {f"{prefix}at_s": self.at_s, f"{prefix}pre_bps": self.pre_bps, f"{prefix}min_bps": self.min_bps,
                 f"{prefix}outage_s": self.outage_s, f"{prefix}recover_s": self.recover_s,
-                f"{prefix}retransmits": self.retransmits, f"{prefix}lost_packets": self.lost_packets}
+                f"{prefix}retransmits": self.retransmits, f"{prefix}lost_packets": self.lost_packets,
+                f"{prefix}flow_stall_s": self.flow_stall_s, f"{prefix}flows_stalled": self.flows_stalled}
 
 
 def outage(ivs: list[Interval], at_s: float, frac: float = OUTAGE_FRACTION) -> Outage:
@@ -172,6 +213,11 @@ def settle(ivs: list[Interval], at_s: float, until_s: float | None = None) -> Se
                   retransmits=sum(iv.retransmits for iv in span), lost_packets=sum(iv.lost_packets for iv in span))
 
 
-def effect(ivs: list[Interval], at_s: float, failure: bool, until_s: float | None = None) -> Outage | Settle:
-    """A failure's outage, or a change's settling (see the module's text)."""
-    return outage(ivs, at_s) if failure else settle(ivs, at_s, until_s)
+def effect(ivs: list[Interval], at_s: float, failure: bool, until_s: float | None = None,
+           streams: list[list[Interval]] | None = None) -> Outage | Settle:
+    """A failure's outage (with `streams`, each stream's stall), or a change's settling (see
+    the module's text)."""
+    if not failure:
+        return settle(ivs, at_s, until_s)
+    stall_s, stalled = stalls(streams or [], at_s)
+    return replace(outage(ivs, at_s), flow_stall_s=stall_s, flows_stalled=stalled)

@@ -192,14 +192,14 @@ def prepare_point(sweep: Sweep, point: Point) -> Prepared:
     with clock.phase("reconfigure"):
         plan = plan_point(exp, sweep.topo_raw, point.axes)
         _reconfigure(sweep, sweep.base_overrides + list(plan.overrides) + list(sweep.overrides))
-        fault_targets = _fault_targets(sweep, exp.events)
+        fault_targets = _fault_targets(sweep, plan.events)
     # The settle is the least time between the lab's change and the window. The pre-flight and
     # the qdisc dump send nothing that is still queued when it ends (a few pings, then reads):
     # they run inside it, and only what is left of it is slept (phases.breakdown counts the three
     # together against the asked settle). Pre-flight polls the bonds until LACP converges anyway.
     settled_at = time.monotonic() + exp.settle
     # Events change the lab during a window: after them the path is proved again (no signature).
-    seen = None if exp.events else preflight.path_signature(sweep.handle.lab, plan.client, plan.server, plan.tool.ip)
+    seen = None if plan.events else preflight.path_signature(sweep.handle.lab, plan.client, plan.server, plan.tool.ip)
     with clock.phase("preflight"):
         pf = preflight.run(sweep.handle, plan.client, plan.server, plan.tool.ip,
                            path_proved=seen is not None and sweep.proved == seen)
@@ -213,7 +213,7 @@ def prepare_point(sweep: Sweep, point: Point) -> Prepared:
         time.sleep(max(0.0, settled_at - time.monotonic()))
     with clock.phase("server_start"):
         if pf.ok:  # kept up from the previous point when it wants the same servers
-            sweep.kind.serve(sweep.handle, plan, exp.events)
+            sweep.kind.serve(sweep.handle, plan, plan.events)
     return Prepared(point, plan, pf, info, dumps, fault_targets, clock)
 
 
@@ -307,8 +307,9 @@ def _measure_rep(sweep: Sweep, plan: PointPlan, fault_targets: dict[int, Lab], c
     rep = Repetition(sweep.handle, plan.client, plan.server, plan.tool.ip, omit=exp.warmup)
     try:
         m_raw, m_row = measure_rep.measure(
-            rep, sweep.kind.traffic(sweep.handle, plan, exp.warmup, exp.events),
-            measure_rep.probes_for(plan, exp.measure, sweep.handle, exp.events, fault_targets, sweep.kind), clock)
+            rep, sweep.kind.traffic(sweep.handle, plan, exp.warmup, plan.events),
+            measure_rep.probes_for(plan, exp.measure, sweep.handle, plan.events, fault_targets, sweep.kind,
+                                   exp.counted_links), clock)
         raw.update(m_raw)
         row.update(m_row)
         if row.get("flags"):  # say it now: a disturbed point is worth rerunning

@@ -3,7 +3,9 @@
 Axes of the matrix are either
   topology axes  -> overrides applied to the running lab before the point is measured
                     (mtu, bond_mode, bond, sysctl_profile, cc, or any override path such as
-                    `links[bond].bond.member[1].impair.delay`), or
+                    `links[bond].bond.member[1].impair.delay`),
+  named axes     -> an axis of the experiment's own `overrides:`, each value a named set of
+                    overrides (several paths changed together: `design: [bond, ecmp]`), or
   tool axes      -> parameters of the measurement (streams, parallel, protocol, udp_rate,
                     mss, length, ip, duration, client, server), or
   flows          -> the flows measured together at the point, each value what `flows:` takes
@@ -21,16 +23,17 @@ import shlex
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Discriminator, Field, Tag, TypeAdapter, ValidationError, field_validator, model_validator
+from pydantic import ConfigDict, Discriminator, Field, Tag, TypeAdapter, ValidationError, field_validator, model_validator
 
 from linklab import units
 from linklab.model.loader import read_yaml
 from linklab.model.topology import BOND_MODES, Model, Ready, Seconds, regex
+from linklab.sweep.matrix import render_value
 
 TOPOLOGY_AXES = ("mtu", "bond_mode", "bond", "sysctl_profile", "cc")
 TOOL_AXES = ("streams", "parallel", "protocol", "udp_rate", "mss", "length", "ip", "duration", "client", "server")
 FLOW_AXES = ("flows",)
-MEASUREMENTS = ("throughput", "ping", "ping_load", "udp_rtt", "reorder", "cpu", "bond_counters", "nstat",
+MEASUREMENTS = ("throughput", "ping", "ping_load", "udp_rtt", "reorder", "cpu", "bond_counters", "link_counters", "nstat",
                 "switch_counters", "queue")
 CC_ALGORITHMS = ("cubic", "bbr", "reno", "htcp", "dctcp", "vegas", "westwood")
 
@@ -126,38 +129,45 @@ class Tool(Model):
 
 
 EVENT_RE = re.compile(r"^links\[(?P<link>[^\]]+)\]\.bond\.member\[(?P<member>\d+)\]\.state=(?P<state>up|down)$")
+LINK_STATE_RE = re.compile(r"^links\[(?P<link>[^\]]+)\]\.state=(?P<state>up|down)$")
 ACTIVE_RE = re.compile(r"^links\[(?P<link>[^\]]+)\]\.bond\.active=(?P<member>\d+)$")
 # Any override path through an `impair` block: a link's, a direction's or a member's.
 IMPAIR_RE = re.compile(r"^(?P<path>links\[[^\]]+\](?:\.[A-Za-z_0-9\[\]]+)*\.impair(?:\.from\.[A-Za-z0-9_-]+)?\.[a-z_]+)=(?P<value>.+)$")
-EVENT_KINDS = ("links[<link>].bond.member[<k>].state=down|up", "links[<link>].bond.active=<k>",
+EVENT_KINDS = ("links[<link>].bond.member[<k>].state=down|up", "links[<link>].state=down|up", "links[<link>].bond.active=<k>",
                "links[<link>](.bond.member[<k>])?.impair(.from.<node>)?.<field>=<value>")
 
 
 class Event(Model):
     """A fault on the timeline, at `at` seconds into the throughput window (after warmup):
       set: links[bond].bond.member[0].state=down     a member's cable pulled (or =up: replugged)
+      set: links[path0].state=down                   a link's cable(s) pulled: every member of a bond
       set: links[bond].bond.active=1                 the bond's active member changed (active-backup, tlb, alb)
       set: links[wan].impair.delay=50ms              an impairment changed in place (delay, loss, rate, ...)
+    `when:` (axis: value, or axis: [values]) puts the event only at the points that match, e.g.
+    a bond member's failure at `design: bond`, a route's link at `design: ecmp`.
     """
 
     at: Seconds
     set: str
+    when: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("set")
     @classmethod
     def _set(cls, v):
         v = v.strip()
         compact = v.replace(" ", "")
-        if EVENT_RE.match(compact) or ACTIVE_RE.match(compact):
+        if EVENT_RE.match(compact) or ACTIVE_RE.match(compact) or LINK_STATE_RE.match(compact):
             return compact
         if IMPAIR_RE.match(v):
             return v
         raise ValueError(f"unknown event {v!r} (valid: {'; '.join(EVENT_KINDS)})")
 
     @property
-    def kind(self) -> Literal["member_state", "active_member", "impair"]:
+    def kind(self) -> Literal["member_state", "link_state", "active_member", "impair"]:
         if EVENT_RE.match(self.set):
             return "member_state"
+        if LINK_STATE_RE.match(self.set):
+            return "link_state"
         return "active_member" if ACTIVE_RE.match(self.set) else "impair"
 
     @property
@@ -171,6 +181,15 @@ class Event(Model):
         """member_state: (link, member index, up?)."""
         m = EVENT_RE.match(self.set)
         return m["link"], int(m["member"]), m["state"] == "up"
+
+    def link_state(self) -> tuple[str, bool]:
+        """link_state: (link, up?)."""
+        m = LINK_STATE_RE.match(self.set)
+        return m["link"], m["state"] == "up"
+
+    def applies(self, axes: dict[str, Any]) -> bool:
+        """At a point with these axes: every `when` axis has the (or one of the) value(s) given."""
+        return all(axes.get(axis) in (want if isinstance(want, list) else [want]) for axis, want in self.when.items())
 
     def active(self) -> tuple[str, int]:
         """active_member: (link, member index)."""
@@ -254,13 +273,20 @@ class Quick(Model):
     settle: Seconds | None = None
 
 
-# An axis is one of these, or an override path (it has a dot or a bracket): for editors.
+# An axis is a built-in one or one of the experiment's `overrides:` (a name), or an override path
+# (it has a dot or a bracket): for editors, which cannot tell a name of the file's own from a typo.
 AXES = TOPOLOGY_AXES + TOOL_AXES + FLOW_AXES
-AXIS_NAMES = {"propertyNames": {"pattern": f"^({'|'.join(AXES)})$|[.\\[]"},
+AXIS_NAMES = {"propertyNames": {"pattern": f"^{METRIC_NAME[1:-1]}$|[.\\[]"},
               "additionalProperties": {"type": "array", "minItems": 1}}
 
 
 class Experiment(Model):
+    # Without `overrides:` the file names no axis of its own: editors then know every valid one.
+    model_config = ConfigDict(**Model.model_config, json_schema_extra={
+        "if": {"not": {"required": ["overrides"]}},
+        "then": {"properties": {"matrix": {"propertyNames": {
+            "pattern": f"^({'|'.join(AXES)})$|[.\\[]"}}}}})
+
     name: str
     description: str | None = None
     source: str | None = None  # the published document this reproduces
@@ -276,6 +302,13 @@ class Experiment(Model):
     tool: Tool = Tool()
     measure: list[Literal[MEASUREMENTS]] = ["throughput", "cpu", "bond_counters", "nstat"]  # type: ignore[valid-type]
     profiles: dict[str, dict[str, str | int]] = Field(default_factory=dict)
+    # Axes of the experiment's own: axis -> value -> the overrides (path: value) that value
+    # applies, several paths changed together (design: {bond: {...}, ecmp: {...}}); a value with
+    # none changes nothing in the lab, for events' `when` to tell points apart (fault: {none: {}}).
+    overrides: dict[Annotated[str, Field(pattern=METRIC_NAME)], dict[str, dict[str, Any]]] = Field(default_factory=dict)
+    # measure: link_counters: these links' byte counters around the window (a bond's: each
+    # member's), each veth its own path; none named: every link of the lab.
+    counted_links: list[str] = Field(default_factory=list)
     quick: Quick | None = None
     reference: str | None = None  # published figures, beside the experiment file
     notes: list[str] = Field(default_factory=list)
@@ -293,14 +326,29 @@ class Experiment(Model):
         for axis, values in v.items():
             if not isinstance(values, list) or not values:
                 raise ValueError(f"axis {axis!r} needs a non-empty list of values")
-            if not is_path_axis(axis) and axis not in AXES:
-                raise ValueError(f"unknown axis {axis!r} (valid: {', '.join(AXES)}, "
-                                 "or an override path such as links[0].impair.delay)")
         return v
 
     @model_validator(mode="after")
     def _values(self):
         problems = []
+        for axis in self.overrides:
+            if axis in AXES:
+                problems.append(f"overrides.{axis}: a built-in axis (name the axis of your own otherwise)")
+        unknown = [a for a in self.matrix if not is_path_axis(a) and a not in AXES + tuple(self.overrides)]
+        if unknown:
+            problems += [f"unknown axis {a!r} (valid: {', '.join(AXES + tuple(self.overrides))}, "
+                         "or an override path such as links[0].impair.delay)" for a in unknown]
+            raise ValueError("; ".join(problems))
+        for i, ev in enumerate(self.events):
+            for axis, want in ev.when.items():
+                if axis not in self.matrix:
+                    problems.append(f"events[{i}].when.{axis}: not an axis of the matrix (axes: {', '.join(self.matrix)})")
+                    continue
+                shown = [render_value(v) for v in self.matrix[axis]]
+                problems += [f"events[{i}].when.{axis}: {render_value(w)} is not one of its values (values: {', '.join(shown)})"
+                             for w in (want if isinstance(want, list) else [want]) if render_value(w) not in shown]
+        if self.counted_links and "link_counters" not in self.measure:
+            problems.append("counted_links: names the links link_counters reads, but measure: has no link_counters")
         for axis, values in self.matrix.items():
             for i, value in enumerate(values):
                 msg = check_axis_value(axis, value, self)
@@ -369,6 +417,8 @@ def one_of(value: Any, choices) -> bool:
 
 
 def check_axis_value(axis: str, value: Any, exp: Experiment) -> str | None:
+    if axis in exp.overrides and not one_of(value, exp.overrides[axis]):
+        return f"unknown {axis} {value!r} (valid: {', '.join(exp.overrides[axis])}; overrides.{axis} names them)"
     if axis == "flows":
         if value == []:
             return "a point needs flows (rrul or a list of flows); leave the axis out for the tool's one flow"

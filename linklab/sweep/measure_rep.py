@@ -40,12 +40,14 @@ UDP_RTT_PORT_OFFSET = 200  # the irtt server's, above the reorder probe's
 
 
 def probes_for(plan: PointPlan, wanted: Collection[str], handle: LabHandle, events: Sequence[Event] = (),
-               fault_targets: Mapping[int, Lab] | None = None, kind: Any = None) -> list[Probe]:
+               fault_targets: Mapping[int, Lab] | None = None, kind: Any = None,
+               counted_links: Sequence[str] = ()) -> list[Probe]:
     """The probes of one repetition, in the order they begin (they finish in reverse): the
     switches' counters before the idle ping (their reset makes its first packet cross the
     controller), the CPU sampler last (it covers the traffic's window and nothing before it),
     the judgement of the whole row at the end. `wanted`: the experiment's `measure` list; `kind`:
-    the tool's (linklab/sweep/kinds/; None: iperf3), whose sockets and processes the probes read."""
+    the tool's (linklab/sweep/kinds/; None: iperf3), whose sockets and processes the probes read;
+    `counted_links`: the links link_counters reads (none: every link)."""
     tcp_ports = True if kind is None else kind.tcp_ports
     comms = ("iperf3",) if kind is None else kind.comms
     tool = plan.tool
@@ -58,7 +60,8 @@ def probes_for(plan: PointPlan, wanted: Collection[str], handle: LabHandle, even
         probes.append(idle)
     members = ({node: handle.lab.bond_members(node) for node in (plan.client, plan.server)}
                if "bond_counters" in wanted else {})
-    queues = QueueCounters(members)  # always: the disturbance flags read every queue's drops
+    paths = path_ends(handle.lab, counted_links) if "link_counters" in wanted else {}
+    queues = QueueCounters(members, paths)  # always: the disturbance flags read every queue's drops
     probes.append(queues)
     if "nstat" in wanted:
         probes.append(StackCounters())
@@ -84,6 +87,15 @@ def probes_for(plan: PointPlan, wanted: Collection[str], handle: LabHandle, even
         probes.append(host_cpu)  # last but one: it waits for the host's first sample after the window
     probes.append(Disturbance(queues, tool.mss))
     return probes
+
+
+def path_ends(lab: Lab, links: Sequence[str] = ()) -> dict[str, tuple[str, str]]:
+    """The paths link_counters counts, label -> (node, ifname) of the first end: each veth pair
+    of the named links (by name or index; none: every link), a one-pair link labelled by its
+    name, a bond's members NAME_0, NAME_1..."""
+    chosen = [lk for lk in lab.links if not links or lk.name in links or str(lk.index) in links]
+    return {(lk.name if len(lk.veths) == 1 else f"{lk.name}_{i}"): (pair.a.node, pair.a.ifname)
+            for lk in chosen for i, pair in enumerate(lk.veths)}
 
 
 def report_interval(plan: PointPlan, events: Sequence[Event] = ()) -> float | None:

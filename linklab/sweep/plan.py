@@ -16,9 +16,10 @@ from pydantic import ValidationError
 from linklab.errors import LinklabError, ValidationFailed
 from linklab.measure.traffic import CC_SYSCTL
 from linklab.model import load_topology
+from linklab.model.overrides import link_auto_name
 from linklab.model.loader import format_path, load_model, pydantic_problems, read_yaml
-from linklab.sweep.experiment import (TOOL_AXES, Experiment, Flow, Tool, apply_quick, expand_flows, is_path_axis, one_of,
-                                      point_flows, topology_path)
+from linklab.sweep.experiment import (TOOL_AXES, Event, Experiment, Flow, Tool, apply_quick, expand_flows, is_path_axis,
+                                      one_of, point_flows, topology_path)
 from linklab.sweep.matrix import expand
 
 
@@ -32,6 +33,7 @@ class PointPlan:
     mtu_varied: str  # interface | mss | length | interface+mss ... | none
     axes: dict[str, Any] = field(default_factory=dict)  # the point's axes as the matrix gives them (${point.AXIS})
     flows: tuple[Flow, ...] = ()  # several flows at once (experiment.expand_flows): none, the tool's one flow
+    events: tuple[Event, ...] = ()  # the timeline's events at this point (an event's `when` matches it)
 
 
 def _bond_links(topo: dict) -> list[int]:
@@ -62,6 +64,8 @@ def plan_point(exp: Experiment, topo: dict, axes: dict[str, Any]) -> PointPlan:
         elif axis == "cc":
             cc = value
             overrides += [(f'hosts.{h}.sysctls."{CC_SYSCTL}"', value) for h in _hosts(topo)]
+        elif axis in exp.overrides:
+            overrides += list(exp.overrides[axis][value].items())
         elif axis in ("client", "server"):
             client, server = (value, server) if axis == "client" else (client, value)
         elif axis == "flows":
@@ -74,7 +78,8 @@ def plan_point(exp: Experiment, topo: dict, axes: dict[str, Any]) -> PointPlan:
                                      ("mss", "mss" in axes), ("length", "length" in axes)) if hit]
     return PointPlan(overrides=tuple(overrides), tool=Tool.model_validate(tool), client=client, server=server,
                      cc=cc, mtu_varied="+".join(varied) or "none", axes=dict(axes),
-                     flows=tuple(expand_flows(flows, client, server)))
+                     flows=tuple(expand_flows(flows, client, server)),
+                     events=tuple(ev for ev in exp.events if ev.applies(axes)))
 
 
 def load_experiment(path: str | Path, quick: bool = False) -> Experiment:
@@ -104,6 +109,9 @@ def check_experiment_points(exp_path: Path, exp: Experiment) -> list[tuple[tuple
                 problems.append((("matrix", axis, i), f"unknown host {v!r} (valid: {', '.join(base.hosts)})"))
     problems += flow_problems(exp, list(base.hosts))
     problems += placeholder_problems(exp, [*base.hosts, *base.switches])
+    names = [str(lk.get("name") or link_auto_name(lk)) for lk in topo_raw.get("links") or []]
+    problems += [(("counted_links", i), f"unknown link {name!r} (valid: {', '.join(names)})")
+                 for i, name in enumerate(exp.counted_links) if name not in names + [str(i) for i in range(len(names))]]
     if "bond_mode" in exp.matrix and not _bond_links(topo_raw):
         problems.append((("matrix", "bond_mode"), f"{tpath} has no bonded link to change the mode of"))
     if problems:
@@ -204,10 +212,10 @@ def point_labs(exp_path: str | Path, exp: Experiment, overrides: tuple[tuple[str
     from linklab.lab import build_lab
     tpath = topology_path(Path(exp_path), exp)
     raw = read_yaml(tpath)[0]
-    events = [ev.override() for ev in sorted(exp.events, key=lambda e: e.at) if ev.kind == "impair"]
     labs = []
     for point in expand(exp.matrix, exclude=exp.exclude):
         plan = plan_point(exp, raw, point.axes)
+        events = [ev.override() for ev in sorted(plan.events, key=lambda e: e.at) if ev.kind == "impair"]
         labs.append(build_lab(tpath, [*plan.overrides, *overrides]))
         if events:
             labs.append(build_lab(tpath, [*plan.overrides, *overrides, *events]))

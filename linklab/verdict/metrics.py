@@ -165,6 +165,10 @@ METRICS: tuple[Metric, ...] = (
              col(f"{side}_member_{d}_max_share"), ".2f", None, scale="abs", table=False, min_effect=0.1,
              rule="members")
       for side in ("client", "server") for d in ("tx", "rx")),
+    # measure: link_counters: the busiest of the counted paths (a bond's members, parallel routed
+    # links), from each link's first end: 1.0 all on one path, 0.5 split evenly over two.
+    Metric("path_max_share", "busiest path's share", "of bytes", col("path_tx_max_share"), ".2f", None,
+           scale="abs", min_effect=0.1, rule="members"),
     Metric("jitter_ms", "UDP jitter", "ms", col("jitter_ms"), ".3f", "lower", scale="log", offset=0.05,
            min_effect=1.0),
     Metric("lost_percent", "UDP loss", "%", col("lost_percent"), ".2f", "lower", scale="log", offset=0.1,
@@ -205,6 +209,10 @@ METRICS: tuple[Metric, ...] = (
            min_effect=0.5),
     Metric("recover_s", "time to recover (first fault)", "s", col("fault1_recover_s"), ".2f", "lower", scale="abs",
            min_effect=0.5),
+    # The first fault's longest stall of one flow (a stream below a tenth of its own rate): a path
+    # failing among several stops only the flows hashed onto it.
+    Metric("flow_stall_s", "longest flow stall (first fault)", "s", col("fault1_flow_stall_s"), ".2f", "lower",
+           scale="abs", min_effect=0.5),
     # A change on the timeline (an impairment set in place): how long the flow took to settle.
     Metric("settle_s", "time to settle (first change)", "s", col("fault1_settle_s"), ".2f", "lower", scale="abs",
            min_effect=0.5),

@@ -31,7 +31,8 @@ def test_impair_event_is_an_override_parsed_like_linklab_set():
 def test_unknown_events_list_the_valid_ones(text):
     with pytest.raises(ValidationError) as e:
         Event(at=1, set=text)
-    assert "valid: links[<link>].bond.member[<k>].state=down|up; links[<link>].bond.active=<k>" in str(e.value)
+    assert ("valid: links[<link>].bond.member[<k>].state=down|up; links[<link>].state=down|up; "
+            "links[<link>].bond.active=<k>") in str(e.value)
 
 
 def test_delay_change_under_htb_is_changed_in_place():

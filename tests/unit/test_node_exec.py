@@ -134,7 +134,7 @@ class RaisingBackend(Backend):
         return f"ll-{lab.name}-{node}"
 
     destroy = orphans = remove_orphans = inspect = interfaces = exec_argv = node_pids = None
-    read_sysctls = switch_tool_argv = set_member_state = set_active_member = change_impairments = None
+    read_sysctls = switch_tool_argv = set_member_state = set_link_state = set_active_member = change_impairments = None
 
 
 RaisingBackend.__abstractmethods__ = frozenset()

@@ -79,7 +79,7 @@ def test_a_phase_shorter_than_asked_is_no_negative_overhead():
 
 
 class _Plan:
-    client, server, mtu_varied, cc, overrides = "h1", "h2", False, None, ()
+    client, server, mtu_varied, cc, overrides, events = "h1", "h2", False, None, (), ()
 
     class tool:  # noqa: N801 -- stands in for the experiment's tool settings
         duration, protocol, ip, streams, parallel, mss, length, port = 5.0, "tcp", 4, 1, "threads", None, None, 5201
@@ -87,7 +87,7 @@ class _Plan:
 
 
 class _Exp:
-    settle, pause, warmup, measure, events, repetitions = 0.05, 0.05, 1.0, ["throughput"], (), 2
+    settle, pause, warmup, measure, events, repetitions, counted_links = 0.05, 0.05, 1.0, ["throughput"], (), 2, ()
 
 
 def _record():

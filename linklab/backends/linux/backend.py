@@ -241,6 +241,10 @@ class LinuxBackend(Backend):
         from linklab.backends.linux import faults
         return faults.set_member_state(lab, link, member, up)
 
+    def set_link_state(self, lab: Lab, link: str, up: bool) -> str:
+        from linklab.backends.linux import faults
+        return faults.set_link_state(lab, link, up)
+
     def set_active_member(self, lab: Lab, link: str, member: int) -> str:
         from linklab.backends.linux import faults
         return faults.set_active_member(lab, link, member)

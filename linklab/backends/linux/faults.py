@@ -1,5 +1,5 @@
-"""Faults applied during a measurement: a bond member (a veth pair) taken down or up, as a
-pulled cable would be. Setting one end down takes the peer's carrier too, so both bonds see it
+"""Faults applied during a measurement: a bond member (a veth pair) or a whole link taken down
+or up, as a pulled cable would be. Setting one end down takes the peer's carrier too, so both bonds see it
 (through miimon) the way two NICs on one cable do. A bond's active member chosen, and a link's
 impairment changed in place. Through netlink (pyroute2), tc for the qdiscs (linklab/linux/tc.py says why)."""
 
@@ -31,11 +31,22 @@ def member_ends(lab: Lab, link: str, member: int) -> tuple[str, str]:
 
 
 def set_member_state(lab: Lab, link: str, member: int, up: bool) -> str:
-    node, ifname = member_ends(lab, link, member)
-    with netlink.iproute(netns_name(lab.name, node)) as ipr:
-        idx = ipr.link_lookup(ifname=ifname)[0]
-        ipr.link("set", index=idx, state="up" if up else "down")
-    return f"{node}/{ifname} {'up' if up else 'down'}"
+    return _set_state(lab, [member_ends(lab, link, member)], up)
+
+
+def set_link_state(lab: Lab, link: str, up: bool) -> str:
+    """Every veth pair of the link (a bond's every member) down or up at its a-end; the peers
+    lose their carrier, so a route through either end sees the link go (a routed path's link
+    failing: the kernel drops the nexthops through it)."""
+    return _set_state(lab, [(pair.a.node, pair.a.ifname) for pair in _link(lab, link).veths], up)
+
+
+def _set_state(lab: Lab, ends: list[tuple[str, str]], up: bool) -> str:
+    for node, ifname in ends:
+        with netlink.iproute(netns_name(lab.name, node)) as ipr:
+            idx = ipr.link_lookup(ifname=ifname)[0]
+            ipr.link("set", index=idx, state="up" if up else "down")
+    return ", ".join(f"{node}/{ifname} {'up' if up else 'down'}" for node, ifname in ends)
 
 
 def set_active_member(lab: Lab, link: str, member: int) -> str:

@@ -1,6 +1,7 @@
 """The kernel's own counters around the window, one netlink socket per node: every qdisc's
-(what each queue sent and dropped: the disturbance flags read them) and, with `members`, the
-bond members' link counters (how a bond spread its traffic)."""
+(what each queue sent and dropped: the disturbance flags read them), with `members` the bond
+members' link counters (how a bond spread its traffic), with `paths` named links' (how traffic
+spread over parallel links: a bond's members, equal-cost routes)."""
 
 from __future__ import annotations
 
@@ -15,9 +16,11 @@ from linklab.measure.probes.base import Probe, Repetition
 class QueueCounters(Probe):
     phase = "counters"
 
-    def __init__(self, members: dict[str, list[str]] | None = None):
+    def __init__(self, members: dict[str, list[str]] | None = None, paths: dict[str, tuple[str, str]] | None = None):
         # node -> its bond members whose spread is measured (the client's and server's, usually)
         self.members = {node: m for node, m in (members or {}).items() if m}
+        # path label -> (node, ifname): the end whose counters count the path (a link's first end)
+        self.paths = dict(paths or {})
         self.links_before: dict[str, counters.Counters] = {}
         self.queues_before: dict[str, dict[str, int]] = {}
         self.drops: dict[str, int] = {}  # "node/dev kind handle" -> packets dropped in the window
@@ -30,8 +33,10 @@ class QueueCounters(Probe):
         links: dict[str, counters.Counters] = {}
         queues: dict[str, dict[str, int]] = {}
         for node in rep.lab.nodes:
-            c, q = counters.snapshot(rep.handle.ns(node.name), self.members.get(node.name) or [])
-            if self.members.get(node.name):
+            wanted = [*(self.members.get(node.name) or []),
+                      *(ifname for n, ifname in self.paths.values() if n == node.name)]
+            c, q = counters.snapshot(rep.handle.ns(node.name), dict.fromkeys(wanted))
+            if wanted:
                 links[node.name] = c
             queues.update((f"{node.name}/{key}", v) for key, v in q.items())
         return links, queues
@@ -45,10 +50,17 @@ class QueueCounters(Probe):
         self.sent = disturbance.sent_delta(self.queues_before, queues_after)
         rep.raw["qdisc-drops.json"] = fsutil.json_text({"dropped": self.drops, "after": queues_after})
         row: dict[str, Any] = {"qdisc_dropped_pkts": disturbance.leaf_drops(self.drops)}
+        deltas = {node: counters.delta(self.links_before[node], links_after[node]) for node in links_after}
         if self.members:
-            deltas = {node: counters.delta(self.links_before[node], links_after[node]) for node in links_after}
-            rep.raw["bond_counters.json"] = json.dumps(deltas, indent=1)
-            for node, d in deltas.items():
+            rep.raw["bond_counters.json"] = json.dumps({n: deltas[n] for n in self.members}, indent=1)
+            for node in self.members:
                 side = "client" if node == rep.client else "server"
-                row.update(counters.spread_row(counters.spread(d), prefix=f"{side}_member_"))
+                mine = {ifname: deltas[node][ifname] for ifname in self.members[node]}
+                row.update(counters.spread_row(counters.spread(mine), prefix=f"{side}_member_"))
+        if self.paths:
+            # tx: from the link's first end toward its second; rx: back
+            paths = {label: deltas[node][ifname] for label, (node, ifname) in self.paths.items()}
+            rep.raw["link_counters.json"] = json.dumps(paths, indent=1)
+            row.update(counters.spread_row(counters.spread(paths), prefix="path_"))
+            row.update({f"path_tx_bytes_{label}": d["tx_bytes"] for label, d in paths.items()})
         return row

@@ -37,12 +37,14 @@ class Event(Protocol):
 
     def action(self) -> tuple[str, int, bool]: ...
 
+    def link_state(self) -> tuple[str, bool]: ...
+
     def active(self) -> tuple[str, int]: ...
 
 
 class FaultTimeline(Probe):
     """Applies the events in a thread from iperf3's omitted warm-up on; `finish` waits for it,
-    brings back up every member it took down and restores every impairment it changed, so the
+    brings back up every member and link it took down and restores every impairment it changed, so the
     next repetition starts as the point was. `targets`: for the i-th event that changes an
     impairment, the lab as it is with that event and every earlier one applied, resolved before
     the window opens (applying it then costs only the tc calls). `restore_at`: seconds into the
@@ -56,7 +58,7 @@ class FaultTimeline(Probe):
         self.events, self.targets = sorted(events, key=lambda e: e.at), dict(targets)
         self.restore_at = restore_at
         self.log: list[dict[str, Any]] = []
-        self.down: set[tuple[str, int]] = set()
+        self.down: set[tuple[str, int | None]] = set()  # (link, member) taken down; member None: the whole link
         self.current: Lab | None = None
         self.stop = threading.Event()
         self.thread: threading.Thread | None = None
@@ -73,6 +75,11 @@ class FaultTimeline(Probe):
             link, member, up = ev.action()
             what = backend.set_member_state(rep.lab, link, member, up)
             (self.down.discard if up else self.down.add)((link, member))
+            return what
+        if ev.kind == "link_state":
+            link, up = ev.link_state()
+            what = backend.set_link_state(rep.lab, link, up)
+            (self.down.discard if up else self.down.add)((link, None))
             return what
         if ev.kind == "active_member":
             return backend.set_active_member(rep.lab, *ev.active())
@@ -100,8 +107,11 @@ class FaultTimeline(Probe):
             self._restore_members(rep)
 
     def _restore_members(self, rep: Repetition) -> None:
-        for link, member in sorted(self.down):
-            rep.handle.backend.set_member_state(rep.lab, link, member, True)
+        for link, member in sorted(self.down, key=lambda d: (d[0], -1 if d[1] is None else d[1])):
+            if member is None:
+                rep.handle.backend.set_link_state(rep.lab, link, True)
+            else:
+                rep.handle.backend.set_member_state(rep.lab, link, member, True)
             self.down.discard((link, member))
 
     def finish(self, rep: Repetition) -> None:
@@ -117,12 +127,13 @@ class FaultTimeline(Probe):
     def row(self, rep: Repetition) -> dict[str, Any]:
         if self.thread is None:
             return {}
-        ivs = timeline.series(json.loads(rep.traffic_json)) if rep.traffic_json.strip() else []
+        doc = json.loads(rep.traffic_json) if rep.traffic_json.strip() else {}
+        ivs, streams = timeline.series(doc), timeline.stream_series(doc)
         row: dict[str, Any] = {}
         for i, (ev, done) in enumerate(zip(self.events, self.log), start=1):
             row[f"fault{i}_action"] = ev.set
             row[f"fault{i}_applied_s"] = done.get("applied_s")
             until = min((e.at for e in self.events if e.at > ev.at), default=None)
-            row.update(timeline.effect(ivs, ev.at, ev.is_failure, until).row(f"fault{i}_"))
+            row.update(timeline.effect(ivs, ev.at, ev.is_failure, until, streams).row(f"fault{i}_"))
         row["fault_outage_fraction"] = timeline.OUTAGE_FRACTION
         return row
