@@ -111,11 +111,15 @@ class Sweep:
 
 
 def _lab_for(lab_name: str, tpath: Path, exp_path, opts: Options, say) -> dict[str, Any]:
-    """The state record of the lab the experiment runs against, brought up if it is not."""
+    """The state record of the lab the experiment runs against, brought up if it is not: with
+    the sweep's --set overrides (placement judged that lab, plan.point_labs: the topology as
+    written may need what this kernel lacks, a bond that --set takes out), which stay its own
+    settings, the ones the sweep puts it back to."""
     record = state.load(lab_name)
     if record is None:
-        say(f"linklab: lab {lab_name} is not up; building it from {tpath}")
-        lab.up(tpath, name=opts.lab_name, say=say)
+        shown = "".join(f" --set {path}={value}" for path, value in opts.overrides)
+        say(f"linklab: lab {lab_name} is not up; building it from {tpath}{shown}")
+        lab.up(tpath, name=opts.lab_name, overrides=list(opts.overrides), say=say)
         return state.require(lab_name)
     if Path(record["topology"]["path"]).resolve() != tpath.resolve():
         raise StateError(f"lab {lab_name} is up from {record['topology']['path']}, but {exp_path} needs {tpath}",
