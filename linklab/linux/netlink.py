@@ -27,9 +27,46 @@ from pyroute2.netlink.rtnl.ifaddrmsg import IFA_F_NODAD
 from pyroute2.netlink.rtnl.ifinfmsg import IFF_UP
 from pyroute2.netlink.rtnl.ndmsg import NUD_NOARP, NUD_PERMANENT
 
+from linklab.errors import EnvironmentProblem, LinklabError
 from linklab.runner import netns_of
 
 CLONE_NEWNET = 0x40000000
+
+# The errnos by which the kernel says it lacks something rather than refusing this request: a
+# module it was built without or has not loaded (EOPNOTSUPP: a bond without `bonding`), or the
+# right to ask (not root). The machine's lack (exit 4); any other refusal fails the operation.
+LACKING = frozenset({errno.EOPNOTSUPP, errno.EPROTONOSUPPORT, errno.EAFNOSUPPORT, errno.EPERM, errno.EACCES})
+
+
+def refusal(e: NetlinkError, what: str, hint: str | None = None) -> LinklabError:
+    """A NetlinkError as the error users see instead of a traceback: `what` (the object asked
+    for, e.g. "r1: bond lag0 of link lag") the kernel refused, with the errno's meaning, name
+    and number, what a batch said of each request it sent, and what to do about it."""
+    code = getattr(e, "code", 0) or 0
+    meaning = os.strerror(code) if code else "no errno"
+    said = str(e.args[1]) if len(e.args) > 1 and e.args[1] else ""
+    name = "EOPNOTSUPP" if code == errno.EOPNOTSUPP else errno.errorcode.get(code)  # iproute2's name, not ENOTSUP
+    text = f"{what}: the kernel refused it: {meaning} (errno {code}{', ' + name if name else ''})"
+    if said and said != meaning:
+        text += f": {said}"
+    if code in (errno.EPERM, errno.EACCES):
+        why = "building a lab takes root (CAP_NET_ADMIN): run linklab as root"
+    elif code in LACKING:
+        why = ("this kernel lacks what it takes (a module not built or not loaded; `linklab doctor` lists what "
+               "it has): linklab runs a lab that needs it in the lab VM (`linklab up` without --native)")
+    else:
+        why = None
+    hint = "; ".join(h for h in (hint, why) if h) or None
+    return (EnvironmentProblem if code in LACKING else LinklabError)(text, hint=hint)
+
+
+@contextmanager
+def refused(what: str, hint: str | None = None) -> Iterator[None]:
+    """Run the block; a NetlinkError in it becomes `refusal(e, what, hint)`."""
+    try:
+        yield
+    except NetlinkError as e:
+        raise refusal(e, what, hint) from e
 
 
 def _setns(fd: int) -> None:

@@ -59,7 +59,8 @@ def add_commands(sub) -> None:
                         "verdict named; the run is a part of the matrix, and no report is written for it")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="PATH=VALUE",
                    help="a lab setting on top of every point's own, as `linklab set` takes it (repeatable; it wins "
-                        "over an axis that sets the same path); the lab is put back after the sweep")
+                        "over an axis that sets the same path); the lab is put back after the sweep (a lab the sweep brings "
+                        "up is built with them, and kept so)")
     p.add_argument("--stepwise", action="store_true",
                    help="measure only what stdin asks, one JSON command per line (prepare a point, measure a "
                         "repetition, end): how `linklab ab` interleaves its arms (linklab/sweep/stepwise.py)")

@@ -27,7 +27,7 @@ from linklab.results.store import ResultsStore
 from linklab.sweep import build, measure_rep, preflight, session
 from linklab.sweep.experiment import Experiment, file_sha256, raw_data, topology_path
 from linklab.sweep.kinds import Kind, kind_for, kind_of
-from linklab.sweep.matrix import Point
+from linklab.sweep.matrix import Point, render_value
 from linklab.sweep.session import Options, load_for, open_results, select_points
 from linklab.sweep.session import refuse_mismatched_resume as refuse_mismatched_resume  # importable from here too
 from linklab.sweep.phases import PhaseClock
@@ -111,11 +111,15 @@ class Sweep:
 
 
 def _lab_for(lab_name: str, tpath: Path, exp_path, opts: Options, say) -> dict[str, Any]:
-    """The state record of the lab the experiment runs against, brought up if it is not."""
+    """The state record of the lab the experiment runs against, brought up if it is not: with
+    the sweep's --set overrides (placement judged that lab, plan.point_labs: the topology as
+    written may need what this kernel lacks, a bond that --set takes out), which stay its own
+    settings, the ones the sweep puts it back to."""
     record = state.load(lab_name)
     if record is None:
-        say(f"linklab: lab {lab_name} is not up; building it from {tpath}")
-        lab.up(tpath, name=opts.lab_name, say=say)
+        shown = "".join(f" --set {path}={render_value(value)}" for path, value in opts.overrides)
+        say(f"linklab: lab {lab_name} is not up; building it from {tpath}{shown}")
+        lab.up(tpath, name=opts.lab_name, overrides=list(opts.overrides), say=say)
         return state.require(lab_name)
     if Path(record["topology"]["path"]).resolve() != tpath.resolve():
         raise StateError(f"lab {lab_name} is up from {record['topology']['path']}, but {exp_path} needs {tpath}",

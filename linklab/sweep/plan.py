@@ -207,12 +207,14 @@ def placeholder_problems(exp: Experiment, nodes: list[str]) -> list[tuple[tuple,
 
 def point_labs(exp_path: str | Path, exp: Experiment, overrides: tuple[tuple[str, Any], ...] = ()) -> list:
     """The lab at every point of `exp` (its matrix as given: load it with quick= for the quick
-    one), with `overrides` (--set) on top and every impairment its timeline's events set: every
-    lab a sweep of it may build, so that it runs where all of them can (linklab/placement.py)."""
+    one), with `overrides` (--set) on top and every impairment its timeline's events set, and
+    first the lab a sweep brings up before its first point (and puts back after its last): the
+    topology with `overrides`. Every lab a sweep of it may build, so that it runs where all of
+    them can (linklab/placement.py)."""
     from linklab.lab import build_lab
     tpath = topology_path(Path(exp_path), exp)
     raw = read_yaml(tpath)[0]
-    labs = []
+    labs = [build_lab(tpath, list(overrides))]
     for point in expand(exp.matrix, exclude=exp.exclude):
         plan = plan_point(exp, raw, point.axes)
         events = [ev.override() for ev in sorted(plan.events, key=lambda e: e.at) if ev.kind == "impair"]

@@ -122,3 +122,40 @@ def test_up_says_where_the_lab_runs_and_why(monkeypatch, capsys, tmp_path):
         main(["up", str(TOPOS / "ospf3.yaml")])
     assert "lab ospf3 runs on this kernel (this lab needs only namespaces" in capsys.readouterr().out
     assert forwarded == [["up", str(TOPOS / "bond2.yaml")]]
+
+
+class Built(Exception):
+    """Stops a sweep at the build of its lab (nothing touches the kernel)."""
+
+
+def test_a_sweep_builds_its_lab_with_the_overrides_placement_judged(monkeypatch, tmp_path):
+    # ecmp_vs_bond's topology has an 802.3ad bond: in the lab VM on this kind of kernel, unless
+    # --set takes it out; then the sweep runs here and builds the lab it judged, without it.
+    monkeypatch.setenv("LINKLAB_STATE_DIR", str(tmp_path))
+    monkeypatch.setattr(kernel, "feature_available", lambda m, **k: m in THIS_KIND)
+    forwarded, ups = [], []
+    monkeypatch.setattr(placement, "forward_booting", lambda argv, say: forwarded.append(argv) or 0)
+
+    def up(topo, **kw):
+        ups.append((Path(topo).name, kw.get("overrides")))
+        raise Built
+    monkeypatch.setattr(lab, "up", up)
+    exp = str(ROOT / "experiments" / "ecmp_vs_bond.yaml")
+    args = ["sweep", exp, "--quick", "--lab", "sf", "--results", str(tmp_path / "results")]
+    assert main(args) == 0 and len(forwarded) == 1 and ups == []  # the bond: the lab VM's
+    with pytest.raises(Built):
+        main([*args, "--set", "links[lag].bond=null"])
+    assert ups == [("ecmp_bond.yaml", [("links[lag].bond", None)])] and len(forwarded) == 1
+    first = lab.build_lab(ROOT / "topologies" / "ecmp_bond.yaml", ups[0][1])
+    assert "bonding" not in placement.kernel_needs(first) and [lk.name for lk in first.links if lk.bonds] == []
+
+
+def test_the_labs_placement_judges_for_a_sweep_begin_with_the_one_it_brings_up():
+    from linklab.sweep.plan import load_experiment, point_labs
+    exp_path = ROOT / "experiments" / "ecmp_vs_bond.yaml"
+    exp = load_experiment(exp_path, quick=True)
+    topo = ROOT / "topologies" / "ecmp_bond.yaml"
+    labs = point_labs(exp_path, exp, (("links[lag].bond", None),))
+    assert labs[0] == lab.build_lab(topo, [("links[lag].bond", None)])
+    assert len(labs) == 1 + 8 and not any(lk.bonds for x in labs for lk in x.links)  # 8 quick points, none with events that impair
+    assert point_labs(exp_path, exp)[0] == lab.build_lab(topo, [])  # no --set: the topology as written

@@ -37,15 +37,19 @@ def run(b: Build) -> None:
     try:
         for phase in PHASES:
             for step in STEPS.get(phase, ()):
-                step(b)
+                # A refusal the step does not name more closely names the lab, phase and step.
+                with netlink.refused(f"lab {b.lab.name}, building its {phase} ({step.__name__})"):
+                    step(b)
             for node in b.lab.nodes:
                 for kind in b.kinds[node.name]:
                     if kind.phase == phase:
-                        kind.configure(b, node)
+                        with netlink.refused(f"{node.name}: its {kind.name} {phase}"):
+                            kind.configure(b, node)
             if phase == "namespaces":
                 for node in b.lab.nodes:
                     for kind in b.kinds[node.name]:
-                        kind.begin(b, node)
+                        with netlink.refused(f"{node.name}: its {kind.name} start"):
+                            kind.begin(b, node)
     finally:
         wait(b._background)
 
@@ -108,33 +112,39 @@ def bonds(b: Build) -> None:
     """Each bond made or changed to its mode and options, its members enslaved."""
     for link in b.lab.links:
         for bond in link.bonds:
-            ipr = b.ipr[bond.node]
-            bi = b.idx(bond.node, bond.ifname)
-            if bi is None:
-                ipr.link("add", ifname=bond.ifname, kind="bond", bond_mode=bondopt.mode_number(bond.mode))
-                bi = b.idx(bond.node, bond.ifname)
-            b.own(bond.node, bond.ifname)
-            members = {m: b.idx(bond.node, m) for m in bond.members}
-            actual = bondopt.from_netlink(_info_data(ipr.get_links(bi)[0]))
-            wanted = bondopt.desired_options(bond.mode, bond.options)
-            names = {i: n for n, i in members.items()}
-            diff = bondopt.differs(actual, bond.mode, wanted, names)
-            enslaved = {x["index"] for x in netlink.links(b.ns[bond.node]) if x["master"] == bi}
-            if diff:
-                # Mode and many options can change only on a downed bond without members.
-                for m in enslaved:
-                    ipr.link("set", index=m, master=0)
-                enslaved = set()
-                ipr.link("set", index=bi, state="down")
-                nl = bondopt.to_netlink({k: v for k, v in wanted.items() if k != "primary"}, members)
-                ipr.link("set", index=bi, kind="bond", bond_mode=bondopt.mode_number(bond.mode), **nl)
-            for m, mi in members.items():
-                if mi not in enslaved:
-                    ipr.link("set", index=mi, state="down")
-                    ipr.link("set", index=mi, master=bi)
-            if "primary" in wanted and ("primary" in diff or not enslaved):
-                ipr.link("set", index=bi, kind="bond", **bondopt.to_netlink({"primary": wanted["primary"]}, members))
-            ipr.link("set", index=bi, ifalias=b.mark)
+            with netlink.refused(f"{bond.node}: bond {bond.ifname} of link {link.name} ({bond.mode})"):
+                _bond(b, bond)
+
+
+def _bond(b: Build, bond) -> None:
+    """One bond made or changed to its mode and options, its members enslaved."""
+    ipr = b.ipr[bond.node]
+    bi = b.idx(bond.node, bond.ifname)
+    if bi is None:
+        ipr.link("add", ifname=bond.ifname, kind="bond", bond_mode=bondopt.mode_number(bond.mode))
+        bi = b.idx(bond.node, bond.ifname)
+    b.own(bond.node, bond.ifname)
+    members = {m: b.idx(bond.node, m) for m in bond.members}
+    actual = bondopt.from_netlink(_info_data(ipr.get_links(bi)[0]))
+    wanted = bondopt.desired_options(bond.mode, bond.options)
+    names = {i: n for n, i in members.items()}
+    diff = bondopt.differs(actual, bond.mode, wanted, names)
+    enslaved = {x["index"] for x in netlink.links(b.ns[bond.node]) if x["master"] == bi}
+    if diff:
+        # Mode and many options can change only on a downed bond without members.
+        for m in enslaved:
+            ipr.link("set", index=m, master=0)
+        enslaved = set()
+        ipr.link("set", index=bi, state="down")
+        nl = bondopt.to_netlink({k: v for k, v in wanted.items() if k != "primary"}, members)
+        ipr.link("set", index=bi, kind="bond", bond_mode=bondopt.mode_number(bond.mode), **nl)
+    for m, mi in members.items():
+        if mi not in enslaved:
+            ipr.link("set", index=mi, state="down")
+            ipr.link("set", index=mi, master=bi)
+    if "primary" in wanted and ("primary" in diff or not enslaved):
+        ipr.link("set", index=bi, kind="bond", **bondopt.to_netlink({"primary": wanted["primary"]}, members))
+    ipr.link("set", index=bi, ifalias=b.mark)
 
 
 def mtus_and_up(b: Build) -> None:
@@ -172,7 +182,7 @@ def _set_mtu(b: Build, node: str, ifname: str, mtu: int) -> None:
         try:
             b.ipr[node].link("set", index=i, mtu=mtu)
         except NetlinkError as e:
-            raise LinklabError(f"{node}:{ifname}: the kernel refused MTU {mtu}: {e.args[1] if len(e.args) > 1 else e}") from None
+            raise netlink.refusal(e, f"{node}:{ifname}: MTU {mtu}") from None
 
 
 def node_routes(b: Build) -> None:
@@ -191,8 +201,7 @@ def node_routes(b: Build) -> None:
         try:
             routes.reconcile(b.ipr[node.name], want)
         except NetlinkError as e:
-            raise LinklabError(f"{node.name}: the kernel refused its routes: {e.args[1] if len(e.args) > 1 else e}",
-                               hint="`linklab show` lists each node's routes") from None
+            raise netlink.refusal(e, f"{node.name}: its routes", hint="`linklab show` lists each node's routes") from None
     if routed or before:
         b.owned["routed"] = routed
 
