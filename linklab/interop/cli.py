@@ -158,6 +158,8 @@ def cmd_import(args, argv) -> int:
     # What was renamed or dropped is said first: it often explains why the result does not validate.
     for old, new in imported.renamed.items():
         print(f"linklab import: renamed {old} -> {new}", file=sys.stderr)
+    for item in imported.mapped:
+        print(f"linklab import: mapped: {item}", file=sys.stderr)
     for item in imported.not_imported:
         print(f"linklab import: not imported: {item}", file=sys.stderr)
     out = imported.yaml_text(args.file)

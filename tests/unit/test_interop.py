@@ -765,3 +765,57 @@ def test_an_ovs_switchs_exec_goes_to_the_docker_hosts_commands_after_deploy():
     doc = yaml.safe_load(clab_export.export(lab, "sdn_pair.yaml"))
     assert doc["topology"]["nodes"]["s1"] == {"kind": "ovs-bridge"}
     assert "#   ovs-ofctl -O OpenFlow13 dump-flows s1" in clab_export.export(lab, "sdn_pair.yaml")
+
+
+# ---- routed labs through containerlab and back ---------------------------------------------------
+
+def _routes(lab) -> dict[str, list[tuple]]:
+    return {n.name: [(r.to, [(h.via, h.dev, h.node) for h in r.nexthops]) for r in n.routes] for n in lab.nodes}
+
+
+@pytest.mark.parametrize("name", ["routed_chain", "ecmp2", "dumbbell"])
+def test_a_routed_lab_exported_to_containerlab_imports_back_with_its_routers_and_routes(name, tmp_path):
+    """Export, then import: the nodes that forward are routers again, every node has the same
+    routes (each gateway, interface and neighbour; ECMP's multipath too), the same addresses."""
+    lab = _lab(ROOT / f"topologies/{name}.yaml")
+    imp = clab_import.import_clab(clab_export.export(lab, f"{name}.yaml"), f"{name}.clab.yml")
+    back = _validated(imp, tmp_path)
+    assert {n.name for n in back.nodes if n.kind == "router"} == {n.name for n in lab.nodes if n.kind == "router"}
+    assert _routes(back) == _routes(lab)
+    assert [[(e.node, e.ifname, e.ipv4, e.ipv6) for e in x.ends] for x in back.links] == \
+        [[(e.node, e.ifname, e.ipv4, e.ipv6) for e in x.ends] for x in lab.links]
+    router = "ra" if name == "dumbbell" else "r1"
+    added = {"net.ipv6.conf.all.accept_dad", "net.ipv6.conf.default.accept_dad"}  # the exporter's, on every node
+    assert {k: v for k, v in back.node(router).sysctls.items() if k not in added} == \
+        lab.node(router).sysctls  # forwarding, and ecmp2's hash policy
+    assert imp.topology["routing"]["protocol"] == "none" and imp.mapped[0].startswith("routers ")
+    for n in back.nodes:  # what was read as addresses, forwarding and routes is no command any more
+        assert not any(c[:2] in (["ip", "route"], ["ip", "addr"], ["sysctl", "-w"]) for c in n.exec), n.exec
+
+
+def test_import_reads_forwarding_and_routes_only_where_a_node_forwards(tmp_path):
+    text = """name: r
+topology:
+  nodes:
+    a: {kind: linux, exec: ["ip addr add 10.0.1.1/24 dev eth1", "ip route add default via 10.0.1.2"]}
+    gw: {kind: linux, sysctls: {net.ipv4.ip_forward: 1}, exec: ["ip addr add 10.0.1.2/24 dev eth1",
+         "ip addr add 10.0.2.1/24 dev eth2", "ip route add 10.9.0.0/16 via 10.0.2.99 metric 5"]}
+    b: {kind: linux, exec: ["ip addr add 10.0.2.2/24 dev eth1", "ip route replace 10.0.1.0/24 via 10.0.2.1 dev eth1"]}
+  links:
+    - endpoints: ["a:eth1", "gw:eth1"]
+    - endpoints: ["gw:eth2", "b:eth1"]
+"""
+    imp = clab_import.import_clab(text, "r.clab.yml")
+    t = imp.topology
+    assert list(t) == ["name", "description", "hosts", "routers", "routing", "links"]
+    assert t["routers"] == {"gw": {"exec": ["ip route add 10.9.0.0/16 via 10.0.2.99 metric 5"]}}  # metric: kept
+    assert t["hosts"]["a"] == {"routes": [{"to": "0.0.0.0/0", "via": "gw"}]}
+    assert t["hosts"]["b"] == {"routes": [{"to": "10.0.1.0/24", "via": "gw"}]}
+    assert t["links"][0]["addresses"] == {"a": {"ipv4": "10.0.1.1/24"}, "gw": {"ipv4": "10.0.1.2/24"}}
+    assert t["links"][0]["ipv6"] is False
+    lab = _validated(imp, tmp_path)
+    assert [(r.to, r.nexthops[0].via) for r in lab.node("a").routes] == [("0.0.0.0/0", "10.0.1.2")]
+    # No node forwards: nothing is read, every command stays as it was (frr01's PCs: their routers are FRR images).
+    frr = _import("frr01.clab.yml")
+    assert "routers" not in frr.topology and not frr.mapped
+    assert frr.topology["hosts"]["pc1"]["exec"][2] == "ip route add 192.168.0.0/16 via 192.168.11.1 dev eth1"
