@@ -20,17 +20,36 @@ exist, OpenFlow port numbers, OVS bonds, port MTUs and the controller's address.
 from __future__ import annotations
 
 import shlex
+from pathlib import Path
 from typing import Any
 
 import yaml
 
 from linklab.linux import tc as tcplan
-from linklab.interop import CLAB_DEFAULT_IMAGE
-from linklab.interop.common import bond_ip_args, controller_ports, ovs_plan, ovs_switches, refuse_routers, refuse_services, switch_ifname
-from linklab.model.resolved import Lab
+from linklab.interop import CLAB_DEFAULT_IMAGE, CLAB_FRR_IMAGE
+from linklab.interop.common import (bond_ip_args, controller_ports, node_routes, ovs_plan, ovs_switches,
+                                    refuse_services, switch_ifname)
+from linklab.model import frr as frr_config
+from linklab.model.resolved import Lab, Node
 
 # Has ip, tc, ethtool, ping and iperf3; any image with iproute2 works (--image).
 DEFAULT_IMAGE = CLAB_DEFAULT_IMAGE
+FRR_IMAGE = CLAB_FRR_IMAGE
+# A router's sysctls that are its routing (set by its exec: list, where a reader of the file sees
+# them beside its routes); the rest go in its sysctls: as a host's.
+ROUTING_SYSCTLS = ("net.ipv4.ip_forward", "net.ipv6.conf.all.forwarding", "net.ipv4.fib_multipath_hash_policy",
+                   "net.ipv6.fib_multipath_hash_policy")
+# FRR's daemons file for an OSPF router: which daemons the image's frrinit starts (zebra and
+# staticd always run), each listening on loopback only for its TCP vty, as containerlab's frr01
+# example writes it.
+FRR_DAEMONS_FILE = """# FRR daemons of a linklab router (routing: ospf): OSPFv2 and OSPFv3; zebra always runs
+ospfd=yes
+ospf6d=yes
+vtysh_enable=yes
+zebra_options="  -A 127.0.0.1 -s 90000000"
+ospfd_options="  -A 127.0.0.1"
+ospf6d_options=" -A ::1"
+"""
 BRIDGE = "br0"
 
 
@@ -81,6 +100,9 @@ def node_exec(lab: Lab, node: str) -> list[str]:
                 cmds.append(_cmd("ip", "addr", "add", e.ipv4, "dev", e.ifname))
             if e.ipv6 and link.ipv6:
                 cmds.append(_cmd("ip", "-6", "addr", "add", e.ipv6, "dev", e.ifname, "nodad"))
+    if me.kind == "router":  # forwarding (and the multipath hash), before its routes
+        cmds += [_cmd("sysctl", "-w", f"{k}={v}") for k, v in me.sysctls.items() if k in ROUTING_SYSCTLS]
+    cmds += [_cmd(*argv) for argv in node_routes(lab).get(node, [])]
     for e in lab.egress_queues(node):
         cmds += [_cmd(*argv) for argv in tcplan.plan(e.queue, e.link.mtu, e.end.ifname)]
     for link in links:
@@ -100,16 +122,34 @@ def _endpoint(lab: Lab, node: str, ifname: str) -> str:
     return f"{node}:{switch_ifname(node, ifname, 'containerlab') if node in ovs_switches(lab) else ifname}"
 
 
-def topology_dict(lab: Lab, image: str = DEFAULT_IMAGE) -> dict[str, Any]:
+def frr_dir(lab: Lab) -> str:
+    """Where a routing: ospf lab's FRR files go, relative to the .clab.yml (containerlab resolves
+    a bind's relative path from the topology file's directory)."""
+    return f"{lab.name}-frr"
+
+
+def frr_files(lab: Lab, node: Node) -> dict[str, str]:
+    """A routing: ospf router's files for FRR's image, by path relative to the .clab.yml: its
+    daemons file and its frr.conf (the generated one, or the user's frr_config)."""
+    base = f"{frr_dir(lab)}/{node.name}"
+    return {f"{base}/daemons": FRR_DAEMONS_FILE, f"{base}/frr.conf": frr_config.config(lab, node)}
+
+
+def side_files(lab: Lab) -> dict[str, str]:
+    """Every file the .clab.yml binds that the export writes beside it (empty: none)."""
+    return {path: text for n in lab.nodes if n.frr is not None for path, text in frr_files(lab, n).items()}
+
+
+def topology_dict(lab: Lab, image: str = DEFAULT_IMAGE, frr_image: str = FRR_IMAGE) -> dict[str, Any]:
     nodes: dict[str, Any] = {}
     for n in lab.nodes:
         if n.switch_kind == "ovs":
             nodes[n.name] = {"kind": "ovs-bridge"}  # containerlab runs no exec: on one (ovs_commands lists them)
             continue
         spec: dict[str, Any] = {"kind": "linux"}
-        if n.kind == "host":
+        if n.kind in ("host", "router"):
             spec["sysctls"] = {"net.ipv6.conf.all.accept_dad": 0, "net.ipv6.conf.default.accept_dad": 0,
-                               **dict(n.sysctls)}
+                               **{k: v for k, v in n.sysctls.items() if n.kind == "host" or k not in ROUTING_SYSCTLS}}
         else:
             spec["group"] = "switch"
         if n.container:  # a container node keeps its own image, command, environment and binds
@@ -120,6 +160,9 @@ def topology_dict(lab: Lab, image: str = DEFAULT_IMAGE) -> dict[str, Any]:
                 spec["env"] = dict(n.container.env)
             if n.container.binds:
                 spec["binds"] = list(n.container.binds)
+        if n.frr is not None:  # FRR's image, started with the router's daemons file and frr.conf bound
+            spec["image"] = frr_image
+            spec["binds"] = [f"{path}:/etc/frr/{Path(path).name}" for path in frr_files(lab, n)]
         # linklab's own configuration first, then the node's own commands, as `linklab up` runs them
         cmds = node_exec(lab, n.name) + [shlex.join(argv) for argv in n.exec]
         if cmds:
@@ -153,8 +196,9 @@ def ovs_commands(lab: Lab) -> tuple[list[str], list[str]]:
     return before, after
 
 
-def export(lab: Lab, source: str, image: str = DEFAULT_IMAGE) -> str:
-    refuse_routers(lab, "containerlab")
+def export(lab: Lab, source: str, image: str = DEFAULT_IMAGE, frr_image: str = FRR_IMAGE) -> str:
+    """The .clab.yml's text. A routing: ospf lab's FRR files (side_files) are bound by path
+    relative to it: whoever writes the text writes them beside it."""
     refuse_services(lab, "containerlab")
     header = [
         f"# linklab lab {lab.name!r} for containerlab — exported by `linklab export --to containerlab {source}`.",
@@ -166,6 +210,20 @@ def export(lab: Lab, source: str, image: str = DEFAULT_IMAGE) -> str:
         "# Differences from `linklab up`: each container also has Docker's management eth0; names do not",
         "# resolve through /etc/hosts; sysctls Docker refuses (not per-namespace) are not set.",
     ]
+    if any(n.kind == "router" for n in lab.nodes):
+        header += [
+            "# Routers are kind: linux nodes that forward: their exec: list sets net.ipv4.ip_forward and",
+            "# net.ipv6.conf.all.forwarding (and the multipath hash policy), and every node's routes, as",
+            "# linklab computes them (routing: static) or its routes: write them, are `ip route replace`",
+            "# lines after its addresses (equal-cost paths as one multipath route). A host's default route",
+            "# replaces Docker's (its management subnet on eth0 stays reachable).",
+        ]
+    if side_files(lab):
+        header += [
+            f"# routing: ospf: routers run FRR's image ({frr_image}, --frr-image; its exec: lines use the",
+            "# image's iproute2), started with OSPFv2 and OSPFv3 (the daemons file) and linklab's frr.conf,",
+            f"# both written to {frr_dir(lab)}/ beside this file and bound into /etc/frr/.",
+        ]
     if any(n.exec for n in lab.nodes if n.switch_kind != "ovs"):
         header.append("# A node's own exec: commands (the topology's) come after linklab's, as `linklab up` runs them.")
     before, after = ovs_commands(lab)
@@ -179,5 +237,5 @@ def export(lab: Lab, source: str, image: str = DEFAULT_IMAGE) -> str:
             *[f"#   {line}" for line in after],
         ]
     header += [f"# note: {n}" for n in lab.notes]
-    body = yaml.safe_dump(topology_dict(lab, image), sort_keys=False, width=200, default_flow_style=False)
+    body = yaml.safe_dump(topology_dict(lab, image, frr_image), sort_keys=False, width=200, default_flow_style=False)
     return "\n".join(header) + "\n" + body

@@ -19,8 +19,10 @@ source map kept beside the result points linklab's problems back into the contai
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -84,9 +86,13 @@ class Imported:
     not_imported: list[str] = field(default_factory=list)
     renamed: dict[str, str] = field(default_factory=dict)
     source_map: SourceMap | None = None
+    mapped: list[str] = field(default_factory=list)  # exec: commands read as what they do (routers, routes)
 
     def yaml_text(self, source: str) -> str:
         lines = [f"# Imported from containerlab topology {source} by `linklab import containerlab`."]
+        if self.mapped:
+            lines.append("# Mapped from exec: commands:")
+            lines += [f"#   - {x}" for x in self.mapped]
         if self.renamed:
             lines.append(f"# Renamed (linklab names: a-z, 0-9, _; hosts at most {HOST_NAME_MAX}, switches at most "
                          f"{SWITCH_NAME_MAX}): " + ", ".join(f"{a} -> {b}" for a, b in self.renamed.items()))
@@ -264,10 +270,13 @@ def _endpoint(names: dict[str, str], switches: dict, node: str, ifname: str, i: 
     return new
 
 
-def _link(link: dict, i: int, eps, names, hosts, switches, skipped) -> dict[str, Any]:
+def _link(link: dict, i: int, eps, names, hosts, switches, skipped, ifaddrs=None) -> dict[str, Any]:
     endpoints = [_endpoint(names, switches, node, ifname, i, skipped) for node, ifname in eps]
     out: dict[str, Any] = {"endpoints": endpoints, "mtu": int(link.get("mtu") or CLAB_DEFAULT_MTU)}
     addresses: dict[str, Any] = {}
+    for node, ifname in eps:  # a routed lab's `ip addr add` commands (_routing)
+        for fam, addr in ((ifaddrs or {}).get((names[node], ifname)) or {}).items():
+            addresses.setdefault(names[node], {})[fam] = addr
     for fam in ("ipv4", "ipv6"):
         for (node, _), addr in zip(eps, link.get(fam) or []):
             if addr and names[node] in hosts:
@@ -299,6 +308,7 @@ def import_clab(text: str, source: str = "<clab>", dest_dir: Path | str | None =
     renamed: dict[str, str] = {}
     places = (Path(source).parent.absolute(), Path(dest_dir).absolute() if dest_dir is not None else None)
     names, hosts, switches = _nodes(topo, smap, skipped, renamed, places)
+    routing = _routing(hosts)
     links: list[dict[str, Any]] = []
     for i, link in enumerate(topo.get("links") or []):
         link = link or {}
@@ -312,7 +322,7 @@ def import_clab(text: str, source: str = "<clab>", dest_dir: Path | str | None =
             skipped.append(f"links[{i}] {eps[0][0]}:{eps[0][1]} -- {eps[1][0]}:{eps[1][1]} "
                            f"(node {', '.join(missing)} not imported)")
             continue
-        links.append(_link(link, i, eps, names, hosts, switches, skipped))
+        links.append(_link(link, i, eps, names, hosts, switches, skipped, routing.addresses if routing else None))
         smap.links.append(i)
     name = _linklab_name(str(data.get("name") or "clab"), set())
     if name != data.get("name"):
@@ -321,5 +331,196 @@ def import_clab(text: str, source: str = "<clab>", dest_dir: Path | str | None =
                                 "hosts": hosts}
     if switches:
         topology["switches"] = switches
+    mapped: list[str] = []
+    if routing:
+        mapped = routing.apply(topology, links)
     topology["links"] = links
-    return Imported(topology, skipped, renamed, smap)
+    return Imported(topology, skipped, renamed, smap, mapped)
+
+
+# ---- routed labs: nodes whose exec: turns on forwarding are routers -----------------------------
+
+FORWARDING_KEYS = ("net.ipv4.ip_forward", "net.ipv6.conf.all.forwarding")
+HASH_KEYS = ("net.ipv4.fib_multipath_hash_policy", "net.ipv6.fib_multipath_hash_policy")
+HASH_POLICIES = {"0": "l3", "1": "l4"}
+
+
+def _sysctl_sets(argv: list[str]) -> dict[str, str] | None:
+    """`sysctl [-w] [-q] key=value ...` -> {key: value}; None when argv is no such command."""
+    if not argv or argv[0] != "sysctl":
+        return None
+    words = [w for w in argv[1:] if w not in ("-w", "-q")]
+    if not words or not all("=" in w and not w.startswith("-") for w in words):
+        return None
+    return dict(w.split("=", 1) for w in words)
+
+
+def _ip(argv: list[str]) -> tuple[int | None, list[str]] | None:
+    """`ip [-4|-6] WORDS` -> (family or None, WORDS); None when argv is no plain ip command."""
+    if not argv or argv[0] != "ip":
+        return None
+    rest, family = argv[1:], None
+    if rest and rest[0] in ("-4", "-6"):
+        family, rest = int(rest[0][1]), rest[1:]
+    if not rest or rest[0].startswith("-"):
+        return None
+    return family, rest
+
+
+def _route(words: list[str], family: int | None) -> tuple[str, list[str]] | None:
+    """`route add|replace PREFIX via GW [dev IF]` or `... nexthop via GW dev IF nexthop ...` ->
+    (prefix, gateways); None for any other shape (kept as a command)."""
+    if len(words) < 5 or words[0] not in ("route", "r", "ro") or words[1] not in ("add", "replace", "append"):
+        return None
+    to, rest = words[2], words[3:]
+    if to == "default":
+        to = "::/0" if family == 6 else "0.0.0.0/0"
+    gateways, k = [], 0
+    while k < len(rest):
+        w = rest[k]
+        if w == "nexthop":
+            k += 1
+            continue
+        if w in ("via", "dev") and k + 1 < len(rest):
+            if w == "via":
+                gateways.append(rest[k + 1])
+            k += 2
+            continue
+        return None  # metric, proto, src, table...: not a plain route
+    try:
+        net = ipaddress.ip_network(to, strict=False)
+        if not gateways or any(ipaddress.ip_address(g).version != net.version for g in gateways):
+            return None
+    except ValueError:
+        return None
+    return str(net), gateways
+
+
+def _address(words: list[str]) -> tuple[str, str, int] | None:
+    """`addr add A/LEN dev IF [nodad]` -> (ifname, A/LEN, family)."""
+    if len(words) < 5 or words[0] not in ("addr", "address", "a") or words[1] != "add" or words[3] != "dev":
+        return None
+    if any(w != "nodad" for w in words[5:]):
+        return None
+    try:
+        iface = ipaddress.ip_interface(words[2])
+    except ValueError:
+        return None
+    if "/" not in words[2]:
+        return None
+    return words[4], words[2], iface.version
+
+
+@dataclass
+class Routing:
+    """What a routed lab's exec: commands say: which nodes forward, each interface's addresses,
+    each node's routes (prefix, gateways), the multipath hash policy; what stays a command."""
+
+    routers: list[str]
+    addresses: dict[tuple[str, str], dict[str, str]]
+    routes: dict[str, list[tuple[str, list[str], str]]]  # node -> (prefix, gateways, the command)
+    hash_policy: str | None
+    notes: list[str]
+
+    def apply(self, topology: dict[str, Any], links: list[dict[str, Any]]) -> list[str]:
+        """Move the routers to `routers:`, give nodes their routes (each gateway named by the
+        neighbour that has its address), the lab `routing: none` (the file's routes are all it
+        has); returns what was mapped. A route whose gateways are not one neighbour's stays a command."""
+        owner: dict[str, str] = {}
+        for link in links:
+            for node, fams in (link.get("addresses") or {}).items():
+                for addr in fams.values():
+                    owner[str(ipaddress.ip_interface(addr).ip)] = node
+        hosts = topology["hosts"]
+        notes = list(self.notes)
+        multipath = False
+        for node, routes in self.routes.items():
+            for prefix, gateways, cmd in routes:
+                vias = {owner.get(str(ipaddress.ip_address(g))) for g in gateways}
+                if len(vias) != 1 or None in vias:
+                    hosts[node].setdefault("exec", []).append(cmd)
+                    notes.append(f"node {node}: `{cmd}` kept as a command (its gateways are not one lab neighbour's)")
+                    continue
+                multipath |= len(gateways) > 1
+                hosts[node].setdefault("routes", []).append({"to": prefix, "via": vias.pop()})
+        for node, spec in hosts.items():
+            if "exec" in spec and not spec["exec"]:
+                del spec["exec"]
+        routers = {}
+        for name in self.routers:
+            spec = hosts.pop(name)
+            routers[name] = spec
+        # the order of keys as linklab writes them: hosts, routers, routing, switches, links
+        rest = {k: topology.pop(k) for k in list(topology) if k not in ("name", "description", "hosts")}
+        topology["routers"] = routers
+        routing: dict[str, Any] = {"protocol": "none"}
+        if multipath:
+            routing["ecmp"] = True
+        if self.hash_policy:
+            routing["hash_policy"] = self.hash_policy
+        topology["routing"] = routing
+        topology.update(rest)
+        described = [f"routers {', '.join(self.routers)} (their exec: turns on forwarding); routing: none "
+                     "(the routes are the file's own)"]
+        counted = {n: len(spec.get("routes", [])) for n, spec in {**hosts, **routers}.items() if spec.get("routes")}
+        if counted:
+            described.append("routes: " + ", ".join(f"{n} {k}" for n, k in counted.items()) +
+                             " (from ip route commands, each gateway named by the neighbour with its address)")
+        return described + notes
+
+
+def _routing(hosts: dict[str, Any]) -> Routing | None:
+    """A lab is routed when one of its (image-less) linux nodes turns on forwarding, by an exec:
+    sysctl command or its sysctls:. Then every such node's exec: is read: forwarding and the
+    multipath hash policy are what a router has, `ip addr add` on an interface is its link's
+    address, `ip link set ... up|mtu` is what linklab does itself, `ip route add|replace` with
+    gateways is a route; anything else stays a command. None: not routed (nothing changes)."""
+    plain = {n: spec for n, spec in hosts.items() if spec.get("kind") != "container"}
+
+    def forwards(spec) -> bool:
+        sets = {k: str(v) for k, v in (spec.get("sysctls") or {}).items()}
+        for cmd in spec.get("exec", []):
+            sets.update(_sysctl_sets(_split(cmd)) or {})
+        return any(sets.get(k) == "1" for k in FORWARDING_KEYS)
+
+    routers = [n for n, spec in plain.items() if forwards(spec)]
+    if not routers:
+        return None
+    out = Routing(routers, {}, {}, None, [])
+    for node, spec in plain.items():
+        keep = []
+        for cmd in spec.get("exec", []):
+            argv = _split(cmd)
+            sets = _sysctl_sets(argv)
+            if sets is not None and set(sets) <= {*FORWARDING_KEYS, *HASH_KEYS} and node in routers:
+                for k in HASH_KEYS:
+                    if k in sets and sets[k] in HASH_POLICIES:
+                        out.hash_policy = HASH_POLICIES[sets[k]]
+                continue
+            ip = _ip(argv)
+            if ip is not None:
+                family, words = ip
+                if (addr := _address(words)) is not None:
+                    ifname, a, fam = addr
+                    out.addresses.setdefault((node, ifname), {})[f"ipv{fam}"] = a
+                    continue
+                if words[:2] == ["link", "set"] and (words[-1] == "up" or "mtu" in words):
+                    continue  # linklab brings links up at their link's MTU
+                if (route := _route(words, family)) is not None:
+                    out.routes.setdefault(node, []).append((route[0], route[1], cmd))
+                    continue
+            keep.append(cmd)
+        if "exec" in spec:
+            spec["exec"] = keep
+        if node in routers and spec.get("sysctls"):
+            spec["sysctls"] = {k: v for k, v in spec["sysctls"].items() if k not in FORWARDING_KEYS + HASH_KEYS}
+            if not spec["sysctls"]:
+                del spec["sysctls"]
+    return out
+
+
+def _split(cmd: Any) -> list[str]:
+    try:
+        return shlex.split(str(cmd))
+    except ValueError:
+        return []

@@ -18,6 +18,7 @@ EXPORT_TARGETS = ("mininet", "containerlab", "flent")
 
 def add_commands(sub) -> None:
     from linklab.interop import CLAB_DEFAULT_IMAGE as DEFAULT_IMAGE
+    from linklab.interop import CLAB_FRR_IMAGE
 
     e = sub.add_parser(
         "export", help="write a topology as a runnable Mininet script or a containerlab topology, or a run's "
@@ -34,6 +35,7 @@ def add_commands(sub) -> None:
                "  linklab export --to mininet --scale 0.1 topologies/bond2.yaml   # rates as linklab runs them under TCG\n"
                "  linklab export --to containerlab topologies/bond2.yaml > bond2.clab.yml\n"
                "  containerlab deploy -t bond2.clab.yml\n"
+               "  linklab export --to containerlab ospf3 -o ospf3.clab.yml   # + ospf3-frr/<router>/{daemons,frr.conf}\n"
                "  linklab export --to flent results/bufferbloat/20261202-101500 -o flent/\n"
                "  flent -i flent/rrul_be-*.flent.gz -p all_scaled -o rrul.png   # flent's own RRUL plot",
         formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -45,8 +47,11 @@ def add_commands(sub) -> None:
                    help="override a topology setting first, as with `linklab up --set`")
     e.add_argument("--scale", type=float, help="multiply every link rate (default: the topology's scale; auto = 1 here)")
     e.add_argument("--image", default=DEFAULT_IMAGE, help=f"containerlab: image of every node (default {DEFAULT_IMAGE})")
+    e.add_argument("--frr-image", default=CLAB_FRR_IMAGE,
+                   help=f"containerlab: image of a routing: ospf lab's routers (default {CLAB_FRR_IMAGE})")
     e.add_argument("-o", "--output", help="write to this file instead of stdout (--to flent: into this directory, "
-                                          "default RUN/flent)")
+                                          "default RUN/flent; --to containerlab of a routing: ospf lab: needed, "
+                                          "its routers' FRR files are written beside it)")
     e.set_defaults(handler=cmd_export)
 
     i = sub.add_parser(
@@ -104,7 +109,18 @@ def cmd_export(args, argv) -> int:
             manager = "osken-manager"
         text = mininet_export.export(res, args.topology, osken_manager=manager)
     else:
-        text = clab_export.export(res, args.topology, image=args.image)
+        text = clab_export.export(res, args.topology, image=args.image, frr_image=args.frr_image)
+        files = clab_export.side_files(res)
+        if files and not args.output:
+            raise UsageError(f"lab {res.name} runs OSPF: its routers' FRR files (daemons, frr.conf) go beside the "
+                             ".clab.yml, which containerlab binds by relative path, so it cannot go to stdout",
+                             hint=f"linklab export --to containerlab {args.topology} -o {res.name}.clab.yml")
+        if files:
+            from linklab.fsutil import write_atomic
+            for rel, content in files.items():
+                dest = Path(args.output).parent / rel
+                write_atomic(dest, content)
+                print(f"linklab export: wrote {dest}", file=sys.stderr)
     _write(text, args.output)
     return 0
 
@@ -142,6 +158,8 @@ def cmd_import(args, argv) -> int:
     # What was renamed or dropped is said first: it often explains why the result does not validate.
     for old, new in imported.renamed.items():
         print(f"linklab import: renamed {old} -> {new}", file=sys.stderr)
+    for item in imported.mapped:
+        print(f"linklab import: mapped: {item}", file=sys.stderr)
     for item in imported.not_imported:
         print(f"linklab import: not imported: {item}", file=sys.stderr)
     out = imported.yaml_text(args.file)

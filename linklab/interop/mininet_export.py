@@ -17,9 +17,11 @@ from typing import Any
 
 from linklab.linux import tc as tcplan
 from linklab import controllers
-from linklab.interop.common import (bond_ip_args, controller_ports, kbit, ovs_plan, ovs_switches, ping_checks,
-                                    refuse_routers, refuse_services, switch_ifname)
+from linklab.interop.common import (bond_ip_args, controller_ports, kbit, node_routes, ovs_plan, ovs_switches,
+                                    ping_checks, refuse_services, switch_ifname)
+from linklab.model import frr as frr_config
 from linklab.model import paths
+from linklab.model.resolve import FORWARDING
 from linklab.model.resolved import Lab, Qdisc
 
 RUNTIME = Path(__file__).with_name("mininet_runtime.py")
@@ -151,7 +153,7 @@ def lab_table(lab: Lab) -> dict[str, Any]:
     for sw in ovs_switches(lab):
         plan = ovs_plan(lab, sw, lambda ifname, sw=sw: switch_ifname(sw, ifname), ctl_ports.get(sw))
         ovs.append({"switch": sw, "vsctl": plan.vsctl, "controller": plan.controller})
-    return {
+    table = {
         "name": lab.name,
         "scale": lab.scale,
         "hosts": {n.name: {"main_intf": main.get(n.name), "sysctls": dict(n.sysctls)}
@@ -166,6 +168,25 @@ def lab_table(lab: Lab) -> dict[str, Any]:
                     "size": c.mtu - paths.headers(4, "icmp")} for c in ping_checks(lab)],
         "notes": notes, "mininet_shaping_notes": mn_notes,
     }
+    if any(n.kind == "router" for n in lab.nodes):
+        table.update(routed_table(lab, main, notes))
+    return table
+
+
+def routed_table(lab: Lab, main: dict[str, str], notes: list[str]) -> dict[str, Any]:
+    """A routed lab's part of the table: its routers (Mininet hosts that forward, their other
+    sysctls: the multipath hash policy, the user's), every node's routes as `ip route` commands,
+    and, in a routing: ospf lab, each router's frr.conf and the subnets every router must have a
+    route to before the lab is ready (linklab/model/frr.py)."""
+    routers = {n.name: {"main_intf": main.get(n.name),
+                        "sysctls": {k: v for k, v in n.sysctls.items() if k not in FORWARDING}}
+               for n in lab.nodes if n.kind == "router"}
+    frr = {n.name: frr_config.config(lab, n) for n in lab.nodes if n.frr is not None}
+    if frr:
+        notes.append("each router's FRR (zebra, ospfd, ospf6d) runs in the router's namespace as in linklab, "
+                     "its state in /var/run/frr/<name> (FRR's -N), stopped and removed at the end")
+    return {"routers": routers, "routes": node_routes(lab), "frr": frr,
+            "frr_subnets": frr_config.subnets(lab) if frr else []}
 
 
 def _switch(lab: Lab, n) -> dict[str, Any]:
@@ -209,7 +230,6 @@ def apps_block(table: dict[str, Any], osken_manager: str) -> str:
 
 
 def export(lab: Lab, source: str, osken_manager: str = "osken-manager") -> str:
-    refuse_routers(lab, "Mininet")
     refuse_services(lab, "Mininet")
     table = lab_table(lab)
     tc_where = sorted({f"{q['node']}:{q['ifname']}" for q in table["qdiscs"]})
@@ -226,6 +246,19 @@ def export(lab: Lab, source: str, osken_manager: str = "osken-manager") -> str:
         "# parameters (delay/loss/limit) per interface and direction; bonds, switch LAGs, MTU of every",
         "# interface, addresses, qdiscs TCIntf cannot build, offloads and sysctls are set after start.",
     ]
+    if table.get("routers"):
+        header += [
+            "# Routers: Mininet hosts that forward (LinklabRouter, as Mininet's examples/linuxrouter.py:",
+            "# net.ipv4.ip_forward and net.ipv6.conf.all.forwarding on). Every node's routes, as linklab",
+            "# computes them (routing: static) or its routes: write them, are `ip route replace` commands",
+            "# after the addresses, equal-cost paths as one multipath route (nexthop ... nexthop).",
+        ]
+    if table.get("frr"):
+        header += [
+            "# routing: ospf: each router runs FRR's zebra, ospfd and ospf6d (Debian's frr package, in",
+            "# /usr/lib/frr) in its namespace, loaded with the frr.conf linklab generates (below, in LAB),",
+            "# as `linklab up` runs them; the lab is ready once every router has a route to every subnet.",
+        ]
     if table["exec"]:
         header.append("# Then each node's exec: commands run in it, in order; a failing one stops the script.")
     if table["ovs"]:

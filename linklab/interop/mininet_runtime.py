@@ -60,6 +60,20 @@ class LinklabHost(Host):
         return Host.defaultIntf(self)
 
 
+class LinklabRouter(LinklabHost):
+    """A Mininet host that forwards IPv4 and IPv6: a router, as Mininet's examples/linuxrouter.py
+    makes one (forwarding on in config, off again in terminate); its routes are set in configure."""
+
+    def config(self, **params):
+        r = super(LinklabRouter, self).config(**params)
+        self.cmd("sysctl -q -w net.ipv4.ip_forward=1 net.ipv6.conf.all.forwarding=1")
+        return r
+
+    def terminate(self):
+        self.cmd("sysctl -q -w net.ipv4.ip_forward=0 net.ipv6.conf.all.forwarding=0")
+        super(LinklabRouter, self).terminate()
+
+
 class LinklabController(RemoteController):
     """A RemoteController for linklab's own os-ken app, which this script starts and waits for
     (wait_listening): Mininet's check, a telnet at construction, would only warn that an app still
@@ -140,6 +154,8 @@ def shell_line(argvs):
 def build(net, mininet_shaping):
     for name, h in LAB["hosts"].items():
         net.addHost(name, cls=LinklabHost, ip=None, main_intf=h["main_intf"])
+    for name, r in LAB.get("routers", {}).items():
+        net.addHost(name, cls=LinklabRouter, ip=None, main_intf=r["main_intf"])
     ctl = {o["switch"]: o["controller"] for o in LAB["ovs"] if o["controller"]}
     for i, (name, sw) in enumerate(LAB["switches"].items()):
         if "ovs" in sw:
@@ -194,9 +210,12 @@ def configure(net, mininet_shaping):
                 add(q["node"], argv)
     for s in LAB["iface_settings"]:
         add(s["node"], s["argv"])
-    for name, h in LAB["hosts"].items():
+    for name, h in list(LAB["hosts"].items()) + list(LAB.get("routers", {}).items()):
         for key, value in h["sysctls"].items():
             add(name, ["sysctl", "-q", "-w", "%s=%s" % (key, value)])
+    for name, argvs in LAB.get("routes", {}).items():  # once the gateways' subnets are addressed
+        for argv in argvs:
+            add(name, argv)
     run_nodes({net[node]: argvs for node, argvs in steps.items()})
     for a in LAB["addresses"]:
         node = net[a["node"]]
@@ -217,6 +236,136 @@ def run_exec(net):
                                    % (name, i + 1, len(cmds), rc, " ".join(shlex.quote(a) for a in argv), out.strip()))
     if LAB["exec"]:
         info("*** exec: commands ran in %s\n" % ", ".join(LAB["exec"]))
+
+
+FRR_PROGRAMS = "/usr/lib/frr"  # Debian's frr puts its daemons here, off PATH
+FRR_RUN = "/var/run/frr"  # FRR's compiled-in state directory: -N puts each instance under it
+FRR_CRASH = "/var/tmp/frr"  # FRR's per-process crash log directory (<daemon>.<pid>)
+FRR_DAEMONS = ("zebra", "ospfd", "ospf6d")
+# What FRR 8.4's ospfd and ospf6d write to /var/run/frr itself, outside their -N directory
+# (graceful-restart state): removed at the end where this script's daemons made them.
+FRR_SHARED_STATE = ("ospfd-gr.json", "ospf6d-gr.json", "ospf6d-at-seq-no.dat")
+FRR_START_S = 60
+FRR_CONVERGE_S = 120  # OSPF's adjacencies form in seconds (1 s hellos): minutes mean something is wrong
+
+
+def start_frr(net, started):
+    """routing: ospf: each router's zebra, ospfd and ospf6d, started in its namespace as linklab
+    starts them (linklab/backends/linux/frrd.py): FRR's path space option -N gives each router its
+    own sockets and pid files in /var/run/frr/<name> (never the machine's own FRR's), no
+    configuration file of their own (-f /dev/null), no TCP vty (-P 0); once listening, the
+    router's frr.conf is loaded by `vtysh -N <name> -f`. What it starts is recorded in `started`
+    as it goes (first its log directory, and which of FRR_SHARED_STATE it may create), for stop_frr."""
+    if not LAB.get("frr"):
+        return
+    missing = [d for d in FRR_DAEMONS if not os.path.exists(os.path.join(FRR_PROGRAMS, d))]
+    if missing or not shutil.which("vtysh"):
+        raise SystemExit("linklab-export: FRR is not installed (%s missing): routing: ospf runs zebra, ospfd and "
+                         "ospf6d in each router: apt install frr" % ", ".join(missing or ["vtysh"]))
+    logs = tempfile.mkdtemp(prefix="linklab-frr-")
+    if not os.path.isdir(FRR_RUN):  # where the package's own service never ran
+        os.makedirs(FRR_RUN)
+        shutil.chown(FRR_RUN, "frr", "frr")
+    started.append({"logs": logs, "shared": [f for f in FRR_SHARED_STATE if not os.path.exists(os.path.join(FRR_RUN, f))]})
+    routers = []
+    for name, conf in LAB["frr"].items():
+        ns = "mn%d-%s" % (os.getpid(), name)
+        rundir = os.path.join(FRR_RUN, ns)
+        os.makedirs(rundir)
+        shutil.chown(rundir, "frr", "frr")
+        with open(os.path.join(rundir, "frr.conf"), "w") as f:
+            f.write(conf)
+        r = {"node": name, "ns": ns, "dir": rundir, "procs": []}
+        started.append(r)
+        routers.append(r)
+    for daemon in FRR_DAEMONS:  # every router's zebra first: the others connect to its socket
+        for r in routers:
+            log = open(os.path.join(logs, "%s-%s.log" % (r["node"], daemon)), "wb")
+            argv = [os.path.join(FRR_PROGRAMS, daemon), "-N", r["ns"], "-f", "/dev/null", "-P", "0", "--log", "stdout"]
+            r["procs"].append((daemon, net[r["node"]].popen(argv, stdout=log, stderr=subprocess.STDOUT)))
+            log.close()
+        wait_frr(routers, logs, ["zserv.api"] if daemon == "zebra" else [daemon + ".vty"])
+    for r in routers:
+        res = subprocess.run(["vtysh", "-N", r["ns"], "-f", os.path.join(r["dir"], "frr.conf")],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
+        if res.returncode != 0:
+            raise RuntimeError("%s: FRR refused its configuration:\n%s" % (r["node"], res.stdout.strip()[-1500:]))
+    info("*** FRR started in %s\n" % ", ".join(r["node"] for r in routers))
+
+
+def wait_frr(routers, logs, sockets):
+    """Until each router's FRR directory has the sockets; a daemon that exits fails the wait with its log."""
+    end = time.monotonic() + FRR_START_S
+    while True:
+        for r in routers:
+            for daemon, p in r["procs"]:
+                if p.poll() is not None:
+                    log = open(os.path.join(logs, "%s-%s.log" % (r["node"], daemon))).read()
+                    raise RuntimeError("%s: FRR's %s exited at start:\n%s" % (r["node"], daemon, log[-1500:]))
+        if all(os.path.exists(os.path.join(r["dir"], s)) for r in routers for s in sockets):
+            return
+        if time.monotonic() > end:
+            raise RuntimeError("FRR's daemons did not listen within %d s (%s)" % (FRR_START_S, ", ".join(sockets)))
+        time.sleep(0.05)
+
+
+def route_prefixes(text):
+    """Pure: the destinations of `ip -j route` outputs, one JSON list after another."""
+    out, pos, dec = set(), 0, json.JSONDecoder()
+    text = text.strip()
+    while pos < len(text):
+        routes, pos = dec.raw_decode(text, pos)
+        out |= {r.get("dst") for r in routes}
+        while pos < len(text) and text[pos].isspace():
+            pos += 1
+    return out
+
+
+def wait_converged(net):
+    """Until every OSPF router has a route to every subnet of the lab (linklab's own wait), or
+    FRR_CONVERGE_S, naming what each router still lacks."""
+    if not LAB.get("frr"):
+        return
+    t0 = time.monotonic()
+    want = set(LAB["frr_subnets"])
+    while True:
+        done = run_nodes({net[r]: [["ip", "-j", "-4", "route"], ["ip", "-j", "-6", "route"]] for r in LAB["frr"]})
+        missing = {node.name: sorted(want - route_prefixes(text)) for node, (_, text) in done.items()}
+        missing = {k: v for k, v in missing.items() if v}
+        if not missing:
+            info("*** OSPF converged: %d routers, %d subnets, %.1f s\n" % (len(LAB["frr"]), len(want),
+                                                                         time.monotonic() - t0))
+            return
+        if time.monotonic() - t0 > FRR_CONVERGE_S:
+            raise RuntimeError("OSPF did not converge in %d s: %s" % (FRR_CONVERGE_S, "; ".join(
+                "%s has no route to %s" % (k, ", ".join(v)) for k, v in sorted(missing.items()))))
+        time.sleep(0.5)
+
+
+def stop_frr(started):
+    """Stop what start_frr started (in each router ospfd and ospf6d before zebra: on its way out
+    zebra removes the routes the others gave it) and remove its directories."""
+    if not started:
+        return
+    for r in started[1:]:
+        procs = sorted(r["procs"], key=lambda dp: dp[0] == "zebra")
+        for _, p in procs:
+            if p.poll() is None:
+                p.terminate()
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        for daemon, p in procs:
+            shutil.rmtree(os.path.join(FRR_CRASH, "%s.%d" % (daemon, p.pid)), ignore_errors=True)
+        shutil.rmtree(r["dir"], ignore_errors=True)
+    for name in started[0]["shared"]:
+        try:
+            os.remove(os.path.join(FRR_RUN, name))
+        except FileNotFoundError:
+            pass
+    shutil.rmtree(started[0]["logs"], ignore_errors=True)
 
 
 OVS_SCHEMA = "/usr/share/openvswitch/vswitch.ovsschema"
@@ -419,6 +568,7 @@ def main():
     ok = True
     controllers = []
     own_ovs = []
+    frr = []
     try:
         ensure_ovs(own_ovs)
         starting = start_controllers(args.osken_manager, controllers)
@@ -426,8 +576,10 @@ def main():
         net.build()
         net.start()
         configure(net, args.mininet_shaping)
+        start_frr(net, frr)
         wait_listening(starting)
         wait_connected(net)
+        wait_converged(net)
         run_exec(net)
         info("*** linklab lab %s ready\n" % LAB["name"])
         if args.test:
@@ -438,6 +590,7 @@ def main():
             CLI(net)
     finally:
         remove_root_bonds(net)
+        stop_frr(frr)  # its daemons live in the routers' namespaces: stopped before Mininet's hosts
         net.stop()
         stop_controllers(controllers)
         stop_ovs(own_ovs)

@@ -17,17 +17,18 @@ from linklab.interop import clab_export, clab_import, mininet_export
 from linklab.interop.common import controller_ports, switch_ifname
 from linklab.interop.shell import loss_matrix
 from linklab.model import Context, load_topology, resolve
+from linklab.model import frr as frr_config
 from linklab.model.resolved import Qdisc
 
 ROOT = Path(__file__).resolve().parents[2]
 ALL_TOPOLOGIES = sorted((ROOT / "topologies").glob("*.yaml")) + sorted((ROOT / "tests/golden/topologies/good").glob("*.yaml"))
 
 
-# Open vSwitch ones included: both exporters map them. Routed ones, and ones with background
-# services, are refused (below).
+# Open vSwitch ones included: both exporters map them, and routed ones (routers, their routes,
+# FRR). Ones with background services are refused (below).
 ROUTED = [p for p in ALL_TOPOLOGIES if "routers:" in p.read_text()]
 SERVICES = [p for p in ALL_TOPOLOGIES if "background: true" in p.read_text()]
-TOPOLOGIES = [p for p in ALL_TOPOLOGIES if p not in ROUTED + SERVICES]
+TOPOLOGIES = [p for p in ALL_TOPOLOGIES if p not in SERVICES]
 VM = Context(auto_scale=0.1, auto_scale_reason="software-emulated VM (TCG)")
 CAMPUS = ROOT / "tests/data/interop/campus.clab.yml"
 CLAB = ROOT / "tests/data/interop/clab"  # containerlab's own files (BSD-3: CLAB/LICENSE)
@@ -150,7 +151,7 @@ def _runtime_functions(*names: str) -> dict:
     tree = ast.parse(mininet_export.RUNTIME.read_text())
     keep = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in names
             or isinstance(n, ast.Assign) and any(getattr(t, "id", "") == "BATCHES" for t in n.targets)]
-    scope: dict = {"shlex": shlex}
+    scope: dict = {"shlex": shlex, "json": json}
     exec(compile(ast.Module(body=keep, type_ignores=[]), "mininet_runtime", "exec"), scope)
     return scope
 
@@ -209,16 +210,103 @@ def test_mininet_script_is_python_and_matches_golden(path):
     _golden(head, ROOT / "tests/golden/interop" / f"{path.stem}.mininet.py")
 
 
-@pytest.mark.parametrize("path", ROUTED, ids=lambda p: p.stem)
-def test_exports_refuse_a_lab_with_routers_naming_them(path):
-    """Routers are not mapped yet: an export without them would build a lab whose hosts cannot
-    reach each other, so both exporters refuse it (exit 2), naming the routers."""
-    lab = _lab(path)
-    routers = [n.name for n in lab.nodes if n.kind == "router"]
-    for export in (lambda: mininet_export.export(lab, "t.yaml"), lambda: clab_export.export(lab, "t.yaml")):
-        with pytest.raises(UsageError) as err:
-            export()
-        assert err.value.exit_code == 2 and f"has routers ({', '.join(routers)})" in str(err.value)
+def test_routed_labs_are_in_the_golden_exports():
+    assert {p.stem for p in ROUTED} >= {"routed_chain", "ecmp2", "ospf3", "dumbbell", "ecmp_bond"}
+    assert set(ROUTED) <= set(TOPOLOGIES)
+
+
+def test_mininet_script_carries_routers_forwarding_and_every_nodes_routes_ecmp_as_multipath():
+    lab = _lab(ROOT / "topologies/ecmp2.yaml")
+    table = mininet_export.lab_table(lab)
+    assert set(table["routers"]) == {"r1", "r2"} and set(table["hosts"]) == {"h1", "h2"}
+    # Forwarding is the router class's (as Mininet's LinuxRouter); the hash policy is a sysctl beside it.
+    assert table["routers"]["r1"]["sysctls"] == {"net.ipv4.fib_multipath_hash_policy": "1",
+                                                 "net.ipv6.fib_multipath_hash_policy": "1"}
+    assert table["routes"]["r1"] == [
+        ["ip", "route", "replace", "10.77.3.0/24", "nexthop", "via", "10.77.1.2", "dev", "eth2",
+         "nexthop", "via", "10.77.2.2", "dev", "eth3"],
+        ["ip", "-6", "route", "replace", "fd00:77:0:3::/64", "nexthop", "via", "fd00:77:0:1::2", "dev", "eth2",
+         "nexthop", "via", "fd00:77:0:2::2", "dev", "eth3"]]
+    assert table["routes"]["h1"][0] == ["ip", "route", "replace", "0.0.0.0/0", "via", "10.77.0.2", "dev", "eth1"]
+    assert not table["frr"]
+    # The checks ping host to host across the routers, naming both equal-cost paths.
+    assert [(c["from"], c["to"], c["mtu"], c["via"]) for c in table["checks"]] == [
+        ("h1", "h2", 1500, "h1-r1+path0+r2-h2 or h1-r1+path1+r2-h2"),
+        ("h2", "h1", 1500, "r2-h2+path0+h1-r1 or r2-h2+path1+h1-r1")]
+    text = mininet_export.export(lab, "ecmp2.yaml")
+    assert "class LinklabRouter(LinklabHost):" in text and "net.ipv4.ip_forward=1 net.ipv6.conf.all.forwarding=1" in text
+
+
+def test_a_routed_chains_checks_ping_at_the_smallest_mtu_on_the_way():
+    table = mininet_export.lab_table(_lab(ROOT / "topologies/routed_chain.yaml"))
+    assert [(c["from"], c["to_addr"], c["mtu"], c["size"], c["via"]) for c in table["checks"]] == [
+        ("h1", "10.77.2.2", 1400, 1372, "h1-r1+core+r2-h2"), ("h2", "10.77.0.1", 1400, 1372, "r2-h2+core+h1-r1")]
+
+
+def test_written_routes_win_in_both_exports():
+    """A route written by hand replaces the computed one to the same prefix, in the script and in the file."""
+    t = load_topology(ROOT / "topologies/routed_chain.yaml",
+                      [("hosts.h1.routes", [{"to": "10.77.2.0/24", "via": "r1"}]),
+                       ("routers.r1.routes", [{"to": "h2", "via": "r2"}])])
+    lab = resolve(t, VM)
+    routes = mininet_export.lab_table(lab)["routes"]
+    assert ["ip", "route", "replace", "10.77.2.0/24", "via", "10.77.0.2", "dev", "eth1"] in routes["h1"]
+    assert ["ip", "route", "replace", "10.77.2.2/32", "via", "10.77.1.2", "dev", "eth2"] in routes["r1"]
+    r1 = clab_export.topology_dict(lab)["topology"]["nodes"]["r1"]["exec"]
+    assert "ip route replace 10.77.2.2/32 via 10.77.1.2 dev eth2" in r1
+    # forwarding before the routes, the routes after the addresses their gateways are on
+    assert _position(r1, "addr", "10.77.1.1/24") < _position(r1, "net.ipv4.ip_forward=1") \
+        < _position(r1, "route", "10.77.2.2/32")
+
+
+def test_containerlab_routers_are_linux_nodes_forwarding_by_exec():
+    lab = _lab(ROOT / "topologies/ecmp2.yaml")
+    nodes = clab_export.topology_dict(lab)["topology"]["nodes"]
+    r1 = nodes["r1"]
+    assert r1["kind"] == "linux" and "image" not in r1  # the linux kind's image, as every node's
+    assert "net.ipv4.ip_forward" not in r1["sysctls"]
+    for line in ("sysctl -w net.ipv4.ip_forward=1", "sysctl -w net.ipv6.conf.all.forwarding=1",
+                 "sysctl -w net.ipv4.fib_multipath_hash_policy=1",
+                 "ip route replace 10.77.3.0/24 nexthop via 10.77.1.2 dev eth2 nexthop via 10.77.2.2 dev eth3"):
+        assert line in r1["exec"], r1["exec"]
+    assert "ip route replace 0.0.0.0/0 via 10.77.0.2 dev eth1" in nodes["h1"]["exec"]
+    assert not any("forward" in c for c in nodes["h1"]["exec"])
+    assert clab_export.side_files(lab) == {}
+
+
+def test_ospf_routers_run_frr_in_both_exports():
+    lab = _lab(ROOT / "topologies/ospf3.yaml")
+    table = mininet_export.lab_table(lab)
+    assert set(table["frr"]) == {"r1", "r2", "r3"}
+    assert table["frr"]["r1"] == frr_config.generated(lab, lab.node("r1"))
+    assert "routes" in table and "r1" not in table["routes"]  # a router's routes are OSPF's; hosts' static
+    assert table["frr_subnets"] == frr_config.subnets(lab) and len(table["frr_subnets"]) == 12
+    # The checks follow what OSPF converges to: r1 reaches h3 through r2 (r1r3 costs 5).
+    assert ("h1", "h3", "h1-r1+r1r2+r2r3+h3-r3") in [(c["from"], c["to"], c["via"]) for c in table["checks"]]
+    files = clab_export.side_files(lab)
+    assert files["ospf3-frr/r2/frr.conf"] == frr_config.generated(lab, lab.node("r2"))
+    assert "ospfd=yes" in files["ospf3-frr/r2/daemons"] and "ospf6d=yes" in files["ospf3-frr/r2/daemons"]
+    r2 = clab_export.topology_dict(lab)["topology"]["nodes"]["r2"]
+    assert r2["image"] == clab_export.FRR_IMAGE
+    assert r2["binds"] == ["ospf3-frr/r2/daemons:/etc/frr/daemons", "ospf3-frr/r2/frr.conf:/etc/frr/frr.conf"]
+    assert not any(c.startswith("ip route") for c in r2["exec"])
+
+
+def test_containerlab_export_of_an_ospf_lab_writes_the_frr_files_beside_it_or_refuses_stdout(tmp_path):
+    res = _linklab("export", "--to", "containerlab", "topologies/ospf3.yaml")
+    assert res.returncode == 2 and res.stdout == "" and "cannot go to stdout" in res.stderr, res.stderr
+    res = _linklab("export", "--to", "containerlab", "topologies/ospf3.yaml", "-o", str(tmp_path / "o.clab.yml"))
+    assert res.returncode == 0, res.stderr
+    assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file()) == [
+        "o.clab.yml", *(f"ospf3-frr/r{k}/{f}" for k in (1, 2, 3) for f in ("daemons", "frr.conf"))]
+
+
+def test_the_scripts_convergence_wait_reads_ip_json_routes():
+    prefixes = _runtime_functions("route_prefixes")["route_prefixes"]
+    text = ('[{"dst":"default","gateway":"10.0.0.1"},{"dst":"10.77.0.0/24","dev":"eth1"}]\n'
+            '[{"dst":"fd00:77::/64","dev":"eth1"}]\n')
+    assert prefixes(text) == {"default", "10.77.0.0/24", "fd00:77::/64"}
+    assert prefixes("[]\n[]\n") == set()
 
 
 @pytest.mark.parametrize("path", SERVICES, ids=lambda p: p.stem)
@@ -677,3 +765,57 @@ def test_an_ovs_switchs_exec_goes_to_the_docker_hosts_commands_after_deploy():
     doc = yaml.safe_load(clab_export.export(lab, "sdn_pair.yaml"))
     assert doc["topology"]["nodes"]["s1"] == {"kind": "ovs-bridge"}
     assert "#   ovs-ofctl -O OpenFlow13 dump-flows s1" in clab_export.export(lab, "sdn_pair.yaml")
+
+
+# ---- routed labs through containerlab and back ---------------------------------------------------
+
+def _routes(lab) -> dict[str, list[tuple]]:
+    return {n.name: [(r.to, [(h.via, h.dev, h.node) for h in r.nexthops]) for r in n.routes] for n in lab.nodes}
+
+
+@pytest.mark.parametrize("name", ["routed_chain", "ecmp2", "dumbbell"])
+def test_a_routed_lab_exported_to_containerlab_imports_back_with_its_routers_and_routes(name, tmp_path):
+    """Export, then import: the nodes that forward are routers again, every node has the same
+    routes (each gateway, interface and neighbour; ECMP's multipath too), the same addresses."""
+    lab = _lab(ROOT / f"topologies/{name}.yaml")
+    imp = clab_import.import_clab(clab_export.export(lab, f"{name}.yaml"), f"{name}.clab.yml")
+    back = _validated(imp, tmp_path)
+    assert {n.name for n in back.nodes if n.kind == "router"} == {n.name for n in lab.nodes if n.kind == "router"}
+    assert _routes(back) == _routes(lab)
+    assert [[(e.node, e.ifname, e.ipv4, e.ipv6) for e in x.ends] for x in back.links] == \
+        [[(e.node, e.ifname, e.ipv4, e.ipv6) for e in x.ends] for x in lab.links]
+    router = "ra" if name == "dumbbell" else "r1"
+    added = {"net.ipv6.conf.all.accept_dad", "net.ipv6.conf.default.accept_dad"}  # the exporter's, on every node
+    assert {k: v for k, v in back.node(router).sysctls.items() if k not in added} == \
+        lab.node(router).sysctls  # forwarding, and ecmp2's hash policy
+    assert imp.topology["routing"]["protocol"] == "none" and imp.mapped[0].startswith("routers ")
+    for n in back.nodes:  # what was read as addresses, forwarding and routes is no command any more
+        assert not any(c[:2] in (["ip", "route"], ["ip", "addr"], ["sysctl", "-w"]) for c in n.exec), n.exec
+
+
+def test_import_reads_forwarding_and_routes_only_where_a_node_forwards(tmp_path):
+    text = """name: r
+topology:
+  nodes:
+    a: {kind: linux, exec: ["ip addr add 10.0.1.1/24 dev eth1", "ip route add default via 10.0.1.2"]}
+    gw: {kind: linux, sysctls: {net.ipv4.ip_forward: 1}, exec: ["ip addr add 10.0.1.2/24 dev eth1",
+         "ip addr add 10.0.2.1/24 dev eth2", "ip route add 10.9.0.0/16 via 10.0.2.99 metric 5"]}
+    b: {kind: linux, exec: ["ip addr add 10.0.2.2/24 dev eth1", "ip route replace 10.0.1.0/24 via 10.0.2.1 dev eth1"]}
+  links:
+    - endpoints: ["a:eth1", "gw:eth1"]
+    - endpoints: ["gw:eth2", "b:eth1"]
+"""
+    imp = clab_import.import_clab(text, "r.clab.yml")
+    t = imp.topology
+    assert list(t) == ["name", "description", "hosts", "routers", "routing", "links"]
+    assert t["routers"] == {"gw": {"exec": ["ip route add 10.9.0.0/16 via 10.0.2.99 metric 5"]}}  # metric: kept
+    assert t["hosts"]["a"] == {"routes": [{"to": "0.0.0.0/0", "via": "gw"}]}
+    assert t["hosts"]["b"] == {"routes": [{"to": "10.0.1.0/24", "via": "gw"}]}
+    assert t["links"][0]["addresses"] == {"a": {"ipv4": "10.0.1.1/24"}, "gw": {"ipv4": "10.0.1.2/24"}}
+    assert t["links"][0]["ipv6"] is False
+    lab = _validated(imp, tmp_path)
+    assert [(r.to, r.nexthops[0].via) for r in lab.node("a").routes] == [("0.0.0.0/0", "10.0.1.2")]
+    # No node forwards: nothing is read, every command stays as it was (frr01's PCs: their routers are FRR images).
+    frr = _import("frr01.clab.yml")
+    assert "routers" not in frr.topology and not frr.mapped
+    assert frr.topology["hosts"]["pc1"]["exec"][2] == "ip route add 192.168.0.0/16 via 192.168.11.1 dev eth1"

@@ -1,6 +1,6 @@
 """Exported Mininet scripts run under Debian's Mininet 2.3 (`/usr/bin/python3`, the `mininet`
 package): every bundled topology passes its own `--test` (pingall, then don't-fragment pings at
-the path MTU across every bond), E3's OVS topology included (OVSSwitch, its os-ken controller);
+the path MTU across every bond and router; ospf3 runs FRR), E3's OVS topology included (OVSSwitch, its os-ken controller);
 throughput is measured in linklab and in the exported script, side by side: the default lab,
 and E3 at MTU 1500 and with hosts at 2000 behind switch ports left at 1500 (the mismatch).
 
@@ -28,8 +28,9 @@ from linklab.interop.common import resolved_lab
 from linklab.measure.iperf3 import Iperf3Client
 
 ROOT = Path(__file__).resolve().parents[3]
-# Routed labs are refused by the exporters until they map routers (tests/unit/test_interop.py).
-TOPOLOGIES = sorted(p for p in (ROOT / "topologies").glob("*.yaml") if "routers:" not in p.read_text())
+# Routed ones included: routers forward, every node has its routes, ospf3's routers run FRR
+# (the script waits for OSPF to converge), and --test pings host to host across the routers.
+TOPOLOGIES = sorted((ROOT / "topologies").glob("*.yaml"))
 IPERF_SECONDS = 5
 E3_SECONDS = 3
 SCALE = 0.1  # what `scale: auto` is in a software-emulated VM; rates Mininet's hosts can carry here
