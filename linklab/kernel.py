@@ -103,6 +103,35 @@ def feature_available(module: str, *, release: str | None = None, sys_root: Path
             or _built_in(module, _config_text(release, proc_root, boot_root)))
 
 
+def lab_modules_present(*, release: str | None = None, sys_root: Path = Path("/sys"),
+                        lib_root: Path = Path("/lib/modules"), proc_root: Path = Path("/proc"),
+                        boot_root: Path = Path("/boot")) -> list[str]:
+    """Every module with a configuration symbol linklab knows (config_symbol: the sch_ and tcp_
+    modules, bonding, openvswitch, ...) that this kernel has, as feature_available judges each
+    (loaded, listed, or built in by its configuration), '_'-spelled and sorted: what the lab VM
+    records of its host's kernel (linklab/placement.py: host_has)."""
+    found = set()
+    if (sys_root / "module").is_dir():
+        found |= {p.name for p in (sys_root / "module").iterdir()}
+    moddir = lib_root / (release or os.uname().release)
+    for listing in (moddir / "modules.builtin", moddir / "modules.dep"):
+        try:
+            text = listing.read_text()
+        except OSError:
+            continue
+        found |= {line.split(":", 1)[0].strip().rsplit("/", 1)[-1].split(".ko", 1)[0] for line in text.splitlines()}
+    by_symbol = {symbol: module for module, symbol in CONFIG_SYMBOLS.items()}
+    for line in _config_text(release, proc_root, boot_root).splitlines():
+        if line.startswith("CONFIG_") and line.endswith("=y"):
+            symbol = line[len("CONFIG_"):-len("=y")]
+            for prefix, module_prefix in (("NET_SCH_", "sch_"), ("TCP_CONG_", "tcp_")):
+                if symbol.startswith(prefix):
+                    found.add(module_prefix + symbol[len(prefix):].lower())
+            if symbol in by_symbol:
+                found.add(by_symbol[symbol])
+    return sorted({n.replace("-", "_") for n in found if n and config_symbol(n) is not None})
+
+
 def missing_features() -> list[str]:
     """Features from REQUIRED_FEATURES this kernel can neither provide now nor load."""
     return [feature for feature, module in REQUIRED_FEATURES.items() if not feature_available(module)]

@@ -89,6 +89,29 @@ def kernel_needs(labs: Lab | Iterable[Lab]) -> dict[str, str]:
     return out
 
 
+def lacking(needs: dict[str, str], available: Callable[[str], bool]) -> list[str]:
+    """The modules of `needs` (kernel_needs) that `available` says a kernel lacks, in order."""
+    return [m for m in needs if not available(m)]
+
+
+def host_has(module: str) -> bool:
+    """Whether the host's kernel has `module`: this kernel's answer (kernel.feature_available)
+    natively; inside the lab VM, the host's, as it recorded it when it booted the VM
+    (host_kernel, kernel.lab_modules_present): what the host would build natively, for a command
+    there that must tell (the test suite's split of the exercises between its tiers)."""
+    if not kernel.in_lab_vm():
+        return kernel.feature_available(module)
+    from linklab.errors import EnvironmentProblem
+    record = json.loads(os.environ.get("LINKLAB_VM_INFO") or "{}").get("host_kernel")
+    if record is None:
+        raise EnvironmentProblem("this lab VM has no record of its host's kernel (booted by an older linklab)",
+                                 hint="`linklab vm stop` on the host, then run the command again")
+    if kernel.config_symbol(module) is None:
+        raise EnvironmentProblem(f"whether the host's kernel has {module} is not recorded in the lab VM "
+                                 "(only modules linklab knows a configuration symbol of: linklab/kernel.py)")
+    return module.replace("-", "_") in record["lab_modules"]
+
+
 def want_vm_for_up(force_vm: bool, force_native: bool, labs: Lab | Iterable[Lab],
                    available: Callable[[str], bool] | None = None) -> tuple[bool, str]:
     """Whether `labs` (a lab, or every lab a command may build: a sweep's points) run in the lab
@@ -101,10 +124,9 @@ def want_vm_for_up(force_vm: bool, force_native: bool, labs: Lab | Iterable[Lab]
     if force_vm:
         return True, "--vm"
     needs = kernel_needs(labs)
-    have = available or kernel.feature_available
-    lacking = [m for m in needs if not have(m)]
-    if lacking:
-        first, *more = lacking
+    missing = lacking(needs, available or kernel.feature_available)
+    if missing:
+        first, *more = missing
         return True, (f"this kernel lacks {first}, which this lab's {needs[first]} need"
                       + "".join(f", and {m}, which its {needs[m]} need" for m in more))
     if needs:
@@ -144,7 +166,7 @@ def forward(argv: list[str], say=print, boot: bool = True, raw: bool = False, ne
         "LINKLAB_STATE_DIR": str(state.state_dir().resolve()),
         "LINKLAB_VM_ACCEL_USED": str(info.get("accel", "")),
         "LINKLAB_VM_INFO": json.dumps({k: info.get(k) for k in ("kernel_release", "accel", "cpus", "memory",
-                                                                "started_at", "kernel")}),
+                                                                "started_at", "kernel", "host_kernel")}),
         "PYTHONUNBUFFERED": "1",
     }
     for passthrough in ("LINKLAB_DEBUG", "COLUMNS"):

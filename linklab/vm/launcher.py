@@ -25,7 +25,7 @@ import linklab
 from linklab import procs
 from linklab.fsutil import read_json_record, write_json_atomic
 from linklab.errors import EnvironmentProblem, NoLabUp, StateError, UsageError
-from linklab.kernel import LAB_MODULES
+from linklab.kernel import LAB_MODULES, lab_modules_present
 from linklab.vm import hostcpu, pylibs
 from linklab.vm import protocol as P
 from linklab.vm.client import AgentGone, acquire_port, open_channel
@@ -362,6 +362,9 @@ class LabVM:
             "ready_s": ready_s, "sockets": [str(s) for s in sockets],
             "modules_failed": guest.get("modules_failed", []),
             "rwdirs": [str(d) for d in self.rwdirs], "guest": guest,
+            # What the host's kernel has: a command inside may need to know what the host would
+            # build natively (placement.host_has).
+            "host_kernel": {"release": os.uname().release, "lab_modules": lab_modules_present()},
             "python_libs": {"dirs": [str(d) for d in libs], "stamp": libs_stamp} if libs else None,
             "console_log": str(self.console_log), "agent_log": str(self.agent_log),
         }

@@ -159,3 +159,40 @@ def test_the_labs_placement_judges_for_a_sweep_begin_with_the_one_it_brings_up()
     assert labs[0] == lab.build_lab(topo, [("links[lag].bond", None)])
     assert len(labs) == 1 + 8 and not any(lk.bonds for x in labs for lk in x.links)  # 8 quick points, none with events that impair
     assert point_labs(exp_path, exp)[0] == lab.build_lab(topo, [])  # no --set: the topology as written
+
+
+def test_the_modules_recorded_of_a_kernel_are_those_feature_available_finds(tmp_path):
+    # What the lab VM records of its host's kernel (kernel.lab_modules_present) answers as
+    # feature_available does for every module linklab knows a configuration symbol of: loaded
+    # (/sys/module), listed as built in or loadable, built in by the configuration (=y only).
+    (tmp_path / "sys" / "module" / "sch_htb").mkdir(parents=True)
+    (tmp_path / "lib" / "6.9-x").mkdir(parents=True)
+    (tmp_path / "lib" / "6.9-x" / "modules.dep").write_text("kernel/net/sched/sch-cake.ko.xz: \nkernel/fs/ext4.ko:\n")
+    (tmp_path / "lib" / "6.9-x" / "modules.builtin").write_text("kernel/drivers/net/bonding/bonding.ko\n")
+    (tmp_path / "boot").mkdir()
+    (tmp_path / "boot" / "config-6.9-x").write_text("CONFIG_VETH=y\nCONFIG_NET_SCH_TBF=y\nCONFIG_OPENVSWITCH=m\n"
+                                                   "# CONFIG_NET_SCH_NETEM is not set\nCONFIG_TCP_CONG_BBR=y\n")
+    kw = dict(release="6.9-x", sys_root=tmp_path / "sys", lib_root=tmp_path / "lib", proc_root=tmp_path / "proc",
+              boot_root=tmp_path / "boot")
+    present = kernel.lab_modules_present(**kw)
+    assert present == ["bonding", "sch_cake", "sch_htb", "sch_tbf", "tcp_bbr", "veth"]
+    asked = ["bonding", "sch_cake", "sch_htb", "sch_tbf", "tcp_bbr", "veth", "openvswitch", "sch_netem", "tcp_cubic"]
+    assert [m for m in asked if kernel.feature_available(m, **kw)] == present
+
+
+def test_inside_the_lab_vm_the_hosts_kernel_is_the_one_its_host_recorded(monkeypatch):
+    import json
+
+    from linklab.errors import EnvironmentProblem
+    monkeypatch.setattr(kernel, "feature_available", lambda m, **k: m in EVERYTHING)
+    assert placement.host_has("sch_netem") is True  # natively: this kernel's answer
+    monkeypatch.setenv("LINKLAB_IN_VM", "1")
+    monkeypatch.setenv("LINKLAB_VM_INFO", json.dumps({"host_kernel": {"release": "6.18", "lab_modules": sorted(THIS_KIND)}}))
+    assert [m for m in ("sch_netem", "sch_htb", "bonding", "tun") if placement.host_has(m)] == ["sch_htb", "tun"]
+    built = lab.build_lab(TOPOS / "routed_chain.yaml", [])
+    assert placement.lacking(placement.kernel_needs(built), placement.host_has) == ["sch_netem"]
+    with pytest.raises(EnvironmentProblem, match="not recorded"):
+        placement.host_has("nf_tables")  # no configuration symbol linklab knows: no answer recorded
+    monkeypatch.setenv("LINKLAB_VM_INFO", json.dumps({"kernel_release": "6.1"}))  # a VM of an older linklab
+    with pytest.raises(EnvironmentProblem, match="no record of its host's kernel"):
+        placement.host_has("sch_htb")
