@@ -47,7 +47,7 @@ from linklab.errors import UsageError
 from linklab.measure.flags import row_flags
 from linklab.model.paths import frame_bytes, goodput_bps
 from linklab.published.figures import same
-from linklab.results.points import Point, axis_value
+from linklab.results.points import Point, axis_value, canonical, value_text
 from linklab.verdict import metrics
 
 AGREES, DIFFERS, EXPLAINED, NOT_MEASURED = "agrees", "differs", "explained", "not measured"
@@ -183,7 +183,7 @@ def _ratio(check: dict[str, Any], ctx: Context) -> tuple[str, str, str, list[Poi
     varied |= {k.partition("_")[0] for k in varied}
 
     def rest(p: Point) -> tuple:
-        return tuple(sorted((a, str(v)) for a, v in p.axes.items() if a not in varied))
+        return tuple(sorted((a, canonical(v)) for a, v in p.axes.items() if a not in varied))
 
     def matches(p: Point, sel: dict[str, Any]) -> bool:
         return all(v is not _MISSING and same(axis_value(p.ok[0], a), v) for a, v in sel.items())
@@ -197,7 +197,8 @@ def _ratio(check: dict[str, Any], ctx: Context) -> tuple[str, str, str, list[Poi
             if q is not p and matches(q, bottom) and rest(q) == rest(p):
                 a, b = point_mean(p, get), point_mean(q, get)
                 if a is not None and b:
-                    label = " ".join(f"{k}={v}" for k, v in rest(p) if len({str(x.axes.get(k)) for x in pts}) > 1)
+                    label = " ".join(f"{k}={value_text(v)}" for k, v in rest(p)
+                                     if len({str(x.axes.get(k)) for x in pts}) > 1)
                     pairs.append((label or "all", a / b))
                     used += [p, q]
     if not pairs:

@@ -120,11 +120,24 @@ def label_points(points: list[Point]) -> None:
 BARE_AXES = {"bond_mode", "protocol", "cc", "sysctl_profile", "server", "client"}
 
 
+def value_text(value: Any) -> str:
+    """A plain axis value as a cell shows it. A list (a `flows` axis value: one point's flows) by
+    its items' names, "up1+down1", or its length where they have none; null: the topology's own
+    (e.g. port_mtu)."""
+    value = decode(value)
+    if isinstance(value, list):
+        names = [v.get("name") if isinstance(v, dict) else None for v in value]
+        return "+".join(names) if names and all(names) else f"{len(value)} items"
+    return "null" if value in (None, "") else str(value)
+
+
 def axis_texts(values: list[Any]) -> list[str]:
     """Cell texts for one axis's values: short, and different wherever the values differ."""
     values = [decode(v) for v in values]
     if not any(isinstance(v, dict) for v in values):
-        return ["null" if v in (None, "") else str(v) for v in values]  # null: the topology's own (e.g. port_mtu)
+        texts = [value_text(v) for v in values]
+        # two lists of the same names (flows differing elsewhere) stay apart by their JSON
+        return texts if len(set(texts)) == len({canonical(v) for v in values}) else [canonical(v) for v in values]
     flat = [_flatten(v) if isinstance(v, dict) else {"": v} for v in values]
     keys = sorted({k for f in flat for k in f})
     differing = [k for k in keys if len({json.dumps(f.get(k), sort_keys=True) for f in flat}) > 1]

@@ -1,6 +1,7 @@
 """linklab report: finding runs, grouping and labelling points, the written report."""
 
 import hashlib
+import json
 from datetime import datetime
 from pathlib import Path
 
@@ -204,3 +205,14 @@ def test_a_baseline_keeps_the_samples_its_figures_need(tmp_path, experiments):
     assert samples.row_intervals(copy.path, row) == [(round(t, 3), round(v)) for t, v in want_ivs]
     ids = {f.id for f in build([copy.path]).figures}
     assert {"intervals", "ping_rtt"} <= ids, ids
+
+
+def test_a_flows_axis_value_is_named_by_its_flows_in_labels_and_findings():
+    from linklab.results.points import axis_texts, value_text
+    one_each_way = [{"name": "up1", "client": "a", "server": "b"}, {"name": "down1", "client": "a", "server": "b"}]
+    assert axis_texts(["rrul", json.dumps(one_each_way)]) == ["rrul", "up1+down1"]
+    assert value_text([{"client": "a", "server": "b"}]) == "1 items"  # unnamed: its length
+    # the same names with other settings stay apart: their JSON, not one text for two points
+    other = [{**one_each_way[0], "cc": "bbr"}, one_each_way[1]]
+    texts = axis_texts([one_each_way, other])
+    assert len(set(texts)) == 2 and all(t.startswith("[") for t in texts)
