@@ -27,3 +27,12 @@ def split() -> tuple[list[str], list[str]]:
     """(the exercises the host runs natively, those that need the lab VM), each sorted."""
     lacks = {name: host_lacks(name) for name in EXERCISES}
     return [n for n in EXERCISES if not lacks[n]], [n for n in EXERCISES if lacks[n]]
+
+
+def judges_delay_under_load(name: str) -> bool:
+    """Whether exercise `name` has a check of delay beside load (an `rtt` check with `load:`): its
+    selftest runs alone in the kernel tier, not beside another (pyproject.toml's `concurrent`
+    promises no bound a busy neighbour could break). A neighbour's load on the emulator flags
+    the RTTs it measures, and a flagged RTT above its bound is never sure (linklab/check/kinds/
+    measured.py): the variant that must fail for its queue's delay ends inconclusive."""
+    return any(c.kind == "rtt" and getattr(c, "load", None) for c in exercise.load(name).checks.checks)

@@ -61,9 +61,15 @@ def one(kind_params: dict, topology: Path, handle) -> ChecksFile:
     return ChecksFile("test", str(topology), None, (c,))
 
 
-@pytest.mark.concurrent
+def _selftests() -> list:
+    """Each exercise this tier selftests, beside another (marked concurrent) unless it judges
+    delay under load (exercise_tiers.judges_delay_under_load: then alone)."""
+    return _or_none_here([pytest.param(name, marks=() if exercise_tiers.judges_delay_under_load(name)
+                                       else pytest.mark.concurrent) for name in IN_VM])
+
+
 @pytest.mark.timeout(1500)
-@pytest.mark.parametrize("name", _or_none_here(IN_VM))
+@pytest.mark.parametrize("name", _selftests())
 def test_every_exercise_passes_its_selftest(name):
     """The starting lab fails exactly the checks named for it, the reference solution passes every
     check, each broken variant fails exactly its own: every exercise whose lab needs what the
