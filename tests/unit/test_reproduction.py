@@ -12,8 +12,7 @@ from linklab.published import findings, reproduction
 ROOT = Path(__file__).resolve().parents[2]
 # Experiments whose reference file has landed before their stored run, and why: remove one once its
 # run is under reproductions/ (the test above fails until it is removed).
-AWAITING_A_RUN = {"bufferbloat": "its full run is taken in the lab VM (issue 51), by whoever may boot it",
-                  "ecmp_vs_bond": "its bond needs the lab VM (this kernel has no bonding), by whoever may boot it"}
+AWAITING_A_RUN: dict[str, str] = {}  # experiment -> why its reference has no stored run yet
 
 
 def test_readme_table_is_the_stored_runs_table():
