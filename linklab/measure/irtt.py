@@ -86,15 +86,20 @@ def parse_irtt(text: str) -> IrttResult:
     return IrttResult(interval_s, tuple(sorted(trips, key=lambda t: t.seq)))
 
 
-@dataclass(frozen=True)
-class IrttServer(Tool):
-    """`irtt server` bound to one address (the node's own, so nothing else it has listens)."""
+class Irtt(Tool):
+    """What irtt's server and client share: the program and how it says its version."""
 
     name: ClassVar[str] = "irtt"
     binary: ClassVar[str] = "irtt"
     needs_names: ClassVar[bool] = False
     version_flag: ClassVar[str] = "version"
     version_pattern: ClassVar[str | None] = r"irtt version: (\S+)"
+
+
+@dataclass(frozen=True)
+class IrttServer(Irtt):
+    """`irtt server` bound to one address (the node's own, so nothing else it has listens)."""
+
     READY: ClassVar[str] = "[ListenerStart]"  # the line it prints once bound
 
     address: str
@@ -111,14 +116,8 @@ class IrttServer(Tool):
 
 
 @dataclass(frozen=True)
-class IrttClient(Tool):
+class IrttClient(Irtt):
     """`irtt client`: one round trip every `interval_s` for `duration_s`, JSON on stdout."""
-
-    name: ClassVar[str] = "irtt"
-    binary: ClassVar[str] = "irtt"
-    needs_names: ClassVar[bool] = False
-    version_flag: ClassVar[str] = "version"
-    version_pattern: ClassVar[str | None] = r"irtt version: (\S+)"
 
     address: str
     duration_s: float
