@@ -48,6 +48,14 @@ def listening_ports(ss_output: str) -> set[int]:
     return ports
 
 
+def sign(ready: Mapping[str, Any]) -> str:
+    """What a wait waits for, as a user reads it: "port 8000", "cmd curl -sf http://h1/" (the
+    Ready model's sign, linklab/model/ready.py)."""
+    k = next(k for k in SIGNS if ready.get(k) is not None)
+    v = ready[k]
+    return f"{k} {v if isinstance(v, (str, int)) else shlex.join(v)}"
+
+
 def ready_now(ready: Mapping[str, Any], *, netns: str | None, workdir: Path, log: Path | None) -> bool:
     """Whether the program shows the sign `ready` names, once. A `cmd` is its words (the Ready
     model splits one written as a string)."""
@@ -75,15 +83,14 @@ def wait_ready(ready: Mapping[str, Any] | None, proc: subprocess.Popen | None, *
         return 0.0
     t0 = time.monotonic()
     timeout = float(ready.get("timeout") or 30.0)
+    waits_for = sign(ready)
     while True:
         if ready_now(ready, netns=netns, workdir=workdir, log=log):
             return time.monotonic() - t0
-        sign = next(f"{k} {v if isinstance(v := ready[k], (str, int)) else shlex.join(v)}"
-                    for k in SIGNS if ready.get(k) is not None)
         if proc is not None and proc.poll() is not None:
-            raise NotReady(f"{what} exited {proc.returncode} before it was ready ({sign})" + _log_tail(log))
+            raise NotReady(f"{what} exited {proc.returncode} before it was ready ({waits_for})" + _log_tail(log))
         if time.monotonic() - t0 > timeout:
-            raise NotReady(f"{what} was not ready ({sign}) within {timeout:g} s" + _log_tail(log))
+            raise NotReady(f"{what} was not ready ({waits_for}) within {timeout:g} s" + _log_tail(log))
         time.sleep(poll_s)
 
 

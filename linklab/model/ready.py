@@ -5,16 +5,15 @@
 from __future__ import annotations
 
 import re
-import shlex
 from typing import Annotated
 
 from pydantic import BeforeValidator, Field, model_validator
 
-from linklab import units
+from linklab import ready, units
 from linklab.model.base import Model, cmd_words, written
+from linklab.ready import SIGNS  # what a started program shows once it is ready; one is given
 
 
-SIGNS = ("port", "file", "log", "cmd")  # what a started program shows once it is ready; one is given
 
 
 def _secs(v):
@@ -60,8 +59,6 @@ class Ready(Model):
 
     def sign(self) -> str:
         """What it waits for, as a user reads it: "port 8000", "cmd curl -sf http://h1/"."""
-        k = next(k for k in SIGNS if getattr(self, k) is not None)
-        v = getattr(self, k)
-        return f"{k} {shlex.join(v) if isinstance(v, list) else v}"
+        return ready.sign(self.model_dump())
 
 
