@@ -29,10 +29,16 @@ def split() -> tuple[list[str], list[str]]:
     return [n for n in EXERCISES if not lacks[n]], [n for n in EXERCISES if lacks[n]]
 
 
-def judges_delay_under_load(name: str) -> bool:
-    """Whether exercise `name` has a check of delay beside load (an `rtt` check with `load:`): its
-    selftest runs alone in the kernel tier, not beside another (pyproject.toml's `concurrent`
-    promises no bound a busy neighbour could break). A neighbour's load on the emulator flags
-    the RTTs it measures, and a flagged RTT above its bound is never sure (linklab/check/kinds/
-    measured.py): the variant that must fail for its queue's delay ends inconclusive."""
-    return any(c.kind == "rtt" and getattr(c, "load", None) for c in exercise.load(name).checks.checks)
+def judged_alone(name: str) -> bool:
+    """Whether a stage of exercise `name` must fail a measured check (a goodput, a delay under
+    load, an outage): its selftest runs alone in the kernel tier, not beside another
+    (pyproject.toml's `concurrent` promises no bound a busy neighbour could break). A neighbour's
+    load on the emulator flags the figures it measures, and a flagged figure beyond its bound on
+    the side that load pushes it to is never sure (linklab/check/kinds/measured.py): the stage
+    that must fail it ends inconclusive (bond_hash's goodput of one member of two, 0.5 of theory
+    against 0.8, did so beside sdn_learning's selftest; bufferbloat's delay under load before it)."""
+    from linklab.check.kinds import REGISTRY
+    loaded = exercise.load(name)
+    ex = loaded.exercise
+    must_fail = set(ex.start.fails).union(*(v.fails for v in ex.variants))
+    return any(c.id in must_fail and REGISTRY[c.kind].measured for c in loaded.checks.checks)

@@ -62,9 +62,9 @@ def one(kind_params: dict, topology: Path, handle) -> ChecksFile:
 
 
 def _selftests() -> list:
-    """Each exercise this tier selftests, beside another (marked concurrent) unless it judges
-    delay under load (exercise_tiers.judges_delay_under_load: then alone)."""
-    return _or_none_here([pytest.param(name, marks=() if exercise_tiers.judges_delay_under_load(name)
+    """Each exercise this tier selftests, beside another (marked concurrent) unless a stage must
+    fail a measured check (exercise_tiers.judged_alone: then alone)."""
+    return _or_none_here([pytest.param(name, marks=() if exercise_tiers.judged_alone(name)
                                        else pytest.mark.concurrent) for name in IN_VM])
 
 
