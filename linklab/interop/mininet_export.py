@@ -20,7 +20,8 @@ from linklab import controllers
 from linklab.interop.common import (bond_ip_args, controller_ports, kbit, node_routes, ovs_plan, ovs_switches,
                                     ping_checks, refuse_services, switch_ifname)
 from linklab.model import frr as frr_config
-from linklab.model import paths
+from linklab.model import paths, queues
+from linklab.model.paths import frame_bytes
 from linklab.model.resolve import FORWARDING
 from linklab.model.resolved import Lab, Qdisc
 
@@ -55,11 +56,19 @@ def _netem_params(q: Qdisc) -> dict[str, Any]:
     return p
 
 
-def mininet_tcintf(q: Qdisc | None, where: str, notes: list[str]) -> dict[str, Any] | None:
+def mininet_tcintf(q: Qdisc | None, where: str, notes: list[str], mtu: int) -> dict[str, Any] | None:
     """Mininet's own approximation (for --mininet-shaping), recording what it changes."""
     if q is None:
         return None
     p = _netem_params(q)
+    hold = q.delay_s + q.jitter_s
+    if (q.rate_bps and q.needs_netem and q.queue_bytes
+            and q.limit == queues.delay_line_packets(q.queue_bytes, q.rate_bps, hold)):
+        # TCLink's netem holds the queue and counts packets: the queue and the delay line in
+        # frames (linklab's netem limit only keeps out of the way of its byte FIFO).
+        p["max_queue_size"] = queues.frames(q.queue_bytes, frame_bytes(mtu), q.rate_bps, hold)
+        notes.append(f"{where}: queue of {q.queue_bytes} bytes as TCLink's netem limit, "
+                     f"{p['max_queue_size']} packets (GSO packets count as one: it can hold more)")
     if q.rate_bps:
         mbit = q.rate_bps / 1e6
         if mbit > TCINTF_MAX_MBIT:
@@ -114,7 +123,7 @@ def lab_table(lab: Lab) -> dict[str, Any]:
             for side, end, q in (("a", pair.a, pair.egress_a), ("b", pair.b, pair.egress_b)):
                 where = f"link {link.name}" + (f" member {k}" if link.kind == "bond" else "") + f", {end.node} sending"
                 row[f"tclink_{side}"] = faithful_tcintf(q)
-                row[f"mininet_{side}"] = mininet_tcintf(q, where, mn_notes)
+                row[f"mininet_{side}"] = mininet_tcintf(q, where, mn_notes, link.mtu)
                 if q is not None and row[f"tclink_{side}"] is None:
                     ifname = dev(end.node, end.ifname)
                     qdiscs.append({"node": end.node, "ifname": ifname, "tc": tcplan.plan(q, link.mtu, ifname)})

@@ -6,11 +6,16 @@ Layouts (chosen in the model, recorded in the state):
                         socket while queued, so TCP small queues hold a host's sender back, and the
                         byte limit holds whatever GSO packet sizes arrive (delay under load:
                         bench/README.md#queues-and-shapers).
-  htb + netem           netem 10: as htb's leaf instead, when delay/loss/jitter is asked for;
-                        netem orphans packets (no back-pressure), its limit is the queue in frames
-                        plus what its delay line holds.
+  htb + netem + bfifo   when delay/loss/jitter is asked for: netem 10: as htb's leaf, the bfifo
+                        20: under it (10:1), limited to the queue's bytes. netem hands a packet on
+                        once its delay is over, so the queue for the shaper forms in the FIFO, in
+                        bytes whatever sizes GSO gives packets (netem's own limit counts packets:
+                        bounded by it, a 20 ms queue held ~110 ms of 11 kB GSO packets). netem
+                        orphans packets (no back-pressure); its limit only covers what it holds,
+                        delay line and FIFO, counted in the smallest frames (queues.py).
   netem only            root netem (rate, delay, ...; `shaper: netem`): limit in frames
   tbf [+ netem]         root tbf 1: (rate, burst, limit = queue bytes), netem 10: under class 1:1
+                        and the bfifo 20: under netem, as with htb
   ... + an AQM          (`aqm:`, linklab/model/aqm.py) the discipline takes the FIFO's place, as
                         the leaf 10: of the shaper's class; where netem is there, netem stays at
                         10: and the discipline is its child, 20: under 10:1 (netem hands a packet
@@ -102,15 +107,26 @@ def plan(q: Qdisc | None, mtu: int, dev: str) -> list[list[str]]:
         cmds = [[*tc, "root", "handle", "1:", "htb", "default", "1"],
                 ["tc", "class", "add", "dev", dev, "parent", "1:", "classid", "1:1", "htb", "rate", _bit(q.rate_bps),
                  "ceil", _bit(q.rate_bps), "burst", burst, "cburst", burst, *over]]
+    # The queue's own stage: the discipline, or the byte FIFO; under netem when netem is there.
+    if q.aqm:
+        queue = aqm.args(q.aqm, q.aqm_params)
+    elif _has_fifo(q):
+        queue = ["bfifo", "limit", str(q.queue_bytes)]
+    else:
+        queue = []
     if q.needs_netem:
         cmds.append([*tc, "parent", "1:1", "handle", "10:", "netem", *netem_args(q, with_rate=False)])
-        if q.aqm:
-            cmds.append([*tc, "parent", "10:1", "handle", "20:", *aqm.args(q.aqm, q.aqm_params)])
-    elif q.aqm:
-        cmds.append([*tc, "parent", "1:1", "handle", "10:", *aqm.args(q.aqm, q.aqm_params)])
-    elif q.shaper == "htb" and q.queue_bytes:
-        cmds.append([*tc, "parent", "1:1", "handle", "10:", "bfifo", "limit", str(q.queue_bytes)])
+        if queue:
+            cmds.append([*tc, "parent", "10:1", "handle", "20:", *queue])
+    elif queue:
+        cmds.append([*tc, "parent", "1:1", "handle", "10:", *queue])
     return cmds
+
+
+def _has_fifo(q: Qdisc) -> bool:
+    """Whether a byte FIFO holds `q`'s queue under its shaper (htb's leaf, or netem's child
+    under htb or tbf; tbf alone bounds its queue itself)."""
+    return not q.aqm and bool(q.queue_bytes) and q.queue_holder == "bfifo"
 
 
 def fifo_limit_change(old: Any, new: list[list[str]]) -> tuple[int, int, int] | None:
@@ -175,8 +191,7 @@ def same_structure(old: Qdisc | None, new: Qdisc | None) -> bool:
         # keeps a parameter it is not given (it would not return to its default), and fq_codel's
         # and fq_pie's number of flows is fixed once made.
         params = tuple(sorted(q.aqm_params)), q.aqm_params.get("flows")
-        return (q.shaper in (None, "netem"), q.shaper, q.needs_netem, bool(q.queue_bytes) and q.shaper == "htb",
-                q.aqm, params if q.aqm else None)
+        return (q.shaper in (None, "netem"), q.shaper, q.needs_netem, _has_fifo(q), q.aqm, params if q.aqm else None)
     return stages(old) == stages(new)
 
 

@@ -113,6 +113,25 @@ def size(spec: tuple[str, float] | None, rate_bps: float, scale: float, mtu: int
 def packets(q: QueueSize, mtu: int, rate_bps_scaled: float = 0.0, hold_s: float = 0.0) -> int:
     """The same bound in frames, for a qdisc that counts packets (netem), plus what its delay
     line holds in flight (netem's limit counts packets still being delayed)."""
-    frame = frame_bytes(mtu)
+    return frames(q.bytes, frame_bytes(mtu), rate_bps_scaled, hold_s)
+
+
+def frames(queue_bytes: int, frame: int, rate_bps_scaled: float, hold_s: float) -> int:
+    """A queue of `queue_bytes` and a delay line of `hold_s` at the rate, in frames of `frame`
+    bytes. Pure."""
     in_flight = int(rate_bps_scaled * hold_s / 8 / frame) + 1 if hold_s and rate_bps_scaled else 0
-    return max(1, -(-q.bytes // frame)) + in_flight
+    return max(1, -(-queue_bytes // frame)) + in_flight
+
+
+# The smallest Ethernet frame: what netem's packet count is taken at where it must never bind.
+MIN_FRAME_BYTES = 64
+
+
+def delay_line_packets(queue_bytes: int, rate_bps_scaled: float, hold_s: float) -> int:
+    """netem's limit where it sits under a shaper and a byte FIFO under it holds the queue
+    (linklab/linux/tc.py): netem counts every packet it holds, those still being delayed and
+    those in the FIFO under it, so its count must not bind before the FIFO's bytes do. Both are
+    counted in the smallest frames (ACKs, small datagrams), the delay line at the shaper's rate:
+    at worst packets sent faster than the link wait in the delay line past this and are dropped
+    there, where the FIFO would have dropped them a delay later. Pure."""
+    return frames(queue_bytes, MIN_FRAME_BYTES, rate_bps_scaled, hold_s)

@@ -238,6 +238,8 @@ def qdisc_for(fields: dict, scale: float, mtu: int = 1500, port: str = "host") -
         limit = q.limit
         if q.queue_holder == "netem" and limit is None:
             limit = queues.packets(qs, mtu, rate, q.delay_s + q.jitter_s)
+        elif q.needs_netem and limit is None:
+            limit = queues.delay_line_packets(qs.bytes, rate, q.delay_s + q.jitter_s)
         q = q.model_copy(update={"queue_bytes": qs.bytes, "queue_s": qs.seconds, "queue_source": qs.source,
                                  "limit": limit, "burst": bucket if q.shaper in ("htb", "tbf") else q.burst})
     elif fields.get("queue") and fields["queue"][0] == "packets" and q.limit is None:

@@ -65,15 +65,16 @@ class Qdisc(Resolved):
 
     @property
     def queue_holder(self) -> str | None:
-        """Which qdisc holds the backlog: a byte FIFO keeps TCP's back-pressure (packets stay
-        charged to their socket); netem orphans packets, so a sender fills it to its limit."""
+        """Which qdisc holds the backlog: a byte FIFO under htb (or tbf, with netem between them),
+        bounded in bytes whatever sizes GSO gives packets (linklab/linux/tc.py); netem when it is
+        the shaper itself (its limit counts packets); tbf alone holds its own."""
         if self.aqm:
             return self.aqm
         if not self.shaper:
             return None
-        if self.shaper == "netem" or self.needs_netem:
+        if self.shaper == "netem":
             return "netem"
-        return "tbf" if self.shaper == "tbf" else "bfifo"
+        return "tbf" if self.shaper == "tbf" and not self.needs_netem else "bfifo"
 
 
 class Iface(Resolved):

@@ -190,7 +190,7 @@ def test_exports_build_the_discipline_with_linklabs_own_commands():
     assert faithful_tcintf(qdisc_for({"delay": 0.01}, 1.0)) is not None  # netem alone: TCLink is faithful
     assert faithful_tcintf(delayed) is None  # with a discipline: linklab's tc commands instead
     notes: list[str] = []
-    mininet_tcintf(delayed, "link x", notes)
+    mininet_tcintf(delayed, "link x", notes, 1500)
     assert notes == ["link x: aqm codel dropped (TCLink queues in its own FIFO or RED)"]
 
 

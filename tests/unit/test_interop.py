@@ -53,10 +53,10 @@ def test_tcintf_gets_only_what_it_builds_as_linklab_does():
 
 def test_mininet_shaping_says_what_differs():
     notes: list[str] = []
-    fast = mininet_export.mininet_tcintf(Qdisc(shaper="netem", rate_bps=10e9, delay_s=1e-3), "link x", notes)
+    fast = mininet_export.mininet_tcintf(Qdisc(shaper="netem", rate_bps=10e9, delay_s=1e-3), "link x", notes, 1500)
     assert fast == {"delay": "1000us"} and "left unshaped" in notes[0]
     notes.clear()
-    slow = mininet_export.mininet_tcintf(Qdisc(shaper="netem", rate_bps=1e8, jitter_s=1e-4), "link y", notes)
+    slow = mininet_export.mininet_tcintf(Qdisc(shaper="netem", rate_bps=1e8, jitter_s=1e-4), "link y", notes, 1500)
     assert slow == {"bw": 100.0, "delay": "0us", "jitter": "100us"}
     assert any("htb" in n for n in notes) and any("reorders" in n for n in notes)
 

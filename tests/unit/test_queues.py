@@ -95,17 +95,32 @@ def test_resolved_queue_per_direction_and_member(tmp_path):
     assert m1.egress_a.shaper == "htb" and m1.egress_a.queue_holder == "bfifo"
 
 
-def test_htb_plan_bounds_queue_with_bfifo_and_netem_holder_in_frames(tmp_path):
+def test_htb_plan_bounds_queue_with_bfifo_also_under_netem(tmp_path):
     text = ("name: q\nhosts: {a: {}, b: {}}\n"
             "links: [{endpoints: [a, b], impair: {rate: 1gbit, queue: 5ms}},"
             "        {endpoints: [a, b], impair: {rate: 1gbit, queue: 5ms, delay: 10ms}}]\n")
     lab = lab_from(tmp_path, text, 0.1)
     plain = tc.plan(lab.links[0].veths[0].egress_a, 1500, "e")
     assert plain[-1][-5:] == ["handle", "10:", "bfifo", "limit", "62500"]
+    # With a delay, netem sits under htb and the same byte FIFO under netem holds the queue:
+    # netem's own limit counts packets (GSO makes them up to 64 KB), so it is sized never to bind
+    # first: the FIFO's 62500 bytes and the delay line (10 ms at 100 Mbit/s) in 64-byte frames.
     delayed = lab.links[1].veths[0].egress_a
-    assert delayed.queue_holder == "netem" and delayed.limit == 42 + 83
-    assert tc.plan(delayed, 1500, "e")[-1][5:9] == ["parent", "1:1", "handle", "10:"]
-    assert "limit" in tc.plan(delayed, 1500, "e")[-1]
+    assert delayed.queue_holder == "bfifo" and delayed.limit == 977 + 1954
+    netem, fifo = tc.plan(delayed, 1500, "e")[-2:]
+    assert netem[5:10] == ["parent", "1:1", "handle", "10:", "netem"] and netem[-2:] == ["limit", "2931"]
+    assert fifo[5:] == ["parent", "10:1", "handle", "20:", "bfifo", "limit", "62500"]
+    # A change of the queue alone is made in place, FIFO and netem both.
+    wider = delayed.model_copy(update={"queue_bytes": 125000, "limit": 2000})
+    assert [c[1:3] for c in tc.change_plan(delayed, wider, 1500, "e")] == [["class", "change"], ["qdisc", "change"],
+                                                                          ["qdisc", "change"]]
+
+
+def test_tbf_with_netem_bounds_its_queue_with_the_same_fifo():
+    from linklab.model.resolved import Qdisc
+    plan = tc.plan(Qdisc(shaper="tbf", rate_bps=1e8, delay_s=0.01, queue_bytes=62500, limit=3000), 1500, "e")
+    assert [c[-3:] for c in plan[1:]] == [["10000us", "limit", "3000"], ["bfifo", "limit", "62500"]]
+    assert Qdisc(shaper="tbf", rate_bps=1e8, queue_bytes=62500).queue_holder == "tbf"
 
 
 def test_tbf_takes_the_queue_as_its_byte_limit():

@@ -62,8 +62,8 @@ LAB = {
         {'node': 'rcv2', 'ifname': 'eth1', 'ipv4': '10.77.4.2/24', 'ipv6': 'fd00:77:0:4::2/64'},
     ],
     'qdiscs': [
-        {'node': 'ra', 'ifname': 'eth3', 'tc': [['tc', 'qdisc', 'add', 'dev', 'eth3', 'root', 'handle', '1:', 'htb', 'default', '1'], ['tc', 'class', 'add', 'dev', 'eth3', 'parent', '1:', 'classid', '1:1', 'htb', 'rate', '100000000bit', 'ceil', '100000000bit', 'burst', '64000', 'cburst', '64000'], ['tc', 'qdisc', 'add', 'dev', 'eth3', 'parent', '1:1', 'handle', '10:', 'netem', 'delay', '10000us', 'limit', '909']]},
-        {'node': 'rb', 'ifname': 'eth1', 'tc': [['tc', 'qdisc', 'add', 'dev', 'eth1', 'root', 'handle', '1:', 'htb', 'default', '1'], ['tc', 'class', 'add', 'dev', 'eth1', 'parent', '1:', 'classid', '1:1', 'htb', 'rate', '100000000bit', 'ceil', '100000000bit', 'burst', '64000', 'cburst', '64000'], ['tc', 'qdisc', 'add', 'dev', 'eth1', 'parent', '1:1', 'handle', '10:', 'netem', 'delay', '10000us', 'limit', '909']]},
+        {'node': 'ra', 'ifname': 'eth3', 'tc': [['tc', 'qdisc', 'add', 'dev', 'eth3', 'root', 'handle', '1:', 'htb', 'default', '1'], ['tc', 'class', 'add', 'dev', 'eth3', 'parent', '1:', 'classid', '1:1', 'htb', 'rate', '100000000bit', 'ceil', '100000000bit', 'burst', '64000', 'cburst', '64000'], ['tc', 'qdisc', 'add', 'dev', 'eth3', 'parent', '1:1', 'handle', '10:', 'netem', 'delay', '10000us', 'limit', '21486'], ['tc', 'qdisc', 'add', 'dev', 'eth3', 'parent', '10:1', 'handle', '20:', 'bfifo', 'limit', '1250000']]},
+        {'node': 'rb', 'ifname': 'eth1', 'tc': [['tc', 'qdisc', 'add', 'dev', 'eth1', 'root', 'handle', '1:', 'htb', 'default', '1'], ['tc', 'class', 'add', 'dev', 'eth1', 'parent', '1:', 'classid', '1:1', 'htb', 'rate', '100000000bit', 'ceil', '100000000bit', 'burst', '64000', 'cburst', '64000'], ['tc', 'qdisc', 'add', 'dev', 'eth1', 'parent', '1:1', 'handle', '10:', 'netem', 'delay', '10000us', 'limit', '21486'], ['tc', 'qdisc', 'add', 'dev', 'eth1', 'parent', '10:1', 'handle', '20:', 'bfifo', 'limit', '1250000']]},
     ],
     'iface_settings': [],
     'ovs': [],
@@ -86,7 +86,9 @@ LAB = {
         "names resolve through Mininet's CLI (`h1 ping h2`), not /etc/hosts as in linklab",
     ],
     'mininet_shaping_notes': [
+        "link bottleneck, ra sending: queue of 1250000 bytes as TCLink's netem limit, 909 packets (GSO packets count as one: it can hold more)",
         "link bottleneck, ra sending: rate 100 Mbit/s by TCLink's htb (15 kB burst) instead of htb: measured 80-86 % of theoretical TCP goodput, netem's rate 99 %",
+        "link bottleneck, rb sending: queue of 1250000 bytes as TCLink's netem limit, 909 packets (GSO packets count as one: it can hold more)",
         "link bottleneck, rb sending: rate 100 Mbit/s by TCLink's htb (15 kB burst) instead of htb: measured 80-86 % of theoretical TCP goodput, netem's rate 99 %",
     ],
     'routers': {
