@@ -187,7 +187,8 @@ def _machine_commands(cmd) -> None:
     vm.add_argument("action", choices=["status", "start", "stop", "run"])
     vm.add_argument("--if-needed", action="store_true",
                     help="run: natively when this kernel has bonding, netem and openvswitch; in the VM otherwise")
-    vm.add_argument("--stop-after", action="store_true", help="run: stop the VM afterwards if no lab uses it")
+    vm.add_argument("--stop-after", action="store_true",
+                    help="run: stop the VM afterwards unless something else uses it (a lab, another `vm run`, `vm start`)")
     vm.add_argument("argv", nargs=argparse.REMAINDER, help="run: the command, after --")
 
 
@@ -463,10 +464,11 @@ def cmd_vm(args, argv) -> int:
             import subprocess
             return subprocess.call(cmd)
         try:
-            return placement.forward(cmd, say=say, raw=True)
+            with vm.session():
+                return placement.forward(cmd, say=say, raw=True)
         finally:
-            if args.stop_after and not placement.vm_labs():
-                vm.stop(say=say)
+            if args.stop_after:
+                placement.stop_vm_if_unused(say=say)
     info = vm.info() if vm.running() else None
     if not info:
         say("lab VM: not running")

@@ -203,9 +203,14 @@ def keep_vm() -> None:
 
 
 def stop_vm_if_unused(say=print) -> bool:
-    """Stop the lab VM when no lab uses it, unless the user started it with `linklab vm start`."""
+    """Stop the lab VM when no lab uses it and no other process runs a command in it (`linklab
+    vm run`), unless the user started it with `linklab vm start`."""
     vm = lab_vm()
     if not vm.running() or vm_labs() or (vm.info() or {}).get("kept"):
+        return False
+    others = vm.sessions()
+    if others:
+        say(f"linklab: the lab VM stays up: no lab uses it, but `linklab vm run` does (pid {', '.join(map(str, others))})")
         return False
     say("linklab: stopping the lab VM (no lab uses it)")
     vm.stop(say=say)

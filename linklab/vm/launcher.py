@@ -274,6 +274,37 @@ class LabVM:
             self._kill(orphans, (read_json_record(self.json_path) or {}).get("pgid"))
         self._remove_runtime_files()
 
+    # -- who uses it -------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def session(self):
+        """While this process runs a command in the VM (`linklab vm run`): recorded, so that an
+        automatic stop (the last lab's `down` in another process, a `--stop-after`) leaves the VM
+        to it. A crashed session's record names a process that is gone, and counts for nothing."""
+        path = self.dir / "sessions" / str(os.getpid())
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(path, procs.identity(os.getpid()) or {"pid": os.getpid()})
+        try:
+            yield
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+
+    def sessions(self) -> list[int]:
+        """The pids of other processes' `vm run` sessions still running; records of ended ones
+        are removed."""
+        out = []
+        for path in sorted((self.dir / "sessions").glob("*")):
+            record = read_json_record(path) or {}
+            if record.get("pid") == os.getpid():
+                continue
+            if procs.is_same(record):
+                out.append(record["pid"])
+            else:
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()
+        return out
+
     def _remove_runtime_files(self, info: dict | None = None) -> None:
         for sock in self._sockets(info):
             with contextlib.suppress(FileNotFoundError):
