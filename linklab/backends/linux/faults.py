@@ -43,10 +43,19 @@ def set_link_state(lab: Lab, link: str, up: bool) -> str:
 
 def _set_state(lab: Lab, ends: list[tuple[str, str]], up: bool) -> str:
     for node, ifname in ends:
-        with netlink.iproute(netns_name(lab.name, node)) as ipr:
-            idx = ipr.link_lookup(ifname=ifname)[0]
-            ipr.link("set", index=idx, state="up" if up else "down")
+        with netlink.iproute(netns_name(lab.name, node)) as ipr, \
+                netlink.refused(f"{node}/{ifname} {'up' if up else 'down'}"):
+            ipr.link("set", index=_index(ipr, node, ifname), state="up" if up else "down")
     return ", ".join(f"{node}/{ifname} {'up' if up else 'down'}" for node, ifname in ends)
+
+
+def _index(ipr, node: str, ifname: str) -> int:
+    """The interface's index in the node's namespace; a LookupError naming it when it is gone
+    (deleted by hand since the lab was built): a fault's log says which, not an IndexError."""
+    found = ipr.link_lookup(ifname=ifname)
+    if not found:
+        raise LookupError(f"{node}/{ifname}: no such interface in the running lab (`linklab status` shows what is there)")
+    return found[0]
 
 
 def set_active_member(lab: Lab, link: str, member: int) -> str:
@@ -56,9 +65,11 @@ def set_active_member(lab: Lab, link: str, member: int) -> str:
     bond = next((b for b in _link(lab, link).bonds if b.node == node and ifname in b.members), None)
     if bond is None:
         raise LookupError(f"link {link}: {node}/{ifname} is not a member of a bond of {node}")
-    with netlink.iproute(netns_name(lab.name, node)) as ipr:
-        ipr.link("set", index=ipr.link_lookup(ifname=bond.ifname)[0], kind="bond",
-                 bond_active_slave=ipr.link_lookup(ifname=ifname)[0])
+    with netlink.iproute(netns_name(lab.name, node)) as ipr, \
+            netlink.refused(f"{node}/{bond.ifname}: {ifname} as its active member",
+                            hint=f"only active-backup, balance-tlb and balance-alb have one (this bond: {bond.mode})"):
+        ipr.link("set", index=_index(ipr, node, bond.ifname), kind="bond",
+                 bond_active_slave=_index(ipr, node, ifname))
     return f"{node}/{bond.ifname} active {ifname}"
 
 

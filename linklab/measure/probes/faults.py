@@ -101,8 +101,9 @@ class FaultTimeline(Probe):
                 self.log.append({"set": ev.set, "at_s": ev.at, "started_s": started,
                                  "applied_s": round(time.monotonic() - zero, 3), "did": what})
             except Exception as e:  # recorded, not fatal: the row says the fault did not happen
+                hint = getattr(e, "hint", None)
                 self.log.append({"set": ev.set, "at_s": ev.at, "started_s": started, "applied_s": None,
-                                 "error": str(e)})
+                                 "error": str(e) + (f" ({hint})" if hint else "")})
         if self.restore_at is not None and not self.stop.wait(max(zero + self.restore_at - time.monotonic(), 0)):
             self._restore_members(rep)
 
