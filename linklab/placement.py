@@ -89,6 +89,13 @@ def kernel_needs(labs: Lab | Iterable[Lab]) -> dict[str, str]:
     return out
 
 
+def machine_wide(labs: Lab | Iterable[Lab]) -> dict[str, str]:
+    """The settings these labs ask for that this kernel keeps for the whole machine -> who asks
+    (Backend.machine_wide): such a lab runs in the lab VM, whose kernel is the lab's own."""
+    from linklab.backends import get_backend
+    return get_backend().machine_wide([labs] if isinstance(labs, Lab) else list(labs))
+
+
 def lacking(needs: dict[str, str], available: Callable[[str], bool]) -> list[str]:
     """The modules of `needs` (kernel_needs) that `available` says a kernel lacks, in order."""
     return [m for m in needs if not available(m)]
@@ -129,6 +136,10 @@ def want_vm_for_up(force_vm: bool, force_native: bool, labs: Lab | Iterable[Lab]
         first, *more = missing
         return True, (f"this kernel lacks {first}, which this lab's {needs[first]} need"
                       + "".join(f", and {m}, which its {needs[m]} need" for m in more))
+    shared = machine_wide(labs)
+    if shared:
+        return True, ("this kernel keeps " + ", ".join(f"{k} ({who})" for k, who in shared.items())
+                      + " for the whole machine, not per namespace: set here it would change the host")
     if needs:
         return False, f"this kernel has what this lab needs: {', '.join(needs)}"
     return False, "this lab needs only namespaces, veth pairs and IP forwarding"

@@ -36,6 +36,13 @@ class Backend(ABC):
         """The kernel modules building `lab` uses -> what in the lab needs each ("bonds (link
         h1-s1)"): where the lab can run (linklab/placement.py). Pure: looks at no kernel."""
 
+    def machine_wide(self, labs: list[Lab]) -> dict[str, str]:
+        """The settings these labs ask for that this kernel keeps for the whole machine, not per
+        lab (a sysctl that is not per network namespace) -> who asks for it ("hosts.h1.sysctls"):
+        a lab with any runs in the lab VM, a kernel of its own (linklab/placement.py). Looks at
+        this kernel."""
+        return {}
+
     def claim(self, lab: Lab, owned: dict[str, Any]) -> dict[str, Any]:
         """Check, before anything is recorded or changed, that what `lab` needs is free or already
         this lab's (raise StateError otherwise); returns `owned` extended with what apply may

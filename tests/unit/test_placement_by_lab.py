@@ -196,3 +196,24 @@ def test_inside_the_lab_vm_the_hosts_kernel_is_the_one_its_host_recorded(monkeyp
     monkeypatch.setenv("LINKLAB_VM_INFO", json.dumps({"kernel_release": "6.1"}))  # a VM of an older linklab
     with pytest.raises(EnvironmentProblem, match="no record of its host's kernel"):
         placement.host_has("sch_htb")
+
+
+def test_a_lab_setting_a_machine_wide_sysctl_runs_in_the_lab_vm(tmp_path, monkeypatch):
+    """A sysctl this kernel keeps for the whole machine (not per network namespace: classify's
+    'global', faked here as this kernel's netdev_max_backlog is) would change the host: the lab
+    runs in the lab VM, whose kernel is its own, and says why; per-namespace ones stay native,
+    and so does a key that could not be looked at (not root: 'unsure')."""
+    from linklab.backends.linux import sysctl
+    p = tmp_path / "s.yaml"
+    p.write_text("name: s\nhosts: {a: {sysctls: {net.core.netdev_max_backlog: 2000, net.ipv4.tcp_ecn: 1}}, b: {}}\n"
+                 "links: [{endpoints: [a, b]}]\n")
+    built = lab.build_lab(p, [])
+    where = {"net.core.netdev_max_backlog": "global", "net.ipv4.tcp_ecn": "netns"}
+    monkeypatch.setattr(sysctl, "classify", lambda keys: {k: where[k] for k in keys})
+    assert placement.want_vm_for_up(False, False, built, available=lambda m: True) == (
+        True, "this kernel keeps net.core.netdev_max_backlog (hosts.a.sysctls) for the whole machine, "
+              "not per namespace: set here it would change the host")
+    assert placement.want_vm_for_up(False, True, built, available=lambda m: True)[0] is False  # --native: refused later
+    for kind in ("netns", "unsure"):
+        where["net.core.netdev_max_backlog"] = kind
+        assert placement.want_vm_for_up(False, False, built, available=lambda m: True)[0] is False

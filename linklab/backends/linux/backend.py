@@ -45,6 +45,9 @@ class LinuxBackend(Backend):
     def kernel_needs(self, lab: Lab) -> dict[str, str]:
         return needs.kernel_needs(lab)
 
+    def machine_wide(self, labs: list[Lab]) -> dict[str, str]:
+        return sysctl.machine_wide(labs)
+
     # ---- ownership ---------------------------------------------------------------------------
     def claim(self, lab: Lab, owned: dict[str, Any]) -> dict[str, Any]:
         """Refuse, before anything is recorded or changed, to build over namespaces that are not

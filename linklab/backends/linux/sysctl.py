@@ -26,7 +26,8 @@ def proc_path(key: str) -> Path:
 
 
 def classify(keys: list[str]) -> dict[str, str]:
-    """key -> 'netns' (exists in a fresh namespace), 'global' (only in the root one) or 'unknown'.
+    """key -> 'netns' (exists in a fresh namespace), 'global' (only in the root one), 'unknown'
+    (in neither) or 'unsure' (no namespace could be made to look from: not root).
 
     Looks from a throwaway namespace in a child process, so nothing of the lab exists yet
     when a bad key is reported.
@@ -40,7 +41,7 @@ def classify(keys: list[str]) -> dict[str, str]:
         try:
             libc = ctypes.CDLL(None, use_errno=True)
             ok = libc.unshare(CLONE_NEWNET) == 0
-            found = "".join("1" if ok and proc_path(k).exists() else "0" for k in keys)
+            found = "".join(("1" if proc_path(k).exists() else "0") if ok else "?" for k in keys)
             os.write(w, found.encode())
         finally:
             os._exit(0)
@@ -52,8 +53,27 @@ def classify(keys: list[str]) -> dict[str, str]:
     os.waitpid(pid, 0)
     out = {}
     for k, flag in zip(keys, data.decode().ljust(len(keys), "0")):
-        out[k] = "netns" if flag == "1" else ("global" if proc_path(k).exists() else "unknown")
+        out[k] = ("netns" if flag == "1" else "unknown" if not proc_path(k).exists()
+                  else "unsure" if flag == "?" else "global")
     return out
+
+
+def _asked(labs: list[Lab]) -> dict[str, str]:
+    """Every sysctl key the labs' nodes set -> the first node setting that asks for it."""
+    out: dict[str, str] = {}
+    for lab in labs:
+        for n in lab.nodes:
+            for k in n.sysctls:
+                out.setdefault(k, f"{'routers' if n.kind == 'router' else 'hosts'}.{n.name}.sysctls")
+    return out
+
+
+def machine_wide(labs: list[Lab]) -> dict[str, str]:
+    """The sysctls the labs set that this kernel keeps for the whole machine (classify: global)
+    -> who asks for it. One look for all of them (a sweep's every point)."""
+    asked = _asked(labs)
+    where = classify(sorted(asked))
+    return {k: asked[k] for k in sorted(asked) if where[k] == "global"}
 
 
 def problems(lab: Lab) -> list[str]:
