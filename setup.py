@@ -14,6 +14,7 @@ BUNDLED = {
     "exercises": ["*.md", "*/*.yaml", "*/*.md", "*/frr/*.conf"],  # ospf_reroute: a router's own frr.conf
     "controllers": ["*.md"],  # its apps are .py files: modules of the package, carried as such
     "schemas": ["*.json"],
+    "baselines": ["*.md", "*/*.json"],  # each experiment's stored quick run: `linklab compare`, ab's A/A spread
 }
 
 setup(

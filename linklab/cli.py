@@ -152,7 +152,7 @@ def _file_commands(cmd) -> None:
 def _machine_commands(cmd) -> None:
     """init, doctor, clean, vm: a directory to work in, what this machine offers, what labs leave
     on it, and the lab VM."""
-    i = cmd("init", "lay out the bundled topologies, experiments, exercises and a Makefile in a directory of your own",
+    i = cmd("init", "lay out the bundled topologies, experiments, exercises, baselines and a Makefile in a directory of your own",
             epilog="examples:\n  linklab init mylab            then: cd mylab && make sweep\n"
                    "  linklab init --force mylab    put back the bundled files (overwrites edits to them)\n"
                    "existing files are left alone unless --force (exit 2, each named; nothing written).\n"

@@ -1,6 +1,7 @@
-"""`linklab init DIR`: the bundled topologies, experiments, exercises and schemas, and a Makefile
-that calls `linklab`, laid out in a directory of the user's own, so the README's commands work
-there as in the checkout. Existing files are left alone (exit 2, each named) unless --force.
+"""`linklab init DIR`: the bundled topologies, experiments, exercises, schemas and baselines (each
+experiment's stored quick run: what `linklab compare` and `ab`'s A/A spread read, from
+baselines/ where they run), and a Makefile that calls `linklab`, laid out in a directory of the
+user's own, so the README's commands work there as in the checkout. Existing files are left alone (exit 2, each named) unless --force.
 
 The controller apps are not copied: linklab always runs its bundled ones (linklab/bundled).
 """
@@ -14,7 +15,7 @@ from linklab import bundled
 from linklab.errors import UsageError
 from linklab.fsutil import write_atomic
 
-FOLDERS = ("topologies", "experiments", "exercises", "schemas")
+FOLDERS = ("topologies", "experiments", "exercises", "schemas", "baselines")
 SHOWN_EXISTING = 10  # a refusal names this many existing files, then how many more
 
 MAKEFILE = """\

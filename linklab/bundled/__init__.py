@@ -1,7 +1,7 @@
 """The files linklab ships beside its code, and the one way to find them.
 
-topologies/, experiments/, exercises/, controllers/ and schemas/ are the checkout's top-level
-folders; an installed wheel carries them as package data here, under linklab/bundled/ (setup.py
+topologies/, experiments/, exercises/, controllers/, schemas/ and baselines/ are the checkout's
+top-level folders; an installed wheel carries them as package data here, under linklab/bundled/ (setup.py
 maps each folder). root() is whichever this linklab runs from. Pure look-ups: nothing is written.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-FOLDERS = ("topologies", "experiments", "exercises", "controllers", "schemas")
+FOLDERS = ("topologies", "experiments", "exercises", "controllers", "schemas", "baselines")
 # What a name given on the command line may stand for, per folder: the file it names there.
 YAML_FOLDERS = ("topologies", "experiments")
 

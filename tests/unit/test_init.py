@@ -59,7 +59,7 @@ def test_existing_files_are_refused_by_name_and_nothing_is_written(tmp_path, cap
     assert main(["init", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     n = len(before)  # every file but the Makefile exists: the first ten named, in order, then how many more
-    assert f": {n} files would be overwritten: {tmp_path}/exercises/README.md, " in err
+    assert f": {n} files would be overwritten: {tmp_path}/baselines/README.md, " in err
     assert f" and {n - 10} more; nothing was written" in err
     assert "linklab init --force" in err
     assert tree(tmp_path) == before  # not even the missing Makefile
