@@ -350,13 +350,7 @@ def stop_frr(started):
     for r in started[1:]:
         procs = sorted(r["procs"], key=lambda dp: dp[0] == "zebra")
         for _, p in procs:
-            if p.poll() is None:
-                p.terminate()
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+            stop_process(p)
         for daemon, p in procs:
             shutil.rmtree(os.path.join(FRR_CRASH, "%s.%d" % (daemon, p.pid)), ignore_errors=True)
         shutil.rmtree(r["dir"], ignore_errors=True)
@@ -493,14 +487,20 @@ def wait_connected(net):
             time.sleep(0.3)
 
 
+def stop_process(p):
+    """The one way this script stops a process it started: SIGTERM, 10 s, then SIGKILL."""
+    if p.poll() is None:
+        p.terminate()
+    try:
+        p.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+
+
 def stop_controllers(started):
     for p in started[1:]:
-        p.terminate()
-        try:
-            p.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
+        stop_process(p)
     if started:
         shutil.rmtree(started[0], ignore_errors=True)
 
