@@ -474,7 +474,8 @@ def cmd_vm(args, argv) -> int:
         say("lab VM: not running")
         return 0
     say(f"lab VM: running, pid {info.get('pid')}, kernel {info.get('kernel_release')}, accel {info.get('accel')}, "
-        f"{info.get('cpus')} vCPUs, {info.get('memory')}, labs: {', '.join(placement.vm_labs()) or 'none'}")
+        f"{info.get('cpus')} vCPUs, {info.get('memory')}, labs: {', '.join(placement.vm_labs()) or 'none'}"
+        + (f", `vm run` sessions: pid {', '.join(map(str, sessions))}" if (sessions := vm.sessions()) else ""))
     cached = (info.get("guest") or {}).get("cached_libs")
     if cached:
         say(f"  Python libraries read cached (as at boot; linklab/vm/pylibs.py): {', '.join(cached)}")
