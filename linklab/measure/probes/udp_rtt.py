@@ -21,6 +21,23 @@ RAW = "irtt.json"
 READY_WAIT_LINES = 20  # the server's lines read for its listener's start before giving up
 
 
+def start_server(server: IrttServer, netns: str | None, where: str) -> subprocess.Popen:
+    """`server` started (in `netns`), returned once it says it listens: a client sent before
+    that is refused ("read: connection refused") and ends at once. IrttError, the server
+    stopped, when it says something else or ends."""
+    proc = runner.start(server.argv(), netns=netns, names=False, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    said = []
+    for _ in range(READY_WAIT_LINES):  # it prints "[ListenerStart] ..." once bound
+        line = proc.stdout.readline().decode(errors="replace")
+        said.append(line)
+        if not line or IrttServer.READY in line:
+            break
+    if IrttServer.READY not in said[-1]:
+        procs.stop_popen([proc])
+        raise IrttError(f"irtt server on {where} did not start listening: {''.join(said).strip()[:200]}")
+    return proc
+
+
 class UdpRoundTrips(Probe):
     phase = "window_tail"
 
@@ -35,17 +52,7 @@ class UdpRoundTrips(Probe):
             raise EnvironmentProblem("measure: [udp_rtt] sends its round trips with irtt, which is not installed",
                                      hint=f"install it: {install_command('irtt')}")
         server = IrttServer(address=rep.lab.address(rep.server, rep.family), port=self.port)
-        self.server = runner.start(server.argv(), netns=rep.server_ns, names=False, stdout=subprocess.PIPE,
-                                   stderr=subprocess.STDOUT)
-        said = []
-        for _ in range(READY_WAIT_LINES):  # it prints "[ListenerStart] ..." once bound
-            line = self.server.stdout.readline().decode(errors="replace")
-            said.append(line)
-            if not line or IrttServer.READY in line:
-                break
-        if IrttServer.READY not in said[-1]:
-            procs.stop_popen([self.server])
-            raise IrttError(f"irtt server on {rep.server} did not start listening: {''.join(said).strip()[:200]}")
+        self.server = start_server(server, rep.server_ns, rep.server)
 
     def start(self, rep: Repetition) -> None:
         client = IrttClient(address=rep.lab.address(rep.server, rep.family), duration_s=self.duration + rep.omit,

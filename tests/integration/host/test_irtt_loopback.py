@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import shutil
 import socket
-import subprocess
 
 import pytest
 
 from linklab import procs, runner
 from linklab.measure.irtt import IrttClient, IrttServer, parse_irtt
+from linklab.measure.probes.udp_rtt import start_server
 
 
 def free_udp_port() -> int:
@@ -28,7 +28,9 @@ def test_the_client_and_server_argv_run_and_every_round_trip_comes_back():
     if shutil.which("irtt") is None:  # a failure, not a skip: the test set-up group installs it
         pytest.fail("irtt is not installed: this test did NOT run (scripts/setup.sh --with irtt)", pytrace=False)
     port = free_udp_port()
-    server = runner.start(IrttServer("127.0.0.1", port).argv(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    # As the probe starts it: the client only once the server says it listens (CI's run sent it
+    # before, and irtt's client ended at once on "connection refused").
+    server = start_server(IrttServer("127.0.0.1", port), None, "this host")
     try:
         client = IrttClient("127.0.0.1", duration_s=1.0, interval_s=0.1, port=port)
         res = runner.run(client.argv(), check=False, timeout=15)
