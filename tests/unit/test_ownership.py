@@ -134,6 +134,9 @@ class FakeVM:
     def stop(self, say=print):
         self.stopped = True
 
+    def sessions(self):
+        return []  # no other process's `vm run` (LabVM.sessions)
+
     def ensure_running(self, say=print):
         raise AssertionError("booted the lab VM")
 
