@@ -6,16 +6,21 @@ Layouts (chosen in the model, recorded in the state):
                         socket while queued, so TCP small queues hold a host's sender back, and the
                         byte limit holds whatever GSO packet sizes arrive (delay under load:
                         bench/README.md#queues-and-shapers).
-  htb + netem + bfifo   when delay/loss/jitter is asked for: netem 10: as htb's leaf, the bfifo
-                        20: under it (10:1), limited to the queue's bytes. netem hands a packet on
-                        once its delay is over, so the queue for the shaper forms in the FIFO, in
-                        bytes whatever sizes GSO gives packets (netem's own limit counts packets:
-                        bounded by it, a 20 ms queue held ~110 ms of 11 kB GSO packets). netem
-                        orphans packets (no back-pressure); its limit only covers what it holds,
-                        delay line and FIFO, counted in the smallest frames (queues.py).
+  htb + netem + bfifo   when delay/loss/jitter is asked for at a port that forwards (a router's,
+                        a switch's: Qdisc.forwards): netem 10: as htb's leaf, the bfifo 20: under
+                        it (10:1), limited to the queue's bytes. netem hands a packet on once its
+                        delay is over, so the queue for the shaper forms in the FIFO, in bytes
+                        whatever sizes GSO gives packets (netem's own limit counts packets:
+                        bounded by it, a router's 20 ms queue held ~110 ms of 11 kB GSO packets).
+                        Its limit only covers what it holds, delay line and FIFO, counted in the
+                        smallest frames (queues.py).
+  htb + netem           the same at a host's own port, without the FIFO: netem orphans packets
+                        (no back-pressure), and a byte bound there drops the bursts TCP small
+                        queues would have held back; its limit is the queue in frames plus what
+                        its delay line holds (Qdisc.queue_holder says why).
   netem only            root netem (rate, delay, ...; `shaper: netem`): limit in frames
   tbf [+ netem]         root tbf 1: (rate, burst, limit = queue bytes), netem 10: under class 1:1
-                        and the bfifo 20: under netem, as with htb
+                        and, at a port that forwards, the bfifo 20: under netem, as with htb
   ... + an AQM          (`aqm:`, linklab/model/aqm.py) the discipline takes the FIFO's place, as
                         the leaf 10: of the shaper's class; where netem is there, netem stays at
                         10: and the discipline is its child, 20: under 10:1 (netem hands a packet

@@ -231,6 +231,8 @@ def qdisc_for(fields: dict, scale: float, mtu: int = 1500, port: str = "host") -
     )
     if not (q.shaper or q.needs_netem):
         return _with_aqm(None, fields, scale, mtu)
+    if port == "switch":
+        q = q.model_copy(update={"forwards": True})
     if rate:
         # The bucket is recorded (state, `linklab show`): it decides a switch port's least queue.
         bucket = queues.bucket_bytes(q.shaper if q.shaper in ("htb", "tbf") else "htb", rate, mtu, q.burst)

@@ -46,6 +46,9 @@ class Qdisc(Resolved):
     # its parameters as tc is told them (times in seconds, sizes in bytes, limits in packets).
     aqm: str | None = None
     aqm_params: dict[str, str | int | float | bool] = {}
+    # The sender forwards others' packets (a router's or a switch's port): none has a socket to
+    # hold back, so where netem is there its queue is a byte FIFO under it (queue_holder).
+    forwards: bool = False
 
     @model_serializer(mode="wrap")
     def _without_fifo(self, handler):
@@ -55,6 +58,8 @@ class Qdisc(Resolved):
         if isinstance(out, dict) and out.get("aqm") is None:
             out.pop("aqm", None)
             out.pop("aqm_params", None)
+        if isinstance(out, dict) and not out.get("forwards"):
+            out.pop("forwards", None)  # a host's port, as written before ports were told apart
         return out
 
     @property
@@ -65,14 +70,19 @@ class Qdisc(Resolved):
 
     @property
     def queue_holder(self) -> str | None:
-        """Which qdisc holds the backlog: a byte FIFO under htb (or tbf, with netem between them),
-        bounded in bytes whatever sizes GSO gives packets (linklab/linux/tc.py); netem when it is
-        the shaper itself (its limit counts packets); tbf alone holds its own."""
+        """Which qdisc holds the backlog: a byte FIFO under htb, or under netem under htb (or
+        tbf) at a port that forwards (linklab/linux/tc.py); netem at a host's own port with
+        netem, and where netem is the shaper (its limit counts packets); tbf alone holds its own.
+
+        Why a host's port keeps netem's count: netem detaches packets from their socket, so TCP
+        small queues no longer hold the sender back, and a byte bound there drops the bursts a
+        real host would have held (a request of 64 KiB on a 10 ms port at 50 Mbit/s); its count
+        lets GSO packets queue past the time written instead (docs/topologies.md, "Queues")."""
         if self.aqm:
             return self.aqm
         if not self.shaper:
             return None
-        if self.shaper == "netem":
+        if self.shaper == "netem" or (self.needs_netem and not self.forwards):
             return "netem"
         return "tbf" if self.shaper == "tbf" and not self.needs_netem else "bfifo"
 

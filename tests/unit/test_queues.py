@@ -95,30 +95,40 @@ def test_resolved_queue_per_direction_and_member(tmp_path):
     assert m1.egress_a.shaper == "htb" and m1.egress_a.queue_holder == "bfifo"
 
 
-def test_htb_plan_bounds_queue_with_bfifo_also_under_netem(tmp_path):
-    text = ("name: q\nhosts: {a: {}, b: {}}\n"
+def test_htb_plan_bounds_queue_with_bfifo_and_under_netem_where_the_port_forwards(tmp_path):
+    text = ("name: q\nrouting: none\nhosts: {a: {}, b: {}}\nrouters: {r: {}}\n"
             "links: [{endpoints: [a, b], impair: {rate: 1gbit, queue: 5ms}},"
-            "        {endpoints: [a, b], impair: {rate: 1gbit, queue: 5ms, delay: 10ms}}]\n")
+            "        {endpoints: [a, r], impair: {rate: 1gbit, queue: 5ms, delay: 10ms}}, {endpoints: [r, b]}]\n")
     lab = lab_from(tmp_path, text, 0.1)
     plain = tc.plan(lab.links[0].veths[0].egress_a, 1500, "e")
     assert plain[-1][-5:] == ["handle", "10:", "bfifo", "limit", "62500"]
-    # With a delay, netem sits under htb and the same byte FIFO under netem holds the queue:
-    # netem's own limit counts packets (GSO makes them up to 64 KB), so it is sized never to bind
-    # first: the FIFO's 62500 bytes and the delay line (10 ms at 100 Mbit/s) in 64-byte frames.
-    delayed = lab.links[1].veths[0].egress_a
-    assert delayed.queue_holder == "bfifo" and delayed.limit == 977 + 1954
-    netem, fifo = tc.plan(delayed, 1500, "e")[-2:]
-    assert netem[5:10] == ["parent", "1:1", "handle", "10:", "netem"] and netem[-2:] == ["limit", "2931"]
-    assert fifo[5:] == ["parent", "10:1", "handle", "20:", "bfifo", "limit", "62500"]
+    # A host's own port with a delay: netem under htb holds the queue, its limit in frames (the
+    # queue's 42 and the delay line's 83): netem detaches packets from their socket, and a byte
+    # bound there drops the bursts a real host's small queues would have held back.
+    host = lab.links[1].veths[0].egress_a
+    assert not host.forwards and host.queue_holder == "netem" and host.limit == 42 + 83
+    assert tc.plan(host, 1500, "e")[-1][5:10] == ["parent", "1:1", "handle", "10:", "netem"]
+    # A router's port (it forwards: no socket to hold back): the same byte FIFO under netem holds
+    # the queue, and netem's limit, counted in 64-byte frames, never binds first: the FIFO's bytes
+    # (a forwarding port's floor: the shaper's 64000-byte bucket and 2 frames) and the delay line
+    # (10 ms at 100 Mbit/s).
+    router = lab.links[1].veths[0].egress_b
+    assert router.forwards and router.queue_holder == "bfifo" and router.queue_bytes == 64000 + 2 * 1514
+    assert router.limit == 1048 + 1954
+    netem, fifo = tc.plan(router, 1500, "e")[-2:]
+    assert netem[5:10] == ["parent", "1:1", "handle", "10:", "netem"] and netem[-2:] == ["limit", "3002"]
+    assert fifo[5:] == ["parent", "10:1", "handle", "20:", "bfifo", "limit", "67028"]
     # A change of the queue alone is made in place, FIFO and netem both.
-    wider = delayed.model_copy(update={"queue_bytes": 125000, "limit": 2000})
-    assert [c[1:3] for c in tc.change_plan(delayed, wider, 1500, "e")] == [["class", "change"], ["qdisc", "change"],
-                                                                          ["qdisc", "change"]]
+    wider = router.model_copy(update={"queue_bytes": 125000, "limit": 2000})
+    assert [c[1:3] for c in tc.change_plan(router, wider, 1500, "e")] == [["class", "change"], ["qdisc", "change"],
+                                                                         ["qdisc", "change"]]
+    assert "forwards" not in host.model_dump() and router.model_dump()["forwards"] is True
 
 
 def test_tbf_with_netem_bounds_its_queue_with_the_same_fifo():
     from linklab.model.resolved import Qdisc
-    plan = tc.plan(Qdisc(shaper="tbf", rate_bps=1e8, delay_s=0.01, queue_bytes=62500, limit=3000), 1500, "e")
+    plan = tc.plan(Qdisc(shaper="tbf", rate_bps=1e8, delay_s=0.01, queue_bytes=62500, limit=3000, forwards=True),
+                   1500, "e")
     assert [c[-3:] for c in plan[1:]] == [["10000us", "limit", "3000"], ["bfifo", "limit", "62500"]]
     assert Qdisc(shaper="tbf", rate_bps=1e8, queue_bytes=62500).queue_holder == "tbf"
 

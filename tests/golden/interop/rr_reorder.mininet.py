@@ -43,10 +43,10 @@ LAB = {
         {'node': 'h2', 'ifname': 'bond0', 'ipv4': '10.77.0.2/24', 'ipv6': 'fd00:77::2/64'},
     ],
     'qdiscs': [
-        {'node': 'h1', 'ifname': 'bond0-m0', 'tc': [['tc', 'qdisc', 'add', 'dev', 'bond0-m0', 'root', 'handle', '1:', 'htb', 'default', '1'], ['tc', 'class', 'add', 'dev', 'bond0-m0', 'parent', '1:', 'classid', '1:1', 'htb', 'rate', '100000000bit', 'ceil', '100000000bit', 'burst', '64000', 'cburst', '64000'], ['tc', 'qdisc', 'add', 'dev', 'bond0-m0', 'parent', '1:1', 'handle', '10:', 'netem', 'delay', '100us', 'limit', '1974'], ['tc', 'qdisc', 'add', 'dev', 'bond0-m0', 'parent', '10:1', 'handle', '20:', 'bfifo', 'limit', '125000']]},
-        {'node': 'h2', 'ifname': 'bond0-m0', 'tc': [['tc', 'qdisc', 'add', 'dev', 'bond0-m0', 'root', 'handle', '1:', 'htb', 'default', '1'], ['tc', 'class', 'add', 'dev', 'bond0-m0', 'parent', '1:', 'classid', '1:1', 'htb', 'rate', '100000000bit', 'ceil', '100000000bit', 'burst', '64000', 'cburst', '64000'], ['tc', 'qdisc', 'add', 'dev', 'bond0-m0', 'parent', '1:1', 'handle', '10:', 'netem', 'delay', '100us', 'limit', '1974'], ['tc', 'qdisc', 'add', 'dev', 'bond0-m0', 'parent', '10:1', 'handle', '20:', 'bfifo', 'limit', '125000']]},
-        {'node': 'h1', 'ifname': 'bond0-m1', 'tc': [['tc', 'qdisc', 'add', 'dev', 'bond0-m1', 'root', 'handle', '1:', 'htb', 'default', '1'], ['tc', 'class', 'add', 'dev', 'bond0-m1', 'parent', '1:', 'classid', '1:1', 'htb', 'rate', '100000000bit', 'ceil', '100000000bit', 'burst', '64000', 'cburst', '64000'], ['tc', 'qdisc', 'add', 'dev', 'bond0-m1', 'parent', '1:1', 'handle', '10:', 'netem', 'delay', '600us', 'limit', '2072'], ['tc', 'qdisc', 'add', 'dev', 'bond0-m1', 'parent', '10:1', 'handle', '20:', 'bfifo', 'limit', '125000']]},
-        {'node': 'h2', 'ifname': 'bond0-m1', 'tc': [['tc', 'qdisc', 'add', 'dev', 'bond0-m1', 'root', 'handle', '1:', 'htb', 'default', '1'], ['tc', 'class', 'add', 'dev', 'bond0-m1', 'parent', '1:', 'classid', '1:1', 'htb', 'rate', '100000000bit', 'ceil', '100000000bit', 'burst', '64000', 'cburst', '64000'], ['tc', 'qdisc', 'add', 'dev', 'bond0-m1', 'parent', '1:1', 'handle', '10:', 'netem', 'delay', '600us', 'limit', '2072'], ['tc', 'qdisc', 'add', 'dev', 'bond0-m1', 'parent', '10:1', 'handle', '20:', 'bfifo', 'limit', '125000']]},
+        {'node': 'h1', 'ifname': 'bond0-m0', 'tc': [['tc', 'qdisc', 'add', 'dev', 'bond0-m0', 'root', 'handle', '1:', 'htb', 'default', '1'], ['tc', 'class', 'add', 'dev', 'bond0-m0', 'parent', '1:', 'classid', '1:1', 'htb', 'rate', '100000000bit', 'ceil', '100000000bit', 'burst', '64000', 'cburst', '64000'], ['tc', 'qdisc', 'add', 'dev', 'bond0-m0', 'parent', '1:1', 'handle', '10:', 'netem', 'delay', '100us', 'limit', '84']]},
+        {'node': 'h2', 'ifname': 'bond0-m0', 'tc': [['tc', 'qdisc', 'add', 'dev', 'bond0-m0', 'root', 'handle', '1:', 'htb', 'default', '1'], ['tc', 'class', 'add', 'dev', 'bond0-m0', 'parent', '1:', 'classid', '1:1', 'htb', 'rate', '100000000bit', 'ceil', '100000000bit', 'burst', '64000', 'cburst', '64000'], ['tc', 'qdisc', 'add', 'dev', 'bond0-m0', 'parent', '1:1', 'handle', '10:', 'netem', 'delay', '100us', 'limit', '84']]},
+        {'node': 'h1', 'ifname': 'bond0-m1', 'tc': [['tc', 'qdisc', 'add', 'dev', 'bond0-m1', 'root', 'handle', '1:', 'htb', 'default', '1'], ['tc', 'class', 'add', 'dev', 'bond0-m1', 'parent', '1:', 'classid', '1:1', 'htb', 'rate', '100000000bit', 'ceil', '100000000bit', 'burst', '64000', 'cburst', '64000'], ['tc', 'qdisc', 'add', 'dev', 'bond0-m1', 'parent', '1:1', 'handle', '10:', 'netem', 'delay', '600us', 'limit', '88']]},
+        {'node': 'h2', 'ifname': 'bond0-m1', 'tc': [['tc', 'qdisc', 'add', 'dev', 'bond0-m1', 'root', 'handle', '1:', 'htb', 'default', '1'], ['tc', 'class', 'add', 'dev', 'bond0-m1', 'parent', '1:', 'classid', '1:1', 'htb', 'rate', '100000000bit', 'ceil', '100000000bit', 'burst', '64000', 'cburst', '64000'], ['tc', 'qdisc', 'add', 'dev', 'bond0-m1', 'parent', '1:1', 'handle', '10:', 'netem', 'delay', '600us', 'limit', '88']]},
     ],
     'iface_settings': [],
     'ovs': [],
@@ -59,13 +59,9 @@ LAB = {
         "names resolve through Mininet's CLI (`h1 ping h2`), not /etc/hosts as in linklab",
     ],
     'mininet_shaping_notes': [
-        "link bond member 0, h1 sending: queue of 125000 bytes as TCLink's netem limit, 84 packets (GSO packets count as one: it can hold more)",
         "link bond member 0, h1 sending: rate 100 Mbit/s by TCLink's htb (15 kB burst) instead of htb: measured 80-86 % of theoretical TCP goodput, netem's rate 99 %",
-        "link bond member 0, h2 sending: queue of 125000 bytes as TCLink's netem limit, 84 packets (GSO packets count as one: it can hold more)",
         "link bond member 0, h2 sending: rate 100 Mbit/s by TCLink's htb (15 kB burst) instead of htb: measured 80-86 % of theoretical TCP goodput, netem's rate 99 %",
-        "link bond member 1, h1 sending: queue of 125000 bytes as TCLink's netem limit, 88 packets (GSO packets count as one: it can hold more)",
         "link bond member 1, h1 sending: rate 100 Mbit/s by TCLink's htb (15 kB burst) instead of htb: measured 80-86 % of theoretical TCP goodput, netem's rate 99 %",
-        "link bond member 1, h2 sending: queue of 125000 bytes as TCLink's netem limit, 88 packets (GSO packets count as one: it can hold more)",
         "link bond member 1, h2 sending: rate 100 Mbit/s by TCLink's htb (15 kB burst) instead of htb: measured 80-86 % of theoretical TCP goodput, netem's rate 99 %",
     ],
 }

@@ -228,6 +228,8 @@ def test_reordering_measured_directly_and_latency_under_load(results, cleanup_la
         assert int(r["load_ping_received"]) >= 10, r["load_ping_received"]
         assert 0.2 <= float(r["ping_rtt_p50_ms"]) <= 0.8 + 5.0, why
         assert -1.0 <= float(r["load_ping_added_p50_ms"]) <= queue_max_ms, why
+        print(f"\n{r['bond_mode']}: ping under load {float(r['load_ping_added_p50_ms']):.1f} ms added (p50), "
+              f"bound {queue_max_ms:.1f} ms")
         # Flags are the ones linklab knows, and a queue_dropped flag has drops behind it.
         flags = set(row_flags(r))
         assert flags <= KNOWN_FLAGS, flags
