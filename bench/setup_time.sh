@@ -23,7 +23,7 @@ SUITE=$(. /etc/os-release && echo "$VERSION_CODENAME")
 mkdir -p "$WORK"
 if [ ! -s "$WORK/base.tar" ]; then
   echo "setup_time: building the base chroot ($SUITE, minbase) into $WORK/base.tar"
-  mmdebstrap --quiet --variant=minbase --include=python3,python3-venv,make,git,ca-certificates \
+  mmdebstrap --quiet --format=tar --variant=minbase --include=python3,python3-venv,make,git,ca-certificates \
     "$SUITE" "$WORK/base.tar.part" http://deb.debian.org/debian
   mv "$WORK/base.tar.part" "$WORK/base.tar"
 fi
