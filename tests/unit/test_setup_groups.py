@@ -18,7 +18,7 @@ from linklab.setup_groups import GROUPS, apt, closure, fix_command, group_of
 
 ROOT = Path(__file__).resolve().parents[2]
 MAIN = ["iproute2", "iputils-ping", "iperf3", "traceroute", "ethtool", "kmod", "qemu-system-x86", "linux-image-amd64",
-        "busybox-static", "udev"]
+        "busybox-static", "udev", "binutils"]
 OPTIONAL = ["openvswitch-switch", "docker.io", "mmdebstrap", "chromium", "mininet", "bridge-utils", "tmux", "frr",
             "procps"]
 ALL_PACKAGES = {p for g in GROUPS.values() for p in g.apt}
