@@ -30,7 +30,8 @@ MAIN_PATH_NEEDS = {"root", "bonding", "netem", "namespaces", "qemu", "virtme-ng"
 # The programs linklab runs, by what they are for (the packages they come from, and the groups
 # that install those: linklab/setup_groups.py).
 MAIN_TOOLS = ("iperf3", "ping", "tc")
-VM_TOOLS = ("qemu-system-x86_64", "strings")  # strings: virtme-ng reads the kernel image's version with it
+VM_HELPERS = ("strings", "file")  # virtme-ng runs them on the kernel image and busybox before it boots
+VM_TOOLS = ("qemu-system-x86_64", *VM_HELPERS)
 OPTIONAL_TOOLS = (
     ("ovs-vswitchd", "labs with Open vSwitch switches (kind: ovs, SDN labs)"),
     ("ovsdb-server", "labs with Open vSwitch switches (kind: ovs, SDN labs)"),
@@ -137,9 +138,11 @@ def assess(p: Probes) -> Verdict:
     # -- the main job in the lab VM: QEMU, virtme-ng, a kernel with the modules, memory
     qemu = p.programs.get("qemu-system-x86_64")
     add(Finding("lab VM", "qemu", bool(qemu), qemu or "not found", "the lab VM", None if qemu else _install("qemu-system-x86", p)))
-    strings = p.programs.get("strings")
-    add(Finding("lab VM", "strings", bool(strings), strings or "not found", "the lab VM (virtme-ng reads the kernel's version with it)",
-                None if strings else _install("binutils", p)))
+    for prog in VM_HELPERS:
+        where = p.programs.get(prog)
+        add(Finding("lab VM", prog, bool(where), where or "not found", "the lab VM (virtme-ng runs it on the kernel "
+                    "image and busybox before it boots)", None if where else _install(setup_groups.PROVIDES[prog], p)))
+    helpers = all(p.programs.get(prog) for prog in VM_HELPERS)
     add(Finding("lab VM", "virtme-ng", bool(p.virtme), p.virtme or "virtme-run not beside this Python",
                 "the lab VM (linklab's declared dependency)",
                 None if p.virtme else ("make setup" if p.checkout else f"{sys.executable} -m pip install 'virtme-ng>=1.42,<2'")))
@@ -160,7 +163,7 @@ def assess(p: Probes) -> Verdict:
     mem_ok = p.mem_available is None or p.mem_available >= VM_MEMORY_NEEDED
     add(Finding("machine", "memory", mem_ok, "unknown" if p.mem_available is None else f"{_size(p.mem_available)} available",
                 f"the lab VM ({_size(VM_MEMORY_NEEDED)})", None if mem_ok else "free memory, or run natively on a kernel with bonding and netem"))
-    vm = (not p.in_lab_vm and bool(qemu) and bool(strings) and bool(p.virtme) and p.vm_kernel is not None and not vk_missing
+    vm = (not p.in_lab_vm and bool(qemu) and helpers and bool(p.virtme) and p.vm_kernel is not None and not vk_missing
           and mem_ok and not tools_missing)
     state = (f"running (pid {p.vm.get('pid')}, {p.vm.get('accel')}, labs: {', '.join(p.vm.get('labs') or []) or 'none'})"
              if p.vm else "not running (booted by the first command that needs it)")

@@ -31,12 +31,13 @@ GROUPS = {
     # ethtool (offloads), modprobe (kmod). CPU load and processes are read from /proc: no sysstat,
     # no procps. `linklab check`'s path kind runs traceroute (the Debian package of that name:
     # Butskoy's, whose -n output measure/traceroute.py reads); its service kind, the python3 the
-    # host already has. virtme-ng reads the kernel image's version with `strings` (binutils): a
-    # fresh Debian has none, and the VM then does not boot (bench/setup_time.sh found it).
+    # host already has. virtme-ng reads the kernel image's version with `file` and `strings`
+    # (binutils) and asks `file` whether busybox is static: a fresh Debian has neither, and the VM
+    # then does not boot (bench/setup_time.sh found it).
     # The Python side: requirements-main.txt (pyproject.toml's dependencies, no extra).
     "main": Group("the main job: a lab built and swept, natively or in the lab VM",
                   apt=("iproute2", "iputils-ping", "iperf3", "traceroute", "ethtool", "kmod",
-                       "qemu-system-x86", "linux-image-amd64", "busybox-static", "udev", "binutils")),
+                       "qemu-system-x86", "linux-image-amd64", "busybox-static", "udev", "binutils", "file")),
     "ovs": Group("labs with Open vSwitch switches (kind: ovs)", apt=("openvswitch-switch",)),
     "sdn": Group("SDN labs: Open vSwitch switches and their OpenFlow controllers (os-ken)",
                  extras=("sdn",), includes=("ovs",)),
@@ -66,7 +67,7 @@ GROUPS = {
 # The package each program linklab looks for comes from (`linklab doctor` names the missing ones).
 PROVIDES = {
     "iperf3": "iperf3", "ping": "iputils-ping", "traceroute": "traceroute", "tc": "iproute2", "qemu-system-x86_64": "qemu-system-x86",
-    "strings": "binutils",
+    "strings": "binutils", "file": "file",
     "ovs-vswitchd": "openvswitch-switch", "ovsdb-server": "openvswitch-switch", "dockerd": "docker.io",
     "mmdebstrap": "mmdebstrap", "chromium": "chromium", "mn": "mininet", "frr": "frr", "irtt": "irtt",
 }

@@ -18,7 +18,7 @@ GiB = 1 << 30
 # This machine's kind: a kernel without bonding or netem, QEMU and a Debian kernel for the lab VM.
 VM_MACHINE = Probes(
     root=True, in_lab_vm=False, kernel_release="6.18.44-fc", kernel=NO_FEATURES,
-    programs={**TOOLS, "qemu-system-x86_64": "/usr/bin/qemu-system-x86_64", "strings": "/usr/bin/strings"}, kvm=True, kvm_failed=None,
+    programs={**TOOLS, "qemu-system-x86_64": "/usr/bin/qemu-system-x86_64", "strings": "/usr/bin/strings", "file": "/usr/bin/file"}, kvm=True, kvm_failed=None,
     vm_kernel="/boot/vmlinuz-6.1.0-57-amd64", vm_kernel_features={"bonding": True, "netem": True, "openvswitch": True},
     virtme="/venv/bin/virtme-run", extras_missing={"sdn": [], "cluster": ["ray"], "docs": ["mkdocs"], "test": []},
     vm=None, vm_boot_s={}, images=[], disk_free=50 * GiB, mem_available=8 * GiB, cpus=2,
@@ -146,10 +146,12 @@ def test_each_bundled_lab_is_told_natively_or_in_the_lab_vm_and_for_lack_of_what
     assert finding(v, "ospf3").ok and finding(v, "sdn_pair").ok
 
 
-def test_without_strings_the_lab_vm_cannot_boot_and_binutils_is_the_fix():
-    """virtme-ng reads the kernel image's version with `strings`: a fresh Debian without binutils
-    failed its first `make lab-up` (bench/setup_time.sh in a fresh chroot)."""
-    programs = {k: v for k, v in VM_MACHINE.programs.items() if k != "strings"}
+@pytest.mark.parametrize("prog, pkg", [("strings", "binutils"), ("file", "file")])
+def test_without_virtme_ngs_helpers_the_lab_vm_cannot_boot_and_their_package_is_the_fix(prog, pkg):
+    """virtme-ng runs `file` and `strings` on the kernel image (its version) and `file` on busybox
+    (static?) before it boots: a fresh Debian has neither, and its first `make lab-up` failed
+    (bench/setup_time.sh in a fresh chroot)."""
+    programs = {k: v for k, v in VM_MACHINE.programs.items() if k != prog}
     v = assess(replace(VM_MACHINE, programs=programs))
-    assert v.vm is False and finding(v, "strings").fix.endswith("apt-get install binutils")
+    assert v.vm is False and finding(v, prog).fix.endswith(f"apt-get install {pkg}")
     assert assess(VM_MACHINE).vm is True

@@ -18,7 +18,7 @@ from linklab.setup_groups import GROUPS, apt, closure, fix_command, group_of
 
 ROOT = Path(__file__).resolve().parents[2]
 MAIN = ["iproute2", "iputils-ping", "iperf3", "traceroute", "ethtool", "kmod", "qemu-system-x86", "linux-image-amd64",
-        "busybox-static", "udev", "binutils"]
+        "busybox-static", "udev", "binutils", "file"]
 OPTIONAL = ["openvswitch-switch", "docker.io", "mmdebstrap", "chromium", "mininet", "bridge-utils", "tmux", "frr",
             "procps"]
 ALL_PACKAGES = {p for g in GROUPS.values() for p in g.apt}
@@ -69,7 +69,8 @@ NOT_LISTS = {"linklab/setup_groups.py", "linklab/docker/images.py"}
 def test_no_other_file_writes_a_package_list():
     files = [ROOT / "Makefile", ROOT / ".ci/run", *ROOT.glob("scripts/*.sh"), *ROOT.glob("linklab/**/*.py"),
              *ROOT.glob("bench/*.py"), *ROOT.glob("tests/*.py")]
-    words = re.compile(r"(?<![\w.-])(" + "|".join(map(re.escape, ALL_PACKAGES)) + r")(?![\w-])")
+    # A package named by an English word ("file") is not counted: prose says it without listing.
+    words = re.compile(r"(?<![\w.-])(" + "|".join(map(re.escape, ALL_PACKAGES - {"file"})) + r")(?![\w-])")
     lists = []
     for f in files:
         if str(f.relative_to(ROOT)) in NOT_LISTS:
