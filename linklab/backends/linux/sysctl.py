@@ -58,13 +58,18 @@ def classify(keys: list[str]) -> dict[str, str]:
     return out
 
 
+def _where(node) -> str:
+    """A node's sysctls as the topology file names them: "hosts.h1.sysctls"."""
+    return f"{'routers' if node.kind == 'router' else 'hosts'}.{node.name}.sysctls"
+
+
 def _asked(labs: list[Lab]) -> dict[str, str]:
     """Every sysctl key the labs' nodes set -> the first node setting that asks for it."""
     out: dict[str, str] = {}
     for lab in labs:
         for n in lab.nodes:
             for k in n.sysctls:
-                out.setdefault(k, f"{'routers' if n.kind == 'router' else 'hosts'}.{n.name}.sysctls")
+                out.setdefault(k, _where(n))
     return out
 
 
@@ -81,12 +86,11 @@ def problems(lab: Lab) -> list[str]:
     where = classify(keys)
     out = []
     for n in lab.nodes:
-        section = "routers" if n.kind == "router" else "hosts"
         for k in n.sysctls:
             if where[k] == "unknown":
-                out.append(f"{section}.{n.name}.sysctls.{k}: no such sysctl on this kernel ({proc_path(k)})")
+                out.append(f"{_where(n)}.{k}: no such sysctl on this kernel ({proc_path(k)})")
             elif where[k] == "global" and not in_lab_vm():
-                out.append(f"{section}.{n.name}.sysctls.{k}: not per-namespace on this kernel, so setting it "
+                out.append(f"{_where(n)}.{k}: not per-namespace on this kernel, so setting it "
                            "would change the host itself; run the lab in the VM (`linklab up --vm`)")
     # Global keys are one value for the whole (VM) kernel: two hosts cannot disagree on them.
     for k in keys:
