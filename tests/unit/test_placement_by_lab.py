@@ -217,3 +217,20 @@ def test_a_lab_setting_a_machine_wide_sysctl_runs_in_the_lab_vm(tmp_path, monkey
     for kind in ("netns", "unsure"):
         where["net.core.netdev_max_backlog"] = kind
         assert placement.want_vm_for_up(False, False, built, available=lambda m: True)[0] is False
+
+
+def test_sysctls_are_classified_once_per_process_for_the_same_keys(monkeypatch):
+    """`up` asks where a lab's sysctls live twice (where it runs, then what it cannot set): one
+    throwaway namespace answers both."""
+    import os
+
+    from linklab.backends.linux import sysctl
+    sysctl._looked.cache_clear()
+    forks = []
+    real_fork = os.fork
+    monkeypatch.setattr(os, "fork", lambda: forks.append(1) or real_fork())
+    keys = ["net.ipv4.ip_forward", "net.core.somaxconn"]
+    first = sysctl.classify(keys)
+    assert sysctl.classify(list(reversed(keys))) == first and len(forks) == 1
+    assert set(first) == set(keys) and set(first.values()) <= {"netns", "global", "unsure"}
+    sysctl._looked.cache_clear()

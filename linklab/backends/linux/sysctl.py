@@ -9,6 +9,7 @@ VM) and refuses natively, saying which keys and why.
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 from pathlib import Path
 
@@ -30,10 +31,16 @@ def classify(keys: list[str]) -> dict[str, str]:
     (in neither) or 'unsure' (no namespace could be made to look from: not root).
 
     Looks from a throwaway namespace in a child process, so nothing of the lab exists yet
-    when a bad key is reported.
+    when a bad key is reported. Once per process for the same keys: a kernel's sysctls do not
+    come and go under it, and `up` asks twice (where the lab runs, then what it cannot set).
     """
+    return dict(_looked(tuple(sorted(set(keys)))))
+
+
+@functools.lru_cache(maxsize=64)
+def _looked(keys: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
     if not keys:
-        return {}
+        return ()
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:  # child: own network namespace, look, report, exit
@@ -55,7 +62,7 @@ def classify(keys: list[str]) -> dict[str, str]:
     for k, flag in zip(keys, data.decode().ljust(len(keys), "0")):
         out[k] = ("netns" if flag == "1" else "unknown" if not proc_path(k).exists()
                   else "unsure" if flag == "?" else "global")
-    return out
+    return tuple(out.items())
 
 
 def _where(node) -> str:
