@@ -309,16 +309,21 @@ def wait_frr(routers, logs, sockets):
         time.sleep(0.05)
 
 
-def route_prefixes(text):
-    """Pure: the destinations of `ip -j route` outputs, one JSON list after another."""
-    out, pos, dec = set(), 0, json.JSONDecoder()
+def json_lists(text):
+    """Pure: the JSON lists of several `ip -j` outputs printed one after another."""
+    out, pos, dec = [], 0, json.JSONDecoder()
     text = text.strip()
     while pos < len(text):
-        routes, pos = dec.raw_decode(text, pos)
-        out |= {r.get("dst") for r in routes}
+        value, pos = dec.raw_decode(text, pos)
+        out.append(value)
         while pos < len(text) and text[pos].isspace():
             pos += 1
     return out
+
+
+def route_prefixes(text):
+    """Pure: the destinations of `ip -j route` outputs, one JSON list after another."""
+    return {r.get("dst") for routes in json_lists(text) for r in routes}
 
 
 def wait_converged(net):
@@ -340,6 +345,59 @@ def wait_converged(net):
             raise RuntimeError("OSPF did not converge in %d s: %s" % (FRR_CONVERGE_S, "; ".join(
                 "%s has no route to %s" % (k, ", ".join(v)) for k, v in sorted(missing.items()))))
         time.sleep(0.5)
+
+
+LACP_WAIT_S = 30  # 802.3ad distributes ~2 s after its members join (linklab's pre-flight waits up to 15 s)
+
+
+def lacp_unready(bond, members, count):
+    """Pure: what keeps an 802.3ad bond from carrying traffic on all its members, by linklab's
+    rule (backends/base.bond_summary), on `ip -j -d link show dev BOND` and `... master BOND`;
+    None once aggregated. A member distributes only once its mux reaches COLLECTING_DISTRIBUTING,
+    ~2 s after it joined: a ping sent before that is lost, or a flow starts on one member."""
+    ad = ((bond[0] if bond else {}).get("linkinfo") or {}).get("info_data", {}).get("ad_info") or {}
+    slaves = [(m.get("linkinfo") or {}).get("info_slave_data") or {} for m in members]
+    active = sum(1 for s in slaves if s.get("state") == "ACTIVE")
+    aggregators = {s.get("ad_aggregator_id") for s in slaves}
+    partner = ad.get("partner_mac") or "00:00:00:00:00:00"
+    if (len(slaves) == count and active == count and aggregators == {ad.get("aggregator")}
+            and ad.get("num_ports") == count and partner != "00:00:00:00:00:00"):
+        return None
+    return "partner %s, %d/%d members distributing, aggregators %s" % (
+        partner, active, count, ",".join(str(a) for a in sorted(aggregators, key=str)))
+
+
+def wait_aggregated(net):
+    """Until every 802.3ad bond has aggregated (linklab's pre-flight waits for it too), or
+    LACP_WAIT_S; then a warning naming each that did not, and on: its pings show the rest."""
+    bonds = [b for b in LAB["bonds"] if b["mode"] == "802.3ad"]
+    t0 = time.monotonic()
+    while bonds:
+        asks = {}
+        for b in bonds:
+            asks.setdefault(b["node"], []).extend([["ip", "-j", "-d", "link", "show", "dev", b["ifname"]],
+                                                   ["ip", "-j", "-d", "link", "show", "master", b["ifname"]]])
+        done = run_nodes({net[node]: argvs for node, argvs in asks.items()}, check=False)
+        unready = {}
+        for node, (rc, text) in done.items():
+            mine = [b for b in bonds if b["node"] == node.name]
+            try:
+                lists = json_lists(text) if rc == 0 else []
+            except ValueError:
+                lists = []
+            for i, b in enumerate(mine):
+                why = (lacp_unready(lists[2 * i], lists[2 * i + 1], len(b["members"]))
+                       if len(lists) == 2 * len(mine) else "unreadable: %s" % text.strip()[-200:])
+                if why:
+                    unready["%s:%s" % (b["node"], b["ifname"])] = why
+        if not unready:
+            info("*** LACP aggregated: %d bonds, %.1f s\n" % (len(bonds), time.monotonic() - t0))
+            return
+        if time.monotonic() - t0 > LACP_WAIT_S:
+            warn("LACP did not aggregate in %d s: %s" % (LACP_WAIT_S, "; ".join(
+                "%s %s" % kv for kv in sorted(unready.items()))))
+            return
+        time.sleep(0.3)
 
 
 def stop_frr(started):
@@ -577,6 +635,7 @@ def main():
         net.start()
         configure(net, args.mininet_shaping)
         start_frr(net, frr)
+        wait_aggregated(net)
         wait_listening(starting)
         wait_connected(net)
         wait_converged(net)

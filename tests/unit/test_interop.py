@@ -302,11 +302,28 @@ def test_containerlab_export_of_an_ospf_lab_writes_the_frr_files_beside_it_or_re
 
 
 def test_the_scripts_convergence_wait_reads_ip_json_routes():
-    prefixes = _runtime_functions("route_prefixes")["route_prefixes"]
+    prefixes = _runtime_functions("json_lists", "route_prefixes")["route_prefixes"]
     text = ('[{"dst":"default","gateway":"10.0.0.1"},{"dst":"10.77.0.0/24","dev":"eth1"}]\n'
             '[{"dst":"fd00:77::/64","dev":"eth1"}]\n')
     assert prefixes(text) == {"default", "10.77.0.0/24", "fd00:77::/64"}
     assert prefixes("[]\n[]\n") == set()
+
+
+def test_the_scripts_lacp_wait_reads_ip_json_links_captured_in_the_lab_vm():
+    """802.3ad bonds in the lab VM (`ip -j -d link show dev bond0` and `... master bond0`): both
+    ends bonded, settled; and a bond whose far end is two plain veths (no partner: one member in
+    its own aggregator, the other BACKUP). The exported script waits for the first, names the second."""
+    f = _runtime_functions("json_lists", "lacp_unready")
+    lacp = ROOT / "tests/data/interop/lacp"
+
+    def read(name):
+        return f["json_lists"]((lacp / f"{name}-bond.json").read_text() + (lacp / f"{name}-members.json").read_text())
+
+    assert f["lacp_unready"](*read("aggregated"), 2) is None
+    assert f["lacp_unready"](*read("aggregated"), 3) == "partner d6:32:0d:0d:22:6f, 2/3 members distributing, aggregators 1"
+    assert f["lacp_unready"](*read("no-partner"), 2) == "partner 00:00:00:00:00:00, 1/2 members distributing, aggregators 1,2"
+    bond, members = read("aggregated")
+    assert f["lacp_unready"](bond, members[:1], 2) == "partner d6:32:0d:0d:22:6f, 1/2 members distributing, aggregators 1"
 
 
 @pytest.mark.parametrize("path", SERVICES, ids=lambda p: p.stem)

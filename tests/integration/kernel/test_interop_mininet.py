@@ -80,11 +80,12 @@ def _export(tmp_path: Path, topo: Path, overrides=(), suffix: str = "") -> Path:
 
 def _drive(specs: list[dict], timeout: float, env: dict[str, str]) -> tuple[list[dict], str]:
     import os
-    proc = subprocess.run(["/usr/bin/python3", "-c", DRIVER, json.dumps(specs)], capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, **env})
+    # stderr into stdout: each script's warnings stay beside what it printed (_own_output)
+    proc = subprocess.run(["/usr/bin/python3", "-c", DRIVER, json.dumps(specs)], stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, timeout=timeout, env={**os.environ, **env})
     results = [json.loads(line.split(" ", 1)[1]) for line in proc.stdout.splitlines()
                if line.startswith("DRIVER-RESULT ")]
-    return results, proc.stdout + proc.stderr
+    return results, proc.stdout
 
 
 @pytest.fixture(scope="module")
@@ -111,13 +112,23 @@ def test_every_bundled_topology_runs_under_mininet_with_test_passing(mininet_run
     results, output = mininet_runs
     assert len(results) == len(TOPOLOGIES) + 1, output[-3000:]
     failed = [r["script"] for r in results if r["code"] != 0]
-    assert not failed, f"--test failed for {failed}:\n{output[-4000:]}"
+    assert not failed, f"--test failed for {failed}:\n" + "\n".join(_own_output(output, s) for s in failed)
     assert output.count("linklab checks:") == len(TOPOLOGIES)
     # The checks pinged across every bonded link (by name) at its MTU.
     for t in TOPOLOGIES:
         for link in resolved_lab(t, scale=SCALE).links:
             if link.kind == "bond":
                 assert re.search(rf"at MTU {link.mtu} via (\S+\+)?{link.name}(\+\S+)?: ok", output), (t.name, link.name)
+
+
+def _own_output(output: str, script: str) -> str:
+    """What one script of the driver's run printed: the lines after the previous script's
+    DRIVER-RESULT, through its own."""
+    lines = output.splitlines()
+    end = next(i for i, line in enumerate(lines) if line.startswith("DRIVER-RESULT ") and json.loads(
+        line.split(" ", 1)[1])["script"] == script)
+    start = max((i + 1 for i, line in enumerate(lines[:end]) if line.startswith("DRIVER-RESULT ")), default=0)
+    return "\n".join(lines[start:end + 1])
 
 
 def test_default_lab_throughput_in_linklab_and_in_its_mininet_script(mininet_runs, make_lab, record_property):
