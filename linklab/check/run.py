@@ -114,6 +114,8 @@ def run_checks(spec: ChecksFile, handle: LabHandle, *, stage: int | None = None,
     ctx = Context(handle, say)
     results: dict[str, Result] = {}
     checks = selected(spec, stage, student, only)
+    if checks:
+        _settle_lacp(handle, say)
     for c in checks:
         results[c.id] = _one(c, ctx, results, keep_raw)
         r = results[c.id]
@@ -124,6 +126,22 @@ def run_checks(spec: ChecksFile, handle: LabHandle, *, stage: int | None = None,
                   round(time.monotonic() - t0, 2), stage, student,
                   [list(o) for o in (record.get("topology") or {}).get("overrides", [])], handle.lab.scale,
                   spec.sha256)
+
+
+def _settle_lacp(handle: LabHandle, say: Callable[[str], None]) -> None:
+    """Until LACP has aggregated every 802.3ad bond whose members are all up (the sweep's
+    pre-flight waits alike), up to LACP_CONVERGE_S: a lab just built or changed is still
+    negotiating, and a check then would find the bond unaggregated or measure one member."""
+    from linklab.sweep import preflight
+    if not any(b.mode == "802.3ad" for link in handle.lab.links for b in link.bonds):
+        return
+    _, summaries, waited = preflight.wait_for_bonds(
+        handle, preflight.LACP_CONVERGE_S, lambda _p, s: not preflight.lacp_converging(s))
+    late = preflight.lacp_converging(summaries)
+    if late:
+        say(f"  LACP had not aggregated {', '.join(late)} after {waited:.0f} s: checking as it is")
+    elif waited >= 0.5:
+        say(f"  waited {waited:.1f} s for LACP to aggregate the lab's 802.3ad bonds")
 
 
 def _one(c: Check, ctx: Context, done: dict[str, Result], keep_raw: bool) -> Result:

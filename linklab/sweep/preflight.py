@@ -26,6 +26,9 @@ from linklab.model.resolved import Lab
 
 PING_GAP_S = 0.02
 NEXT_WAIT_S = 0.5
+# LACP: a member distributes ~2 s after it joins its aggregator (AD_AGGREGATE_WAIT_TIME) and the
+# partners exchange LACPDUs each second (lacp_rate fast): seconds, even on a loaded emulator.
+LACP_CONVERGE_S = 15.0
 
 
 @dataclass
@@ -75,6 +78,26 @@ def bond_problems(handle: LabHandle, nodes: set[str] | None = None) -> tuple[lis
     return problems, summaries
 
 
+def wait_for_bonds(handle: LabHandle, deadline_s: float, settled) -> tuple[list[str], list[dict[str, Any]], float]:
+    """bond_problems, polled until settled(problems, summaries) or deadline_s (LACP converges
+    in seconds after a bond is built or its mode changed); also the seconds until the last look,
+    the time the bonds took (the kernel's negotiation, LACP's), not the sweep's or the check's."""
+    t0 = time.monotonic()
+    while True:
+        polled = time.monotonic()
+        problems, summaries = bond_problems(handle)
+        if settled(problems, summaries) or time.monotonic() - t0 > deadline_s:
+            return problems, summaries, polled - t0
+        time.sleep(0.2)
+
+
+def lacp_converging(summaries: list[dict[str, Any]]) -> list[str]:
+    """The 802.3ad bonds (of bond_problems' summaries) with every member up but not aggregated
+    yet: what LACP is still negotiating. A bond with a member down is as the lab made it."""
+    return [s["bond"] for s in summaries if s.get("mode") == "802.3ad" and s["members_up"] == s["members"]
+            and not s.get("lacp_aggregated")]
+
+
 def path_mtu(lab: Lab, client: str, server: str) -> int:
     """The smallest MTU on the way: links of the client's and server's L2 segments."""
     segs = {link.segment for link in lab.links if any(e.node in (client, server) for e in link.ends)}
@@ -96,23 +119,13 @@ def path_signature(lab: Lab, client: str, server: str, ip: int) -> str:
     return json.dumps([client, server, ip, links, nodes], sort_keys=True)
 
 
-def run(handle: LabHandle, client: str, server: str, ip: int, deadline_s: float = 15.0,
+def run(handle: LabHandle, client: str, server: str, ip: int, deadline_s: float = LACP_CONVERGE_S,
         path_proved: bool = False) -> Preflight:
     """The checks; `path_proved`: the path's MTU was proved by the previous point's pre-flight on
     this very lab (the caller knows nothing changed since): its pings are not sent again."""
     lab = handle.lab
     pf = Preflight()
-    t0 = time.monotonic()
-    # Bonds: LACP takes a few seconds to converge after a mode change, so poll until a deadline.
-    while True:
-        polled = time.monotonic()
-        problems, pf.bonds = bond_problems(handle)
-        if not problems or time.monotonic() - t0 > deadline_s:
-            break
-        time.sleep(0.2)
-    # The time the bonds took to become ready (the kernel's negotiation, LACP's), not the
-    # last look that found them so: the sweep's own cost is told apart from the lab's.
-    pf.waited_s = polled - t0
+    problems, pf.bonds, pf.waited_s = wait_for_bonds(handle, deadline_s, lambda problems, _s: not problems)
     for p in problems:
         pf.fail(p)
     mtu = path_mtu(lab, client, server)

@@ -2,6 +2,7 @@
 writes (JSON, JUnit read back by a JUnit parser)."""
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -204,3 +205,49 @@ def test_a_result_saved_in_schema_1_is_read_with_todays_exit_codes(scripted, old
     doc = output.as_json(scripted([{"id": "a"}]))
     doc.update(schema="linklab-check/1", summary={**doc["summary"], "exit_code": old})
     assert output.upgraded(doc)["summary"]["exit_code"] == now
+
+
+def _bond(aggregated: bool, up: int = 2) -> dict:
+    return {"bond": "h1:bond0", "mode": "802.3ad", "members": 2, "members_up": up, "lacp_aggregated": aggregated}
+
+
+def test_checks_of_an_802_3ad_lab_wait_for_lacp_and_say_so(monkeypatch):
+    """A lab just built is still negotiating LACP: the checks start once every 802.3ad bond with
+    its members up has aggregated (read again every 0.2 s), and the wait is said."""
+    from linklab.sweep import preflight
+    monkeypatch.setitem(kinds.REGISTRY, "scripted", ScriptedKind())
+    lab = build_lab(ROOT / "topologies" / "bond2.yaml", [("links[bond].bond.mode", "802.3ad")])
+    looks = iter([[_bond(False)]] * 4 + [[_bond(True)]])
+    monkeypatch.setattr(preflight, "bond_problems", lambda h: ([], next(looks)))
+    said: list[str] = []
+    spec = ChecksFile("c.yaml", "t.yaml", None, (Scripted(kind="scripted", id="a"),))
+    report = run_checks(spec, FakeHandle(lab), say=said.append)
+    assert [r.verdict for r in report.results] == [PASS]
+    assert next(looks, None) is None  # read until aggregated, not after
+    (line,) = [m for m in said if "LACP" in m]
+    m = re.fullmatch(r"  waited (\d+\.\d) s for LACP to aggregate the lab's 802.3ad bonds", line)
+    assert m and 0.8 <= float(m[1]) <= 10, line  # four looks 0.2 s apart before the fifth found it
+
+
+def test_a_bond_with_a_member_down_is_not_waited_for_and_one_never_aggregating_is_said(monkeypatch):
+    from linklab.sweep import preflight
+    assert preflight.lacp_converging([_bond(False, up=1), _bond(True)]) == []
+    assert preflight.lacp_converging([_bond(False), {**_bond(False), "mode": "balance-rr"}]) == ["h1:bond0"]
+    monkeypatch.setitem(kinds.REGISTRY, "scripted", ScriptedKind())
+    monkeypatch.setattr(preflight, "LACP_CONVERGE_S", 0.5)
+    lab = build_lab(ROOT / "topologies" / "bond2.yaml", [("links[bond].bond.mode", "802.3ad")])
+    monkeypatch.setattr(preflight, "bond_problems", lambda h: ([], [_bond(False)]))
+    said: list[str] = []
+    run_checks(ChecksFile("c.yaml", "t.yaml", None, (Scripted(kind="scripted", id="a"),)), FakeHandle(lab),
+               say=said.append)
+    (line,) = [m for m in said if "LACP" in m]
+    assert re.fullmatch(r"  LACP had not aggregated h1:bond0 after \d+ s: checking as it is", line), line
+
+
+def test_a_lab_without_802_3ad_is_not_read_before_its_checks(monkeypatch):
+    from linklab.sweep import preflight
+    monkeypatch.setitem(kinds.REGISTRY, "scripted", ScriptedKind())
+    monkeypatch.setattr(preflight, "bond_problems", lambda h: pytest.fail("read the bonds of a balance-rr lab"))
+    lab = build_lab(ROOT / "topologies" / "bond2.yaml", [])
+    report = run_checks(ChecksFile("c.yaml", "t.yaml", None, (Scripted(kind="scripted", id="a"),)), FakeHandle(lab))
+    assert [r.verdict for r in report.results] == [PASS]
