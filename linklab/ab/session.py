@@ -99,11 +99,12 @@ class ArmProcess:
         self.hello = hello
         return hello
 
-    def end(self) -> None:
-        """Tell it to finish (its lab put back, its run complete) and wait for it."""
+    def end(self, down: bool) -> None:
+        """Tell it to finish (its lab put back, its run complete; `down`: then its lab taken down,
+        which an arm older than that leaves to _take_down) and wait for it."""
         if self.proc.poll() is None:
             try:
-                self.ask(END_TIMEOUT_S, do="end")
+                self.ask(END_TIMEOUT_S, do="end", down=down)
                 self.proc.stdin.close()
                 self.proc.wait(timeout=END_TIMEOUT_S)
             except (ArmFailed, subprocess.TimeoutExpired):
@@ -190,8 +191,14 @@ def drive(arms: list[Arm], run_dir: Path, pairs: int, quick: bool, say=print, ke
                     progress.log(f"  arm {name} rep {reps[name]} at {pa['key']}: {reply.get('error')}")
                 progress.finish_unit()
         progress.close()
-        for p in procs_.values():
-            p.end()
+        # Both at once: each puts its lab back and writes its run (and takes its lab down), a few
+        # seconds of work apiece in a software-emulated VM.
+        enders = [threading.Thread(target=p.end, kwargs={"down": not keep_labs}, name=f"end-{name}")
+                  for name, p in procs_.items()]
+        for t in enders:
+            t.start()
+        for t in enders:
+            t.join()
         manifest.update(complete=True)
     finally:
         for p in procs_.values():

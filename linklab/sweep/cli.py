@@ -139,8 +139,18 @@ def _stepwise(args, opts, exp) -> int:
         raise UsageError("--stepwise runs where the lab is, and this lab needs the lab VM",
                          hint="run it inside the VM (`linklab ab` does), e.g. `linklab vm run -- linklab sweep ... --stepwise`")
     replies = stepwise.protocol_stream()  # first: from here on nothing else can print to stdout
-    run(args.experiment, opts, say=lambda msg: print(msg, file=sys.stderr, flush=True),
-        order=lambda sweep, points, todo: stepwise.serve(sweep, points, todo, replies=replies), loaded=exp)
+    say = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
+    ended: dict = {}
+
+    def order(sweep, points, todo) -> None:
+        ended.update(stepwise.serve(sweep, points, todo, replies=replies), lab=sweep.handle.record["lab"])
+
+    run(args.experiment, opts, say=say, order=order, loaded=exp)
+    if ended.get("down"):
+        # Here, with linklab imported already: a driver's own `linklab down` would be a cold
+        # Python start (~10-25 s in a software-emulated lab VM).
+        from linklab import lab
+        lab.down(ended["lab"], say=say)
     return 0
 
 

@@ -10,6 +10,10 @@ then answers each command with one line:
                                                (measured once more first if the host was busy, as
                                                any sweep does unless --no-rerun-disturbed)
     {"do": "end"}                           -> {"ok": true}, and the sweep ends as any sweep does
+    {"do": "end", "down": true}             -> the same, then the sweep takes its lab down itself
+                                               (a driver need not start a linklab of its own for
+                                               it; an arm too old to know says {"ok": true} and
+                                               leaves its lab up, as before)
 A command it cannot carry out gets {"ok": false, "error": TEXT} and the sweep goes on; the end of
 stdin ends it too (its driver is gone). Everything else the sweep says goes to stderr: stdout is
 the protocol's alone (dup'd away before anything else can print, a child process's output
@@ -41,8 +45,9 @@ def protocol_stream() -> IO[str]:
 
 
 def serve(sweep: Sweep, points: list[Point], todo: dict[str, list[int]],
-          commands: IO[str] | None = None, replies: IO[str] | None = None) -> None:
-    """The stepwise order (engine.Order): hello, then one reply per command until "end"."""
+          commands: IO[str] | None = None, replies: IO[str] | None = None) -> dict[str, Any]:
+    """The stepwise order (engine.Order): hello, then one reply per command until "end"; the end
+    command ({} when stdin ended first), so the caller can do what it asks once the sweep ends."""
     commands = commands if commands is not None else sys.stdin
     replies = replies if replies is not None else protocol_stream()
     by_id = {p.id: p for p in points}
@@ -69,7 +74,7 @@ def serve(sweep: Sweep, points: list[Point], todo: dict[str, list[int]],
         do = cmd.get("do")
         if do == "end":
             reply(ok=True)
-            return
+            return cmd
         point = by_id.get(cmd.get("point"))
         if do not in ("prepare", "measure") or point is None:
             reply(ok=False, error=f"unknown command or point: {line.strip()[:200]} (commands: prepare, measure, "
@@ -95,3 +100,4 @@ def serve(sweep: Sweep, points: list[Point], todo: dict[str, list[int]],
             row = measure_settled(sweep, prepared, rep)
             sweep.progress.finish_unit()
             reply(ok=True, error=row.get("error"), flags=row.get("flags") or "")
+    return {}

@@ -82,6 +82,8 @@ def test_points_matched_by_axes_and_measured_interleaved(tmp_path):
                                                                                ("p2-id", 1), ("p2-id", 2)]
     assert [(c["point"], c["rep"]) for c in cb if c["do"] == "measure"] == [("p1-id", 1), ("p1-id", 2),
                                                                                ("p2-id", 1), ("p2-id", 2)]
+    # each arm takes its own lab down as it ends (no cold `linklab down` of the driver's)
+    assert ca[-1] == cb[-1] == {"do": "end", "down": True}
 
 
 def test_only_the_points_whose_axes_take_the_kept_values_are_prepared_and_measured(tmp_path):
@@ -112,3 +114,10 @@ def test_arms_with_no_point_in_common_are_refused(tmp_path):
     with pytest.raises(Exception, match="no point in common"):
         session.drive([_arm(tmp_path, "a", ["p1"]), _arm(tmp_path, "b", ["p2"])], tmp_path, pairs=1, quick=True,
                       say=lambda *_: None)
+
+
+def test_keep_labs_asks_no_arm_to_take_its_lab_down(tmp_path):
+    _manifest(tmp_path)
+    a, b = _arm(tmp_path, "a", ["p1"]), _arm(tmp_path, "b", ["p1"])
+    assert session.drive([a, b], tmp_path, pairs=1, quick=True, say=lambda *_: None, keep_labs=True)["complete"]
+    assert _commands(a)[-1] == _commands(b)[-1] == {"do": "end", "down": False}

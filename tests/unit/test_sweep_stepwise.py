@@ -21,8 +21,9 @@ def _serve(tmp_path, monkeypatch, commands, todo=None, settings=(), plan=_Plan):
               Point(index=1, id="p1", key="mtu=9000", axes={"mtu": 9000})]
     replies = io.StringIO()
     cmds = io.StringIO("".join(json.dumps(c) + "\n" for c in commands))
-    stepwise.serve(sweep, points, todo or {"p0": [1, 2], "p1": [1, 2]}, commands=cmds, replies=replies)
+    ended = stepwise.serve(sweep, points, todo or {"p0": [1, 2], "p1": [1, 2]}, commands=cmds, replies=replies)
     sweep.recording.close()
+    sweep.ended = ended  # what the end command asked (the caller acts on it once the sweep ends)
     return [json.loads(x) for x in replies.getvalue().splitlines()], sweep, applied
 
 
@@ -36,6 +37,7 @@ def test_hello_then_one_reply_per_command_and_only_what_was_asked_is_measured(tm
     assert replies[1] == {"ok": True, "preflight_ok": True, "problems": []}
     assert replies[2]["ok"] and replies[2]["error"] is None and replies[3]["ok"]
     assert replies[4] == {"ok": True} and len(replies) == 5  # nothing read after "end"
+    assert sweep.ended == {"do": "end"}  # no `down` asked: the lab stays up
     assert sorted((r["point_id"], r["rep"]) for r in sweep.store.rows()) == [("p1", 1), ("p1", 2)]
 
 
@@ -54,6 +56,13 @@ def test_bad_commands_are_answered_and_change_nothing(tmp_path, monkeypatch):
     assert "prepare it first" in answers[0]["error"] and "p0, p1" in answers[1]["error"]
     assert "not a repetition left" in answers[5]["error"] and "not a repetition left" in answers[7]["error"]
     assert [(r["point_id"], r["rep"]) for r in sweep.store.rows()] == [("p0", 1)]  # stdin's end ends it
+    assert sweep.ended == {}  # no end command: nothing asked of the caller
+
+
+def test_end_with_down_is_answered_first_and_handed_to_the_caller(tmp_path, monkeypatch):
+    replies, sweep, _ = _serve(tmp_path, monkeypatch, [{"do": "end", "down": True}])
+    assert replies[1:] == [{"ok": True}]
+    assert sweep.ended == {"do": "end", "down": True}
 
 
 def test_the_sweeps_own_settings_win_over_the_points(tmp_path, monkeypatch):
