@@ -45,7 +45,8 @@ tier fuzz $PY -m pytest tests/fuzz -n 2 "$@"
 tier host $PY -m pytest tests/integration/host -n 2 --dist loadfile "$@"
 # The kernel tier, in one lab VM boot and two phases: first the tests marked `concurrent`
 # (pyproject.toml says what that promises) two at a time (pytest-xdist, a worker per vCPU), then
-# the rest one at a time. Most of the tier waits on what it asked for (flows' windows, settles,
+# the rest one at a time; the tests marked `extended` (a second measurement of what another test
+# shows: `make test-extended`) in neither. Most of the tier waits on what it asked for (flows' windows, settles,
 # timeouts) with the VM's CPU mostly idle; the concurrent ones wait side by side. The lab VM stops
 # after the tier, unless LINKLAB_TEST_KEEP_VM=1 (.ci/run: its gate measures both arms in the VM the
 # tier leaves, a boot saved; .ci/run stops it after). Each test that passes is written down as it
@@ -79,14 +80,14 @@ kernel_phases() {
   done
   # --dist load (a test to a worker as it frees up): measured, 380 s of it on cores twice as slow
   # against 431 s with worksteal, which splits the list in halves first (the long selftests in one).
-  "${in_vm[@]}" -- "${kernel_pytest[@]}" -m concurrent -n 2 --dist load --durations=10 "${concurrent_args[@]}"
+  "${in_vm[@]}" -- "${kernel_pytest[@]}" -m "concurrent and not extended" -n 2 --dist load --durations=10 "${concurrent_args[@]}"
   c=$?
   [ "$c" = 5 ] && c=0
   [ "$c" = 0 ] || code=$c
   # A lock-up in the first phase: the second runs in a new VM, and the lock-up is told from the
   # console log of the one that died.
   [ "$c" = 0 ] || ! locked_up || : > "$REPORTS/kernel-locked-up"
-  "${in_vm[@]}" "${stop_after[@]}" -- "${kernel_pytest[@]}" -m "not concurrent" --durations=25 "$@"
+  "${in_vm[@]}" "${stop_after[@]}" -- "${kernel_pytest[@]}" -m "not concurrent and not extended" --durations=25 "$@"
   c=$?
   [ "$c" = 5 ] && c=0
   [ "$code" = 0 ] && code=$c
@@ -106,7 +107,7 @@ if [ "$(tail -n1 "$REPORTS/times.txt" | cut -d' ' -f2)" != 0 ] && { [ -e "$REPOR
   deselect=()
   while read -r id; do deselect+=(--deselect "$id"); done < "$REPORTS/kernel-passed-before.txt"
   rc=$rc_before_kernel
-  tier kernel "${in_vm[@]}" "${stop_after[@]}" -- "${kernel_pytest[@]}" --durations=25 "$@" "${deselect[@]}"
+  tier kernel "${in_vm[@]}" "${stop_after[@]}" -- "${kernel_pytest[@]}" -m "not extended" --durations=25 "$@" "${deselect[@]}"
 fi
 
 # Did every tier run tests? Count the cases in each tier's JUnit report; print the times.

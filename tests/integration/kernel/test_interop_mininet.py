@@ -88,29 +88,44 @@ def _drive(specs: list[dict], timeout: float, env: dict[str, str]) -> tuple[list
     return results, proc.stdout
 
 
+# The side-by-side goodput tests (linklab's lab beside its exported script) are marked `extended`:
+# not in `make test` (CI's time), run by `make test-extended`.
+SIDE_BY_SIDE = ("test_default_lab_throughput_in_linklab_and_in_its_mininet_script",
+                "test_e3_in_linklab_and_in_its_mininet_script_at_1500_and_with_mismatched_port_mtu")
+
+
+def _side_by_side(request) -> bool:
+    return any(item.originalname in SIDE_BY_SIDE for item in request.session.items)
+
+
 @pytest.fixture(scope="module")
-def mininet_runs(tmp_path_factory, root_ovs):
-    """Every bundled topology's script with --test, in one python3; the default lab's and E3's
-    also measure TCP goodput h1 -> h2 in the same Mininet run (a second build would cost
-    minutes), E3's mismatch point only that (its MTU pings are meant to fail)."""
+def mininet_runs(request, tmp_path_factory, root_ovs):
+    """Every bundled topology's script with --test, in one python3; when a side-by-side test is
+    selected, the default lab's and E3's also measure TCP goodput h1 -> h2 in the same Mininet
+    run (a second build would cost minutes), and E3's mismatch point only that (its MTU pings are
+    meant to fail)."""
+    side_by_side = _side_by_side(request)
     tmp = tmp_path_factory.mktemp("mininet")
     specs = []
     for t in TOPOLOGIES:
         overrides = E3_POINTS["mtu1500"] if t == E3 else []
         seconds = E3_SECONDS if t == E3 else IPERF_SECONDS
-        iperf = ["--iperf3", "h1", "h2", "--seconds", str(seconds)] if t.name in ("bond2.yaml", E3.name) else []
+        iperf = (["--iperf3", "h1", "h2", "--seconds", str(seconds)]
+                 if side_by_side and t.name in ("bond2.yaml", E3.name) else [])
         specs.append({"script": str(_export(tmp, t, overrides)), "args": ["--test", *iperf]})
-    specs.append({"script": str(_export(tmp, E3, E3_POINTS["mismatch"], "_mismatch")),
-                  "args": ["--iperf3", "h1", "h2", "--seconds", str(E3_SECONDS)]})
+    if side_by_side:
+        specs.append({"script": str(_export(tmp, E3, E3_POINTS["mismatch"], "_mismatch")),
+                      "args": ["--iperf3", "h1", "h2", "--seconds", str(E3_SECONDS)]})
     t0 = time.monotonic()
     results, output = _drive(specs, timeout=1200, env=root_ovs.env())
     print(f"\nMininet scripts of {len(specs)} topologies: {time.monotonic() - t0:.0f} s", file=sys.stderr)
     return results, output
 
 
-def test_every_bundled_topology_runs_under_mininet_with_test_passing(mininet_runs):
+def test_every_bundled_topology_runs_under_mininet_with_test_passing(mininet_runs, request):
     results, output = mininet_runs
-    assert len(results) == len(TOPOLOGIES) + 1, output[-3000:]
+    # (and E3's mismatch script when a side-by-side test is selected)
+    assert len(results) == len(TOPOLOGIES) + _side_by_side(request), output[-3000:]
     failed = [r["script"] for r in results if r["code"] != 0]
     assert not failed, f"--test failed for {failed}:\n" + "\n".join(_own_output(output, s) for s in failed)
     assert output.count("linklab checks:") == len(TOPOLOGIES)
@@ -131,6 +146,7 @@ def _own_output(output: str, script: str) -> str:
     return "\n".join(lines[start:end + 1])
 
 
+@pytest.mark.extended
 def test_default_lab_throughput_in_linklab_and_in_its_mininet_script(mininet_runs, make_lab, record_property):
     """Side by side: linklab's default lab and its exported Mininet script (same qdiscs)."""
     _, output = mininet_runs
@@ -175,6 +191,7 @@ def _linklab_bps(lb, seconds: int) -> float:
     return Iperf3Client.parse(res.stdout).received_bps
 
 
+@pytest.mark.extended
 def test_e3_in_linklab_and_in_its_mininet_script_at_1500_and_with_mismatched_port_mtu(mininet_runs, make_lab, record_property):
     """E3's own setup (Mininet, OVS, the os-ken controller) exported and run, beside linklab's E3,
     at MTU 1500 and at the mismatch that collapses TCP in linklab's E3 (bench/README.md, E3 quick: 0 Mbit/s)."""
