@@ -6,8 +6,21 @@ from pathlib import Path
 
 from linklab import state
 from linklab.cli import main
+from linklab.measure.flags import host_busy
 
 DATA = Path(__file__).resolve().parents[1] / "data"
+
+
+def _busy(manifest: dict, mtu: int) -> bool:
+    """Whether every repetition of one arm at this MTU carries a host flag (linklab/measure/flags.py)."""
+    for arm in ("a", "b"):
+        rows = [json.loads(r.read_text()) for r in (Path(manifest["runs"][arm]) / "points").glob("*/rep*/row.json")
+                if r.parent.name[3:].isdigit()]
+        flagged = [host_busy(row) for row in rows if row.get("mtu") == mtu]
+        assert flagged, (arm, mtu)
+        if all(flagged):
+            return True
+    return False
 
 
 def test_a_halved_rate_in_b_is_caught_and_both_labs_are_gone_after(tmp_path, capsys):
@@ -18,20 +31,24 @@ def test_a_halved_rate_in_b_is_caught_and_both_labs_are_gone_after(tmp_path, cap
     rc = main(["ab", str(DATA / "ab_link.yaml"), "--b", "links[wire].impair.rate=10mbit", "--pairs", "3",
                "--results", str(tmp_path), "--no-report"])
     out = capsys.readouterr().out
-    assert rc == 1, out
     (run_dir,) = (tmp_path / "ab" / "itab").iterdir()
     manifest = json.loads((run_dir / "ab.json").read_text())
     assert manifest["complete"] and manifest["points"] == 2 and manifest["pairs"] == 3
     assert manifest["arms"]["b"]["overrides"] == ["links[wire].impair.rate=10mbit"]
     verdict = json.loads((run_dir / "verdict.json").read_text())
     tp = {c["point"]: c for c in verdict["judgments"] if c.get("metric") == "throughput_mbps"}
-    assert set(tp) == {"mtu=1500", "mtu=2000", "(every point)"}
-    for c in tp.values():
+    # A point where every repetition of an arm carries a host flag (another process took the CPU,
+    # or the hypervisor: host_disturbed, host_stolen) is judged inconclusive, not failed, and is
+    # left out of the judgment over every point (docs/verdicts.md): what linklab promises there.
+    busy = {f"mtu={mtu}": _busy(manifest, mtu) for mtu in (1500, 2000)}
+    assert set(tp) == set(busy) | ({"(every point)"} if not any(busy.values()) else set()), (busy, tp)
+    assert rc == (1 if not all(busy.values()) else 6), out  # exit 6: inconclusive only
+    for point, c in tp.items():
         # 10 of 20 Mbit/s: B/A is 0.5 times the ratio of the two links' efficiencies. A carries
         # 96-98 % of its 20 Mbit/s; B 85-98 % of its 10 (9.1-9.8 here; 8.5 at both MTUs on a slower
         # CI machine, no retransmit: the 10 ms queue drains while an emulated sender is late), so
         # 0.43-0.51 measured; 0.40-0.55 allowed. Never more than B's shaper lets through.
-        assert c["verdict"] == "FAIL" and 0.40 <= c["ratio"] <= 0.55, c
+        assert c["verdict"] == ("inconclusive" if busy.get(point) else "FAIL") and 0.40 <= c["ratio"] <= 0.55, (busy, c)
         assert c["high"] < 0  # the interval excludes no change
         assert max(c["b"]) <= 10.0, c
     # each arm measured each point three times, and its rows say which lab setting it ran with
