@@ -122,7 +122,8 @@ test-integration:
 	$(LINKLAB) vm run --if-needed --stop-after -- $(PY) -m pytest tests/integration/kernel $(PYTEST_ARGS)
 
 # The kernel tests `make test` leaves out (pyproject.toml's `extended` marker: a second measurement
-# of what a test in make test shows), one at a time in one lab VM boot: ~5 min.
+# of what a test in make test shows, the lab-VM exercises' broken variants), one at a time in one
+# lab VM boot: ~15 min.
 test-extended:
 	@$(SETUP) --with test
 	$(LINKLAB) vm run --if-needed --stop-after -- $(PY) -m pytest tests/integration/kernel -m extended $(PYTEST_ARGS)

@@ -31,6 +31,7 @@ import shlex
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import Collection
 from typing import Annotated, Any, Callable
 
 from pydantic import Field, ValidationError, field_validator
@@ -262,9 +263,11 @@ def judge_stage(stage: Stage, report: Report) -> Stage:
 
 
 def selftest(name: str, seed: str | None = None, lab_name: str | None = None,
-             say: Callable[[str], None] = print, keep: bool = False, keep_raw: bool = False) -> list[Stage]:
+             say: Callable[[str], None] = print, keep: bool = False, keep_raw: bool = False,
+             only: Collection[str] | None = None) -> list[Stage]:
     """Build the exercise's lab and check each stage (linklab check --selftest); `keep`: leave the
-    lab up; `keep_raw`: keep what the tools printed in each stage's report."""
+    lab up; `keep_raw`: keep what the tools printed in each stage's report; `only`: these stages
+    alone (start, solution, variants by name; each starts from the starting lab all the same)."""
     loaded = load(name, seed)
     ex = loaded.exercise
     lab_name = lab_name or _lab_name(loaded)
@@ -273,6 +276,12 @@ def selftest(name: str, seed: str | None = None, lab_name: str | None = None,
                          hint=f"`linklab down {lab_name}`, or give the selftest's lab another name with --name")
     plan = [("start", [], ex.start.fails), ("solution", ex.steps(), [])]
     plan += [(v.name, ex.steps() + v.steps, v.fails) for v in ex.variants]
+    if only is not None:
+        unknown = sorted(set(only) - {p[0] for p in plan})
+        if unknown:
+            raise UsageError(f"exercise {name} has no stage {', '.join(unknown)} (its stages: "
+                             f"{', '.join(p[0] for p in plan)})")
+        plan = [p for p in plan if p[0] in only]
     stages: list[Stage] = []
     say(f"linklab: selftest of {loaded.path.parent.name} ({ex.title}), seed {loaded.seed}, lab {lab_name}")
     lablib.up(loaded.lab, name=lab_name, seed=loaded.seed, say=lambda _m: None)

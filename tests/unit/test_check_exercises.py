@@ -193,3 +193,25 @@ def test_the_docs_list_every_shipped_exercise():
     listing = (ROOT / "exercises" / "README.md").read_text()
     for name in NAMES:
         assert f"| `{name}` |" in course and f"| `{name}` |" in listing, name
+
+
+def test_a_selftest_of_stages_it_lacks_names_them_and_its_own_before_building_anything(monkeypatch, tmp_path):
+    monkeypatch.setenv("LINKLAB_STATE_DIR", str(tmp_path))
+    monkeypatch.setattr(exercise.lablib, "up", lambda *a, **k: pytest.fail("built a lab"))
+    with pytest.raises(UsageError) as e:
+        exercise.selftest("bond_hash", only=("solution", "no-such", "also-not"))
+    assert str(e.value) == ("exercise bond_hash has no stage also-not, no-such (its stages: start, solution, "
+                            "active-backup, ip-only-hash, member-cable)")
+
+
+def test_a_selftest_of_some_stages_checks_those_alone_in_order(monkeypatch, tmp_path):
+    monkeypatch.setenv("LINKLAB_STATE_DIR", str(tmp_path))
+    ran = []
+    monkeypatch.setattr(exercise.lablib, "up", lambda *a, **k: None)
+    monkeypatch.setattr(exercise.lablib, "handle", lambda name: name)
+    monkeypatch.setattr(exercise.time, "sleep", lambda s: None)
+    monkeypatch.setattr(exercise, "apply_steps", lambda lab, steps, say, replace: ran.append(("steps", replace)))
+    monkeypatch.setattr(exercise, "run_checks", lambda checks, handle, say, keep_raw: Report(handle, "c", "t", None, [], "", 0.0))
+    stages = exercise.selftest("bond_hash", only=("ip-only-hash", "start"), say=lambda m: None)
+    assert [s.name for s in stages] == ["start", "ip-only-hash"]  # the exercise's order, not the caller's
+    assert ran == [("steps", False), ("steps", True)]  # the second from the starting lab again

@@ -71,20 +71,33 @@ def _selftests() -> list:
 @pytest.mark.timeout(1500)
 @pytest.mark.parametrize("name", _selftests())
 def test_every_exercise_passes_its_selftest(name):
-    """The starting lab fails exactly the checks named for it, the reference solution passes every
-    check, each broken variant fails exactly its own: every exercise whose lab needs what the
-    host's kernel lacks (the host tier selftests the others, each exactly once). Six exercises
-    ship at least."""
+    """The starting lab fails exactly the checks named for it and the reference solution passes
+    every check: every exercise whose lab needs what the host's kernel lacks (the host tier
+    selftests the others whole, each exactly once). Six exercises ship at least. Each broken
+    variant failing exactly its own is the extended test below (CI's time: the variants are about
+    half a selftest's, and they prove the exercise's wording, not a mechanism start and solution
+    leave untried)."""
     assert len(EXERCISES) >= 6 and sorted(NATIVE + IN_VM) == EXERCISES
     keep = os.environ.get("LINKLAB_CHECK_CAPTURE")  # where to keep each stage's report, tools' output too
-    stages = exercise.selftest(name, say=print, keep_raw=bool(keep))
+    stages = exercise.selftest(name, say=print, keep_raw=bool(keep), only=("start", "solution"))
     if keep:
         (Path(keep) / f"selftest_{name}.json").write_text(json.dumps(exercise.as_json(name, stages, raw=True),
                                                                      indent=1, default=str) + "\n")
-    assert [s.name for s in stages][:2] == ["start", "solution"] and len(stages) >= 3
+    assert [s.name for s in stages] == ["start", "solution"]
     bad = [(s.name, s.expected, s.failed, s.inconclusive, s.unexpected) for s in stages if s.verdict != "pass"]
     assert not bad, bad
     assert all(r.verdict == "pass" for r in stages[1].report.results)
+
+
+@pytest.mark.extended
+@pytest.mark.timeout(1500)
+@pytest.mark.parametrize("name", _or_none_here(IN_VM))
+def test_each_broken_variant_fails_exactly_its_own_checks(name):
+    variants = [v.name for v in exercise.load(name).exercise.variants]
+    stages = exercise.selftest(name, say=print, only=variants)
+    assert [s.name for s in stages] == variants and variants
+    bad = [(s.name, s.expected, s.failed, s.inconclusive, s.unexpected) for s in stages if s.verdict != "pass"]
+    assert not bad, bad
 
 
 # Restored here when the host cannot build them natively; the host tier restores every stage of
