@@ -29,9 +29,9 @@ from __future__ import annotations
 import os
 import shlex
 import time
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
-from collections.abc import Collection
 from typing import Annotated, Any, Callable
 
 from pydantic import Field, ValidationError, field_validator

@@ -139,7 +139,9 @@ def _stepwise(args, opts, exp) -> int:
         raise UsageError("--stepwise runs where the lab is, and this lab needs the lab VM",
                          hint="run it inside the VM (`linklab ab` does), e.g. `linklab vm run -- linklab sweep ... --stepwise`")
     replies = stepwise.protocol_stream()  # first: from here on nothing else can print to stdout
-    say = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
+    def say(msg: str) -> None:
+        print(msg, file=sys.stderr, flush=True)
+
     ended: dict = {}
 
     def order(sweep, points, todo) -> None:
