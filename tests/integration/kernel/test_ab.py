@@ -11,11 +11,16 @@ from linklab.measure.flags import host_busy
 DATA = Path(__file__).resolve().parents[1] / "data"
 
 
+def _row_files(manifest: dict, arm: str) -> list[Path]:
+    """An arm's repetitions' rows: rep<k>/ only (a repetition measured once more on a busy host
+    keeps its first try aside as rep<k>.disturbed-<n>/)."""
+    return [r for r in (Path(manifest["runs"][arm]) / "points").glob("*/rep*/row.json") if r.parent.name[3:].isdigit()]
+
+
 def _busy(manifest: dict, mtu: int) -> bool:
     """Whether every repetition of one arm at this MTU carries a host flag (linklab/measure/flags.py)."""
     for arm in ("a", "b"):
-        rows = [json.loads(r.read_text()) for r in (Path(manifest["runs"][arm]) / "points").glob("*/rep*/row.json")
-                if r.parent.name[3:].isdigit()]
+        rows = [json.loads(r.read_text()) for r in _row_files(manifest, arm)]
         flagged = [host_busy(row) for row in rows if row.get("mtu") == mtu]
         assert flagged, (arm, mtu)
         if all(flagged):
@@ -53,10 +58,7 @@ def test_a_halved_rate_in_b_is_caught_and_both_labs_are_gone_after(tmp_path, cap
         assert max(c["b"]) <= 10.0, c
     # each arm measured each point three times, and its rows say which lab setting it ran with
     for arm, rate in (("a", None), ("b", "links[wire].impair.rate=10mbit")):
-        # rep<k>/ only: a repetition measured once more on a busy host keeps its first try aside
-        # as rep<k>.disturbed-<n>/
-        rows = [r for r in (Path(manifest["runs"][arm]) / "points").glob("*/rep*/row.json")
-                if r.parent.name[3:].isdigit()]
+        rows = _row_files(manifest, arm)
         assert len(rows) == 6, (arm, rows)
         m = json.loads((Path(manifest["runs"][arm]) / "manifest.json").read_text())
         assert m["sweep_overrides"] == ([rate.split("=", 1)] if rate else [])

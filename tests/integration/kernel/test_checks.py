@@ -68,6 +68,11 @@ def _selftests() -> list:
                                        else pytest.mark.concurrent) for name in IN_VM])
 
 
+def _not_passed(stages) -> list:
+    """Each selftest stage that did not pass, with what it should have failed and what it did."""
+    return [(s.name, s.expected, s.failed, s.inconclusive, s.unexpected) for s in stages if s.verdict != "pass"]
+
+
 @pytest.mark.timeout(1500)
 @pytest.mark.parametrize("name", _selftests())
 def test_every_exercise_passes_its_selftest(name):
@@ -84,7 +89,7 @@ def test_every_exercise_passes_its_selftest(name):
         (Path(keep) / f"selftest_{name}.json").write_text(json.dumps(exercise.as_json(name, stages, raw=True),
                                                                      indent=1, default=str) + "\n")
     assert [s.name for s in stages] == ["start", "solution"]
-    bad = [(s.name, s.expected, s.failed, s.inconclusive, s.unexpected) for s in stages if s.verdict != "pass"]
+    bad = _not_passed(stages)
     assert not bad, bad
     assert all(r.verdict == "pass" for r in stages[1].report.results)
 
@@ -96,7 +101,7 @@ def test_each_broken_variant_fails_exactly_its_own_checks(name):
     variants = [v.name for v in exercise.load(name).exercise.variants]
     stages = exercise.selftest(name, say=print, only=variants)
     assert [s.name for s in stages] == variants and variants
-    bad = [(s.name, s.expected, s.failed, s.inconclusive, s.unexpected) for s in stages if s.verdict != "pass"]
+    bad = _not_passed(stages)
     assert not bad, bad
 
 

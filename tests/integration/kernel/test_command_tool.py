@@ -2,8 +2,7 @@
 rows, the report's table and the verdict's table; its server gone afterwards), a build step that
 fails the run, and `linklab ab` of two revisions of a throwaway git repository whose program
 differs: the slower one fails (and, in `make test-extended`, the same revision twice passes).
-`linklab ab` runs with the argv
-examples/ci/'s recipes run (tests/ci_recipe.py).
+`linklab ab` runs with the argv examples/ci/'s recipes run (tests/ci_recipe.py).
 
 Kernel tier: it needs netem (the example's link is shaped), so it runs where the lab kernel is."""
 
