@@ -85,7 +85,7 @@ def measure(aa_runs: list[tuple[str, Run, Run]]) -> Spread:
         # that other work or the hypervisor disturbed tells what they did, not what the machine does
         # when nothing changed.
         matched = [(p, by_key[p.key()]) for p in group(a) if p.key() in by_key and quiet(p) and quiet(by_key[p.key()])]
-        for p, m, va, vb, _busy in cells(matched, metrics.table_of(a.manifest, b.manifest)):
+        for p, m, va, vb, *_ in cells(matched, metrics.table_of(a.manifest, b.manifest)):
             ya, yb = scaled(m, va), scaled(m, vb)
             d = sum(yb) / len(yb) - sum(ya) / len(ya)
             acc = sums.setdefault(point_key(p), {}).setdefault(m.key, [0.0, 0, 0.0, 0])

@@ -4,7 +4,7 @@ repetitions a point is judged on (those measured on a quiet host), and the point
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, NamedTuple
 
 from linklab.results.points import Point
 from linklab.verdict import metrics
@@ -48,16 +48,29 @@ def busy_host(p: Point, q: Point) -> bool:
     return not quiet(p) or not quiet(q)
 
 
-def cells(pairs: list[tuple[Point, Point]], table: tuple[metrics.Metric, ...] = metrics.METRICS,
-          ) -> list[tuple[Point, metrics.Metric, list[float], list[float], bool]]:
-    """(A's point, metric, A's values, B's values, busy host) for every judged metric both arms
-    measured at a point; `table`: the runs' metrics (metrics.table_of: the declared ones too)."""
+class Cell(NamedTuple):
+    """One point and judged metric: the values judged (each arm's quiet repetitions where it has
+    any: judged_rows), whether an arm had none (busy_host), and every measured repetition's values
+    (the same where nothing was left out), which tell whether a difference shows only with the busy
+    repetitions counted (judging.metric_judgments)."""
+    point: Point
+    metric: metrics.Metric
+    a: list[float]
+    b: list[float]
+    busy: bool
+    a_all: list[float]
+    b_all: list[float]
+
+
+def cells(pairs: list[tuple[Point, Point]], table: tuple[metrics.Metric, ...] = metrics.METRICS) -> list[Cell]:
+    """A Cell for every judged metric both arms measured at a point; `table`: the runs' metrics
+    (metrics.table_of: the declared ones too)."""
     out = []
     for p, q in pairs:
         busy, ra, rb = busy_host(p, q), judged_rows(p), judged_rows(q)  # once per point, not per metric
         for m in table:
             if m.judged and (va := values(m, ra)) and (vb := values(m, rb)):
-                out.append((p, m, va, vb, busy))
+                out.append(Cell(p, m, va, vb, busy, values(m, p.ok), values(m, q.ok)))
     return out
 
 

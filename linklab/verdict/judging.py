@@ -10,7 +10,7 @@ from linklab.results.points import Point, group
 from linklab.results.runs import Run
 from linklab.verdict import metrics
 from linklab.verdict.aa import Spread
-from linklab.verdict.effect import cells, min_effect, own_spread, scaled
+from linklab.verdict.effect import Cell, cells, min_effect, own_spread, scaled
 from linklab.verdict.model import ALPHA, EVERY_POINT, FAIL, HARMLESS, INCONCLUSIVE, WITHIN, Judgment, Result
 from linklab.verdict.structure import flag_judgment, flag_counts, state_judgments, structure_judgments
 
@@ -24,7 +24,7 @@ def run_noise(cs, aa: Spread | None) -> dict[str, tuple[float, int]]:
     ratio of pooled variances: a point the A/A runs found perfectly steady cannot blow it up);
     where not ("<metric>"): the run's own spread pooled over every point, on the metric's scale."""
     acc: dict[str, list[float]] = {}
-    for p, m, va, vb, _busy in cs:
+    for p, m, va, vb, *_ in cs:
         own, df = own_spread(m, va, vb)
         if df <= 0:
             continue
@@ -66,15 +66,33 @@ def decide(m: metrics.Metric, d: float, se: float, df: int, alpha: float) -> tup
     return (WITHIN if not (changed and big) else HARMLESS if harmless else FAIL), low, high
 
 
-def metric_judgments(cs, noise: dict[str, tuple[float, int]], alpha: float, aa: Spread | None) -> list[Judgment]:
+def busy_only(c: Cell, verdict: str, noise_all: dict[str, tuple[float, int]], alpha: float, aa: Spread | None) -> bool:
+    """Whether a difference shows here only where the busy host's repetitions count: every
+    repetition of an arm was busy and the point fails, or the quiet ones left too few to show
+    what all of them fail on (a hypervisor stealing for minutes can leave one quiet repetition
+    of five). Either way the busy host may be what moved it: inconclusive, never a pass.
+    The second only where the interval rests on the run's own repetitions: an A/A spread at the
+    point sets its degrees of freedom however many of them are left. `noise_all`: run_noise with every
+    repetition counted."""
+    own_width = not (aa and aa.of(c.point, c.metric))
+    if verdict != FAIL and own_width and (c.a_all, c.b_all) != (c.a, c.b):
+        d, se, df = estimate(c.point, c.metric, c.a_all, c.b_all, noise_all, aa)
+        return decide(c.metric, d, se, df, alpha)[0] == FAIL
+    return c.busy and verdict == FAIL
+
+
+def metric_judgments(cs: list[Cell], noise: dict[str, tuple[float, int]], alpha: float,
+                     aa: Spread | None) -> list[Judgment]:
     """Every point and metric (docs/verdicts.md, steps 1-5), then each metric over every point at once:
     the mean of the points' effects, its standard error from theirs (a change at every point,
     each too small to show alone, shows together)."""
     out, by_metric = [], {}
-    for p, m, va, vb, busy in cs:
+    noise_all = run_noise([c._replace(a=c.a_all, b=c.b_all) for c in cs], aa)
+    for c in cs:
+        p, m, va, vb, busy = c.point, c.metric, c.a, c.b, c.busy
         d, se, df = estimate(p, m, va, vb, noise, aa)
         verdict, low, high = decide(m, d, se, df, alpha)
-        out.append(Judgment(p.label, m.rule, m.title, INCONCLUSIVE if busy and verdict == FAIL else verdict,
+        out.append(Judgment(p.label, m.rule, m.title, INCONCLUSIVE if busy_only(c, verdict, noise_all, alpha, aa) else verdict,
                          m, tuple(va), tuple(vb), d, low, high))
         if not busy:
             by_metric.setdefault(m, []).append((d, se, df, sum(va) / len(va), sum(vb) / len(vb)))
