@@ -40,7 +40,7 @@ def test_the_schemas_refuse_a_broken_recipe():
 def test_both_recipes_run_one_linklab_ab_command_that_linklab_takes():
     args = dict(experiment="examples/own-app/experiment.yaml", base="origin/main", junit="j.xml", results="res")
     gh, gl = ab_argv(GITHUB, **args), ab_argv(GITLAB, **args)
-    assert gh == gl == ["ab", "examples/own-app/experiment.yaml", "--quick", "--pairs", "3", "--a-rev", "origin/main",
+    assert gh == gl == ["ab", "examples/own-app/experiment.yaml", "--quick", "--pairs", "5", "--a-rev", "origin/main",
                         "--junit", "j.xml", "--results", "res"]
     parsed = _parser().parse_args(gh)
     assert (parsed.a_rev, parsed.junit, parsed.results, parsed.quick) == ("origin/main", "j.xml", "res", True)
