@@ -18,9 +18,11 @@ import pytest
 
 from linklab import procs, state
 from linklab.cli import main
+from linklab.measure.flags import host_busy
 from linklab.results.runs import Run
 from linklab.verdict.metrics import table_of
 from tests.ci_recipe import GITHUB, ab_argv
+from tests.integration import steal
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "examples/own-app"
@@ -117,20 +119,43 @@ def test_ab_of_a_slower_revision_fails_with_its_metrics_in_the_junit(tmp_path, c
     junit = tmp_path / "slower.xml"
     rc = main(ab_argv(GITHUB, experiment=exp, base=fast, junit=str(junit), results=str(tmp_path / "r1")))
     out = capsys.readouterr().out
-    assert rc == 1, out
     (run_dir,) = (tmp_path / "r1/ab/own_app").iterdir()
+    # The recipe's five pairs: each arm measured five times (one point).
+    reps = {arm: [json.loads(f.read_text()) for f in sorted(run_dir.glob(f"{arm}/own_app/*/points/*/rep[0-9]/row.json"))]
+            for arm in "ab"}
+    assert [len(reps["a"]), len(reps["b"])] == [5, 5], out
+    # A repetition measured while the host was busy (other work, or the hypervisor's steal: a CI
+    # machine's comes and goes for minutes, 12-43% of the cores measured here) is left out of the
+    # judgment where the arm has quiet ones; a difference that shows only with the busy ones
+    # counted is "inconclusive", and `linklab ab` exits 6 where nothing failed (linklab/measure/
+    # flags.py, verdict/judging.py). On a quiet host both judgments fail: B/A as _repo works out.
+    busy = [r for rows in reps.values() for r in rows if host_busy(r)]
+    seen = out + "\n" + "\n".join(f"{arm}: p99 {r.get('p99_ms')} goodput {r.get('goodput_bps')} flags {r.get('flags')!r} "
+                                   f"{steal.words(r)}" for arm, rows in reps.items() for r in rows)
+    # Steal beyond steal.CAP voids what this measures: under 20-42 % on every repetition A ran as
+    # slowly as B (goodput 9.8-22 Mbit/s against 8.5-10.5), and the verdict rightly found nothing.
+    # Inconclusive then (tests/integration/steal.py), as every kernel test's throughput bound.
+    steal.room(*reps["a"], *reps["b"])
     verdict = json.loads((run_dir / "verdict.json").read_text())
+    assert rc == (1 if verdict["failures"] else 6), seen
+    settled = {"FAIL"} if not busy else {"FAIL", "inconclusive"}
     # one point: its judgments are labelled "(one point)", and no judgment over every point is made
     (good,) = [j for j in verdict["judgments"] if j.get("metric") == "goodput_bps"]
     # B spends 20 ms more on each request than A: B/A = t/(t + 20 ms) for A's time per request t,
     # 10.5 ms (the wire alone) to 20.5 ms (wire and a round trip): x0.34 to x0.51, a tenth more allowed
     # either way (measured x0.40 in a CI run, A a little faster than the round-trip arithmetic).
-    assert good["verdict"] == "FAIL" and 0.30 <= good["ratio"] <= 0.56, good
+    assert good["verdict"] in settled and 0.30 <= good["ratio"] <= 0.56, (good, seen)
+    # A longer tail is not the harmless side: it fails. B's is x1.5 to x2 by the arithmetic in
+    # _repo, x1.8-2.9 measured; a stolen emulator's tails are wilder (a p99 of 312 ms beside 33):
+    # x1.2 to x5 allowed. Five pairs (the recipe's): at three, 2+2 degrees of freedom and alpha
+    # 0.05/13 per judgment put t at 6, and a tail that more than doubled was judged "within".
     (tail,) = [j for j in verdict["judgments"] if j.get("metric") == "p99_ms"]
-    assert tail["verdict"] == "FAIL", tail  # a longer tail is not the harmless side
+    assert tail["verdict"] in settled and 1.2 <= tail["ratio"] <= 5.0, (tail, seen)
     suite = ET.parse(junit).getroot().find("testsuite")
-    failed = [c.get("name") for c in suite.iter("testcase") if c.find("failure") is not None]
-    assert "goodput_bps (bit/s)" in failed and "p99_ms (ms)" in failed
+    cases = {c.get("name"): ("failed" if c.find("failure") is not None else "skipped" if c.find("skipped") is not None
+                             else "passed") for c in suite.iter("testcase")}
+    for j, name in ((good, "goodput_bps (bit/s)"), (tail, "p99_ms (ms)")):
+        assert cases[name] == {"FAIL": "failed", "inconclusive": "skipped"}[j["verdict"]], (cases, j)
     assert (run_dir / "report.html").is_file()
     assert state.load("ownab_a") is None and state.load("ownab_b") is None  # each arm took its lab down
     assert _servers() == []
