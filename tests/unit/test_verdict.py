@@ -188,7 +188,7 @@ def test_compare_is_advisory():
 
 def test_a_difference_the_quiet_repetitions_are_too_few_to_show_is_inconclusive_not_a_pass():
     # Minutes of the hypervisor's steal left 2 of A's 5 repetitions and 1 of B's quiet at the one
-    # point of a run whose goodput halved (a CI run): judged on those alone (df 1) nothing shows,
+    # point of an A/A-less run whose goodput halved (the lab VM, 12-43 % steal): judged on those alone (df 1) nothing shows,
     # and the verdict said "no difference found". What all ten show only with the busy ones
     # counted is inconclusive.
     stolen = {("rr", 9000, r): {"flags": "host_stolen", "flag_evidence": "steal 31 %"} for r in (1, 3, 4)}
