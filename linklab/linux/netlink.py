@@ -204,6 +204,7 @@ _U32 = struct.Struct("I")
 _ERRNO = struct.Struct("i")  # an NLMSG_ERROR's first field: 0 (an ack) or -errno
 # linux/if_link.h, linux/veth.h, linux/if_addr.h
 IFLA_IFNAME, IFLA_MTU, IFLA_MASTER, IFLA_LINKINFO, IFLA_IFALIAS, IFLA_NET_NS_FD = 3, 4, 10, 18, 20, 28
+IFLA_GSO_MAX_SIZE = 41
 IFLA_INFO_KIND, IFLA_INFO_DATA = 1, 2
 VETH_INFO_PEER = 1
 IFLA_BR_FORWARD_DELAY, IFLA_BR_STP_STATE = 1, 5
@@ -302,14 +303,16 @@ class Batch:
                    _ifinfo(index) + _nla_str(IFLA_IFNAME, ifname) + _nla(IFLA_LINKINFO, info))
 
     def set(self, ifname: str, *, up: bool | None = None, mtu: int | None = None, alias: str | None = None,
-            master: int | None = None) -> None:
-        """Change an interface named `ifname` (master: the index of the bridge or bond)."""
+            master: int | None = None, gso_max_size: int | None = None) -> None:
+        """Change an interface named `ifname` (master: the index of the bridge or bond;
+        gso_max_size: the biggest GSO packet its senders may hand it)."""
         attrs = _nla_str(IFLA_IFNAME, ifname)
         attrs += _nla_u32(IFLA_MTU, mtu) if mtu is not None else b""
         attrs += _nla_str(IFLA_IFALIAS, alias) if alias is not None else b""
         attrs += _nla_u32(IFLA_MASTER, master) if master is not None else b""
-        what = ", ".join(f"{k}={v}" for k, v in (("up", up), ("mtu", mtu), ("alias", alias), ("master", master))
-                         if v is not None)
+        attrs += _nla_u32(IFLA_GSO_MAX_SIZE, gso_max_size) if gso_max_size is not None else b""
+        what = ", ".join(f"{k}={v}" for k, v in (("up", up), ("mtu", mtu), ("alias", alias), ("master", master),
+                                                  ("gso_max_size", gso_max_size)) if v is not None)
         self._push(RTM_SETLINK, 0, f"set {ifname} {what}", _ifinfo(0, up) + attrs)
 
     def addr(self, index: int, address: str, prefixlen: int, *, nodad: bool = False) -> None:

@@ -40,6 +40,22 @@ HOST_PORT_MAX_S = 0.010
 SWITCH_PORT_BYTES = 256 * 1024
 
 
+# The biggest GSO packet Linux hands a port by default (gso_max_size; GSO_LEGACY_MAX_SIZE).
+GSO_MAX_BYTES = 65536
+
+
+def gso_cap(queue_bytes: int | None, mtu: int) -> int:
+    """The biggest GSO packet a node's own port may be handed (its gso_max_size): half its byte
+    FIFO, so that two fit, as a TCP segment pair must; at least one frame, at most Linux's
+    default. Why: a sender's TCP hands its port 64 KiB GSO packets whenever it paces fast (BBR's
+    first rounds at a veth's microsecond RTT), and a byte FIFO smaller than one drops it even when
+    empty, every time: BBR moved 0.14 Mbit/s through a 20 Mbit/s link's 10 ms host port (25 kB)
+    and 19.2 with the port's gso_max_size at 16384 (bench/README.md, "Queues and shapers"). Pure."""
+    if not queue_bytes:
+        return GSO_MAX_BYTES
+    return max(int(frame_bytes(mtu)), min(GSO_MAX_BYTES, int(queue_bytes) // 2))
+
+
 # A shaper's bucket: what it may send at once when its timer fires late, so that it still keeps
 # its rate (htb's default of a few kB loses goodput to late timers: bench/README.md#queues-and-shapers).
 # tbf needs at least one packet per bucket; htb's floor is 64 kB, room for a whole GSO packet

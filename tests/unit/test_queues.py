@@ -155,3 +155,15 @@ def test_fifo_limit_from_undecoded_options():
     assert tc.fifo_limit("48:30:00:00") == 12360  # raw little-endian u32, as pyroute2 hands it over
     assert tc.fifo_limit({"limit": 62500}) == 62500
     assert tc.fifo_limit("zz") is None and tc.fifo_limit("01") is None
+
+
+def test_a_ports_gso_packets_fit_its_fifo_twice():
+    # 10 ms at 20 Mbit/s (25 kB): 12.5 kB packets, where Linux's 64 KiB ones never fit
+    assert queues.gso_cap(25_000, 1500) == 12_500
+    # a FIFO that holds two of Linux's biggest, or no FIFO: Linux's default
+    assert queues.gso_cap(2 * 65536, 1500) == queues.gso_cap(None, 1500) == queues.GSO_MAX_BYTES == 65536
+    assert queues.gso_cap(2 * 65536 - 2, 1500) == 65535
+    # never below one frame: a FIFO of two jumbo frames takes one at a time
+    frame = int(paths.frame_bytes(9000))
+    assert queues.gso_cap(2 * frame, 9000) == frame and queues.gso_cap(frame, 9000) == frame
+    assert all(isinstance(queues.gso_cap(q, m), int) for q in (None, 1000, 25_000, 10**6) for m in (1500, 9000))

@@ -22,7 +22,7 @@ from linklab.backends.linux import bond as bondopt
 from linklab.backends.linux import daemons, frrd, services, sysctl
 from linklab.errors import LinklabError
 from linklab.linux import netlink, routes, tc
-from linklab.model import frr
+from linklab.model import frr, queues
 from linklab.backends.linux.kinds.base import Build
 
 # In order. A kind's `phase` is one of these; "namespaces", "links", "mtu", "routes", "queues",
@@ -253,7 +253,22 @@ def qdiscs(b: Build) -> None:
 
 
 def interface_settings(b: Build) -> None:
-    """Transmit queue lengths and offload features the links ask for."""
+    """Transmit queue lengths and offload features the links ask for, and the biggest GSO packet
+    each host's or router's own port takes (queues.gso_cap: what its byte FIFO holds twice; set
+    on every such port, so a queue that grew gets Linux's default back)."""
+    caps: dict[tuple[str, str], int] = {}
+    for link, end, _peer, q in b.lab.egress_queues():
+        if b.lab.node(end.node).kind == "switch":
+            continue  # a switch's ports forward others' packets, sized by their senders' ports
+        cap = queues.gso_cap(q.queue_bytes if q else None, link.mtu)
+        caps[(end.node, end.ifname)] = cap
+        # A bond hands each member the packets its own sockets made: the bond takes its smallest.
+        for bond in link.bonds:
+            if bond.node == end.node and end.ifname in link.bond_members(end.node):
+                caps[(bond.node, bond.ifname)] = min(caps.get((bond.node, bond.ifname), cap), cap)
+    for (node, ifname), cap in caps.items():
+        b.batch(node).set(ifname, gso_max_size=cap)
+    b.send_batches()
     for link in b.lab.links:
         for end in link.ends:
             ipr, i = b.ipr[end.node], b.idx(end.node, end.ifname)
