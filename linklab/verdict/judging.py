@@ -72,8 +72,8 @@ def busy_only(c: Cell, verdict: str, noise_all: dict[str, tuple[float, int]], al
     what all of them fail on (a hypervisor stealing for minutes can leave one quiet repetition
     of five). Either way the busy host may be what moved it: inconclusive, never a pass.
     The second only where the interval rests on the run's own repetitions: an A/A spread at the
-    point sets its degrees of freedom however many of them are left. `noise_all`: run_noise with every
-    repetition counted."""
+    point sets its degrees of freedom however many of them are left. `noise_all`: run_noise with
+    every repetition counted."""
     own_width = not (aa and aa.of(c.point, c.metric))
     if verdict != FAIL and own_width and (c.a_all, c.b_all) != (c.a, c.b):
         d, se, df = estimate(c.point, c.metric, c.a_all, c.b_all, noise_all, aa)
