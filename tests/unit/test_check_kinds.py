@@ -63,6 +63,33 @@ def test_must_not_reach_fails_on_a_single_reply_and_passes_on_silence(bond2):
     assert kind.judge(p, {"h1->h2": [ping_out("ping_host_unreachable"), ping_out("ping_loss")]}, bond2).verdict == FAIL
 
 
+def test_reach_sends_three_bursts_however_slowly_each_one_runs(bond2, monkeypatch):
+    # The odds in reach's docstring rest on the number of bursts: a timeout spent by one slow burst
+    # (a busy machine, a controller's first packets) does not end a pair's probing before the third.
+    from types import SimpleNamespace
+    from linklab.check.kinds import reach
+    kind, bursts = REGISTRY["reach"], []
+    clock = iter(range(0, 10_000, 100))  # every call 100 s later: each burst outlasts any timeout
+    monkeypatch.setattr(reach.time, "monotonic", lambda: next(clock))
+    silent, lossy = ping_out("ping_host_unreachable"), ping_out("ping_loss")
+    answers = [silent, silent, lossy]
+
+    def run(node, argv, timeout):
+        bursts.append(argv)
+        return SimpleNamespace(**answers[min(len(bursts), 3) - 1])
+    ctx = SimpleNamespace(lab=bond2, run=run)
+    p = params("reach", **{"from": "h1", "to": "h2", "timeout": "1s", "count": 30})
+    raw = kind.observe(p, ctx)
+    assert len(bursts) == 3 and kind.judge(p, raw, bond2).verdict == PASS  # the third answered
+    answers[2] = silent
+    bursts.clear()
+    raw = kind.observe(p, ctx)
+    assert len(bursts) == 3 and kind.judge(p, raw, bond2).verdict == FAIL  # no more than three
+    answers[0] = lossy
+    bursts.clear()
+    assert len(kind.observe(p, ctx)["h1->h2"]) == 1 == len(bursts)  # one that answers ends it at once
+
+
 def test_reach_names_what_ping_could_not_do(bond2):
     kind, p = REGISTRY["reach"], params("reach", **{"from": "h1", "to": "h2"})
     j = kind.judge(p, {"h1->h2": [{"stdout": "", "stderr": "ping: h2: Name or service not known\n"}]}, bond2)

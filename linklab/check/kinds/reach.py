@@ -1,11 +1,14 @@
 """reach: a reachability matrix, loss-aware. Every pair (a node of `from`, a node or address of
 `to`) is probed in bursts of `count` pings; a pair reaches when one burst gets `need` replies,
-and bursts are sent until one does or `timeout` has passed (never one ping: one lost reply is
-not a broken path). `expect: unreachable` pairs must get no reply to two bursts.
+and bursts are sent until one does or `timeout` has passed and at least three were sent (never
+one ping: one lost reply is not a broken path). `expect: unreachable` pairs must get no reply to two
+bursts.
 
 Why these defaults (count 10, need 3): under 20 % loss each way a probe's round trip succeeds
 with p = 0.64, and a burst gets fewer than 3 replies with probability 0.0059; three bursts in a
-row (the default timeout allows at least three) fail with 2e-7. A path that is cut gets no
+row fail with 2e-7. Those odds rest on the number of bursts, not on time: on a busy or emulated
+machine a burst can take several seconds (a learning controller's first packets, a slow fork),
+so a timeout never ends the probing of a pair before its third burst. A path that is cut gets no
 reply at all, while a working one at 20 % loss each way gets none of 20 probes with 1.3e-9.
 
     - {id: reach, kind: reach, from: [h1, h2], to: [h2, h3]}
@@ -28,6 +31,7 @@ from linklab.model.resolved import Lab
 INTERVAL_S = 0.1
 WAIT_S = 1.0
 UNREACHABLE_BURSTS = 2
+MIN_BURSTS = 3  # before a timeout ends a reachable pair's probing (the odds above)
 
 Names = str | list[str]
 
@@ -115,7 +119,7 @@ class Reach(Kind):
                 if p.expect == "unreachable":
                     if len(out) >= UNREACHABLE_BURSTS:
                         return out
-                elif pair_outcome(p, out[-1:])[0] or time.monotonic() - t0 >= p.timeout:
+                elif pair_outcome(p, out[-1:])[0] or (time.monotonic() - t0 >= p.timeout and len(out) >= MIN_BURSTS):
                     return out
 
         todo = pairs(p)

@@ -4,6 +4,7 @@ broken three ways with `linklab set`, each break caught by exactly its check."""
 
 import json
 import os
+import re
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -197,7 +198,8 @@ def test_reachability_under_20pct_loss_never_fails_falsely_and_a_black_hole_neve
         silent = [f.result().results[0] for f in silent_f]
     print("black hole: reach", [r.observed for r in holes])
     assert [r.verdict for r in holes] == ["fail"] * TRIALS_HOLE
-    assert all(r.observed.startswith("h1->h2 0/0") for r in holes)  # >= 2 bursts in 5 s, none answered
+    # Every burst unanswered (three at least: reach's MIN_BURSTS, however long each one took)
+    assert all(re.fullmatch(r"h1->h2 0(/0){2,} of 10 \(\d+ sent\)", r.observed) for r in holes), [r.observed for r in holes]
     assert [r.verdict for r in silent] == ["pass"] * TRIALS_HOLE
 
 
@@ -246,9 +248,16 @@ def test_the_default_lab_broken_three_ways_each_caught_by_exactly_its_check(lab_
         h = lab.handle("bond2")
         report = run_checks(load_checks(checks, h.lab), h)
         print(name, [(r.id, r.verdict, r.observed) for r in report.results])
+        if any(r.verdict == "inconclusive" for r in report.results):  # as a student would: once more
+            report = run_checks(load_checks(checks, h.lab), h)
+            print(name, "again", [(r.id, r.verdict, r.observed) for r in report.results])
         assert report.failed_ids() == must_fail, (name, [(r.id, r.verdict, r.observed) for r in report.results])
-        assert all(r.verdict == "pass" for r in report.results if r.id not in must_fail), name
-        assert report.exit_code == (1 if must_fail else 0)
+        # The goodput check may stay inconclusive where a neighbour test or the hypervisor took the
+        # cores during its repetitions (flagged: linklab's promise there is no verdict, never a
+        # false one); every other check is read from the kernel and must pass.
+        others = {r.id: r.verdict for r in report.results if r.id not in must_fail}
+        assert all(v == "pass" or (i == "goodput" and v == "inconclusive") for i, v in others.items()), (name, others)
+        assert report.exit_code == (1 if must_fail else 6 if "inconclusive" in others.values() else 0)
         output.write_junit(report, tmp_path / f"{name}.xml")
         suite = list(junitparser.JUnitXml.fromfile(str(tmp_path / f"{name}.xml")))[0]
         failed = [c.name for c in suite if c.result and isinstance(c.result[0], junitparser.Failure)]

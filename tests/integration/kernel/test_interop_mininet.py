@@ -30,7 +30,46 @@ from linklab.measure.iperf3 import Iperf3Client
 ROOT = Path(__file__).resolve().parents[3]
 # Routed ones included: routers forward, every node has its routes, ospf3's routers run FRR
 # (the script waits for OSPF to converge), and --test pings host to host across the routers.
-TOPOLOGIES = sorted((ROOT / "topologies").glob("*.yaml"))
+BUNDLED = sorted((ROOT / "topologies").glob("*.yaml"))
+
+
+def features(topology: Path) -> set[str]:
+    """What the exporter writes differently for: node kinds and switch kinds, containers, an
+    OpenFlow controller, link kinds and jumbo MTUs, a bond on each kind of node, an OVS
+    bond, written and computed routes, multipath, FRR, each shaper and AQM, a queue bound, each
+    netem impairment."""
+    lab = resolved_lab(topology, scale=SCALE)
+    out = set()
+    for n in lab.nodes:
+        out |= {f"node:{n.kind}", f"switch:{n.switch_kind}"} if n.switch_kind else {f"node:{n.kind}"}
+        out |= {"container"} if n.container else set()
+        out |= {"controller"} if n.controller else set()
+        out |= {"frr"} if n.frr else set()
+        out |= {f"route:{r.source}" for r in n.routes} | {"multipath" for r in n.routes if len(r.nexthops) > 1}
+    kinds = {n.name: n.kind for n in lab.nodes}
+    for link in lab.links:
+        out |= {f"link:{link.kind}"} | ({"jumbo"} if link.mtu > 1500 else set())
+        out |= {"ovs_bond" for e in link.ends if e.ovs_bond}
+        out |= {f"bond@{kinds[b.node]}" for b in link.bonds}  # a mode is one option string in the script
+        for q in (q for v in link.veths for q in (v.egress_a, v.egress_b) if q):
+            out |= {f"shaper:{q.shaper}", f"aqm:{q.aqm}"} | ({"queue"} if q.queue_bytes or q.queue_s else set())
+            out |= {name for name, on in (("delay", q.delay_s), ("jitter", q.jitter_s), ("loss", q.loss_pct),
+                                          ("reorder", q.reorder_pct)) if on}
+    return out
+
+
+def covering(topologies: list[Path]) -> list[Path]:
+    """The fewest topologies (greedy, in name order on ties) that together have every feature
+    any of them has: `make test` runs their scripts (CI's time: 7-45 s each under TCG), `make
+    test-extended` every bundled one's. A topology with something new is picked up by itself."""
+    have = {t: features(t) for t in topologies}
+    left, chosen = set().union(*have.values()), []
+    while left:
+        best = max(topologies, key=lambda t: (len(have[t] & left), -topologies.index(t)))
+        chosen.append(best)
+        left -= have[best]
+    return sorted(chosen)
+
 IPERF_SECONDS = 5
 E3_SECONDS = 3
 SCALE = 0.1  # what `scale: auto` is in a software-emulated VM; rates Mininet's hosts can carry here
@@ -39,6 +78,7 @@ E3 = ROOT / "topologies/sdn_pair.yaml"
 # 2000 behind switch ports left at 1500.
 E3_POINTS = {"mtu1500": [("links[*].mtu", 1500)],
              "mismatch": [("links[*].mtu", 2000), ("switches.s1.port_mtu", 1500)]}
+TOPOLOGIES = covering(BUNDLED)
 
 
 @pytest.fixture(scope="module")
@@ -98,6 +138,12 @@ def _side_by_side(request) -> bool:
     return any(item.originalname in SIDE_BY_SIDE for item in request.session.items)
 
 
+def _topologies(request) -> list[Path]:
+    """Every bundled topology under `make test-extended` (a side-by-side test selected), else the
+    fewest that have every feature (covering)."""
+    return BUNDLED if _side_by_side(request) else TOPOLOGIES
+
+
 @pytest.fixture(scope="module")
 def mininet_runs(request, tmp_path_factory, root_ovs):
     """Every bundled topology's script with --test, in one python3; when a side-by-side test is
@@ -107,7 +153,7 @@ def mininet_runs(request, tmp_path_factory, root_ovs):
     side_by_side = _side_by_side(request)
     tmp = tmp_path_factory.mktemp("mininet")
     specs = []
-    for t in TOPOLOGIES:
+    for t in _topologies(request):
         overrides = E3_POINTS["mtu1500"] if t == E3 else []
         seconds = E3_SECONDS if t == E3 else IPERF_SECONDS
         iperf = (["--iperf3", "h1", "h2", "--seconds", str(seconds)]
@@ -122,15 +168,16 @@ def mininet_runs(request, tmp_path_factory, root_ovs):
     return results, output
 
 
-def test_every_bundled_topology_runs_under_mininet_with_test_passing(mininet_runs, request):
+def test_bundled_topologies_with_every_feature_run_under_mininet_with_test_passing(mininet_runs, request):
     results, output = mininet_runs
+    topologies = _topologies(request)
     # (and E3's mismatch script when a side-by-side test is selected)
-    assert len(results) == len(TOPOLOGIES) + _side_by_side(request), output[-3000:]
+    assert len(results) == len(topologies) + _side_by_side(request), output[-3000:]
     failed = [r["script"] for r in results if r["code"] != 0]
     assert not failed, f"--test failed for {failed}:\n" + "\n".join(_own_output(output, s) for s in failed)
-    assert output.count("linklab checks:") == len(TOPOLOGIES)
+    assert output.count("linklab checks:") == len(topologies)
     # The checks pinged across every bonded link (by name) at its MTU.
-    for t in TOPOLOGIES:
+    for t in topologies:
         for link in resolved_lab(t, scale=SCALE).links:
             if link.kind == "bond":
                 assert re.search(rf"at MTU {link.mtu} via (\S+\+)?{link.name}(\+\S+)?: ok", output), (t.name, link.name)
