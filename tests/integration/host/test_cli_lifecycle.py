@@ -11,14 +11,10 @@ import pytest
 
 from linklab import kernel
 from linklab.errors import EXIT_NO_LAB
+from tests.integration.host.cli import linklab
 
 ROOT = Path(__file__).resolve().parents[3]
 LAB = "itcli"
-
-
-def linklab(*args, timeout=600):
-    return subprocess.run([sys.executable, "-m", "linklab", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, "COLUMNS": "200"})
 
 
 def qemu_with_our_mark() -> list[int]:

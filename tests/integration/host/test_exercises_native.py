@@ -13,9 +13,7 @@ own, taken down whatever happened; their times: docs/coursework.md ("Where each 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -26,6 +24,7 @@ from linklab.backends.linux import frrd
 from linklab.check import exercise
 from linklab.check.spec import file_sha256
 from tests.integration import exercise_tiers
+from tests.integration.host import cli
 
 ROOT = Path(__file__).resolve().parents[3]
 NATIVE, IN_VM = exercise_tiers.split()
@@ -33,8 +32,7 @@ ROSTER_EXERCISE = "static_routing"  # a routed lab with a variable (mtu): a resu
 
 
 def linklab(*args: str, state_dir: Path, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "linklab", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, "COLUMNS": "200", "LINKLAB_STATE_DIR": str(state_dir)})
+    return cli.linklab(*args, timeout=timeout, state_dir=state_dir)
 
 
 def _or_none_here(params: list, arity: int = 1) -> list:

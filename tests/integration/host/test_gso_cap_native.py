@@ -7,9 +7,7 @@ a veth's microsecond RTT and so builds 64 KiB GSO packets, moved 0.14 Mbit/s thr
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,6 +17,7 @@ from linklab.linux import netlink
 from linklab.measure.iperf3 import parse_result
 from linklab.model.paths import goodput_fraction
 from linklab.model import queues
+from tests.integration.host import cli
 
 ROOT = Path(__file__).resolve().parents[3]
 LAB = "itgso"
@@ -31,8 +30,7 @@ links:
 
 
 def linklab(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "linklab", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, "COLUMNS": "200"})
+    return cli.linklab(*args, timeout=timeout)
 
 
 def _gso_max_size(node: str, ifname: str) -> int:

@@ -8,10 +8,8 @@ Needs root and Debian's frr (the test set-up group installs it). Its figures: be
 ("Routed labs")."""
 
 import json
-import os
 import re
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -21,6 +19,7 @@ from pyroute2 import netns
 from linklab import procs, runner
 from linklab.backends.linux import frrd
 from linklab.model import frr
+from tests.integration.host import cli
 
 ROOT = Path(__file__).resolve().parents[3]
 LAB = "frrhost"  # this test's own: every namespace it makes is ll-frrhost-*
@@ -40,9 +39,8 @@ REROUTE_S = (0.001, frr.DEAD_S - 1.0)
 RESTORE_S = (0.2, 14.0)
 
 
-def linklab(*args, state_dir, timeout=300):
-    return subprocess.run([sys.executable, "-m", "linklab", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, "COLUMNS": "200", "LINKLAB_STATE_DIR": str(state_dir)})
+def linklab(*args: str, state_dir: Path, timeout: float = 300) -> subprocess.CompletedProcess:
+    return cli.linklab(*args, timeout=timeout, state_dir=state_dir)
 
 
 def ns(node: str) -> str:

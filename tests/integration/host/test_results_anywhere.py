@@ -7,7 +7,6 @@ import csv
 import json
 import os
 import shutil
-import subprocess
 import sys
 import threading
 import time
@@ -17,6 +16,7 @@ import pytest
 
 from linklab import state
 from linklab.measure import flags
+from tests.integration.host.cli import linklab
 
 ROOT = Path(__file__).resolve().parents[3]
 EXPERIMENT = "tests/integration/data/kill.yaml"  # 2 points x 2 repetitions of 1 s, lab onelink
@@ -49,11 +49,6 @@ def _own_state_dir():
         yield
         linklab("vm", "stop", timeout=120)  # the test stopped it already, unless it failed first
     shutil.rmtree(STATE_DIR, ignore_errors=True)
-
-
-def linklab(*args, timeout=600):
-    return subprocess.run([sys.executable, "-m", "linklab", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, "COLUMNS": "200"})
 
 
 def _reps(run_dir: Path) -> list[Path]:

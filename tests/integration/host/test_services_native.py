@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -15,15 +14,14 @@ import pytest
 from pyroute2 import netns
 
 from linklab import procs
+from tests.integration.host import cli
 
 ROOT = Path(__file__).resolve().parents[3]
 PORT = 18000
 
 
 def linklab(*args: str, state_dir: Path, check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess:
-    env = {**os.environ, "LINKLAB_STATE_DIR": str(state_dir)}
-    res = subprocess.run([sys.executable, "-m", "linklab", *args], cwd=ROOT, env=env, capture_output=True,
-                         text=True, timeout=timeout)
+    res = cli.linklab(*args, timeout=timeout, state_dir=state_dir)
     if check and res.returncode != 0:
         pytest.fail(f"linklab {' '.join(args)} exited {res.returncode}:\n{res.stdout}\n{res.stderr}")
     return res
