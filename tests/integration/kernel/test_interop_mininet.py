@@ -95,10 +95,11 @@ def root_ovs():
 
 
 DRIVER = r"""
-import json, runpy, sys
+import json, runpy, sys, time
 results = {}
 for spec in json.loads(sys.argv[1]):
     sys.argv = [spec["script"], *spec["args"]]
+    t0 = time.monotonic()
     try:
         runpy.run_path(spec["script"], run_name="__main__")
         code = 0
@@ -107,7 +108,8 @@ for spec in json.loads(sys.argv[1]):
     except Exception as e:
         print("DRIVER-ERROR", spec["script"], repr(e), flush=True)
         code = 99
-    print("DRIVER-RESULT " + json.dumps({"script": spec["script"], "args": spec["args"], "code": code}), flush=True)
+    print("DRIVER-RESULT " + json.dumps({"script": spec["script"], "args": spec["args"], "code": code,
+                                         "seconds": round(time.monotonic() - t0, 1)}), flush=True)
 """
 
 
@@ -168,9 +170,11 @@ def mininet_runs(request, tmp_path_factory, root_ovs):
     return results, output
 
 
-def test_bundled_topologies_with_every_feature_run_under_mininet_with_test_passing(mininet_runs, request):
+def test_bundled_topologies_with_every_feature_run_under_mininet_with_test_passing(mininet_runs, request, record_property):
     results, output = mininet_runs
     topologies = _topologies(request)
+    # where the module's time goes (in the JUnit report): each script's seconds
+    record_property("script_seconds", json.dumps({Path(r["script"]).stem: r.get("seconds") for r in results}))
     # (and E3's mismatch script when a side-by-side test is selected)
     assert len(results) == len(topologies) + _side_by_side(request), output[-3000:]
     failed = [r["script"] for r in results if r["code"] != 0]
