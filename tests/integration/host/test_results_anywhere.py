@@ -34,7 +34,7 @@ def _runs_in_vm() -> bool:
     return placement.want_vm_for_up(False, False, labs)[0]
 
 
-pytestmark = [pytest.mark.timeout(900),
+pytestmark = [pytest.mark.timeout(900), pytest.mark.lab_vm,
               pytest.mark.skipif(not _runs_in_vm(), reason="the lab runs natively: no lab VM to stop")]
 # A state directory of its own, so a lab VM of its own (inside the checkout, which the VM shares):
 # the one it stops under the sweep is not the checkout's, which test_cli_lifecycle.py may be using

@@ -22,7 +22,7 @@ from linklab.vm.client import Channel
 from linklab.vm import protocol as P
 from linklab.vm.launcher import LabVM, VMConfig, find_orphan_vms, marker_for
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.lab_vm]
 
 REPO = Path(__file__).resolve().parents[2]
 
