@@ -214,8 +214,15 @@ def test_a_measured_check_on_a_saturated_emulator_is_inconclusive_not_failed(lab
     topo = ROOT / "topologies" / "jumbo_pair.yaml"
     check = {"id": "g", "kind": "goodput", "from": "h1", "to": "h2", "min_fraction": 1.2, "repeat": 2, "duration": 4}
     h = lab_up(topo, "chksat", scale=0.1)
-    quiet = run_checks(one(check, topo, h), h).results[0]
-    print("quiet:", quiet.verdict, quiet.observed, quiet.detail)
+    # The quiet half needs a quiet host: under the hypervisor's steal linklab rightly says
+    # inconclusive (host_stolen) here too. Three tries (~10 s each), then the test is inconclusive.
+    for _ in range(3):
+        quiet = run_checks(one(check, topo, h), h).results[0]
+        print("quiet:", quiet.verdict, quiet.observed, quiet.detail)
+        if "host_stolen" not in quiet.values["flags"]:
+            break
+    else:
+        pytest.skip(f"inconclusive: the host was stolen from in three tries of the quiet check ({quiet.detail})")
     assert quiet.verdict == "fail" and quiet.values["flags"] == []
     lab.down("chksat", say=_quiet)
     h = lab_up(topo, "chksat", scale=1.0)
