@@ -16,6 +16,7 @@ from linklab.console import say
 from linklab.errors import LinklabError, UsageError
 
 DEFAULT_PAIRS = 2
+DEFAULT_CONFIRM = 6  # a point measured again: at six a side its own spread has 10 degrees of freedom
 
 AB_HELP = """\
 examples:
@@ -92,6 +93,10 @@ def _add_ab(sub) -> None:
                         "(repeatable: every one must hold)")
     p.add_argument("--pairs", type=int, default=DEFAULT_PAIRS, metavar="N",
                    help=f"repetitions of each arm at each point (default {DEFAULT_PAIRS}: A B B A)")
+    p.add_argument("--confirm", type=int, default=DEFAULT_CONFIRM, metavar="N",
+                   help=f"where B differs from A in a metric at a point or two, measure those points again, N "
+                        f"repetitions of each arm, and believe only what that says there (default {DEFAULT_CONFIRM}; "
+                        "0: the first verdict stands; docs/verdicts.md, \"Measured again\")")
     p.add_argument("--results", default="results", help="results root directory (default ./results)")
     p.add_argument("--keep-labs", action="store_true", help="leave both arms' labs up afterwards (default: taken down)")
     p.add_argument("--json", action="store_true", help="print the verdict as JSON")
@@ -105,12 +110,13 @@ def _add_ab(sub) -> None:
 def cmd_ab(args, argv) -> int:
     from linklab import kernel, lab, placement
     from linklab.ab import arms as arms_mod
-    from linklab.ab.session import drive
     from linklab.sweep.experiment import raw_data, topology_path
     from linklab.validate import load_experiment
 
     if not 1 <= args.pairs <= 20:
         raise UsageError(f"--pairs {args.pairs}: a whole number from 1 to 20")
+    if not 0 <= args.confirm <= 20:
+        raise UsageError(f"--confirm {args.confirm}: a whole number from 0 (never measure again) to 20")
     exp_path = Path(args.experiment)
     exp = load_experiment(exp_path, quick=args.quick)  # bad input stops here, before any VM boots
     subset = parse_subset(args.only, exp.matrix)
@@ -123,7 +129,7 @@ def cmd_ab(args, argv) -> int:
     if args.run_dir:  # the VM's half: measure into the run the host made
         run_dir = Path(args.run_dir)
         arms = arms_mod.prepare(specs, exp_path, base_lab, run_dir)
-        drive(arms, run_dir, args.pairs, args.quick, say=say, keep_labs=args.keep_labs, subset=subset)
+        measure(arms, run_dir, args, subset)
         return 0
     from linklab.sweep.plan import point_labs
     arm_labs = [lab_ for spec in specs for lab_ in point_labs(exp_path, exp, tuple(lab.parse_overrides(list(spec.overrides))))]
@@ -149,9 +155,41 @@ def cmd_ab(args, argv) -> int:
         if rc != 0:
             return rc
     else:
-        drive(arms, run_dir, args.pairs, args.quick, say=say, keep_labs=args.keep_labs, subset=subset)
+        measure(arms, run_dir, args, subset)
     return judge_run(run_dir, as_json=args.json, report=not args.no_report,
                      junit=Path(args.junit) if args.junit else None)
+
+
+def measure(arms, run_dir: Path, args, subset: dict[str, set[str]]) -> None:
+    """Both arms measured interleaved; then, where B differs from A at a point or two, those
+    points measured again (--confirm: linklab/ab/confirm.py)."""
+    from linklab import verdict
+    from linklab.ab import confirm
+    from linklab.ab.session import drive, take_down
+    from linklab.results.runs import Run
+    from linklab.verdict import aa
+
+    if not args.confirm:
+        drive(arms, run_dir, args.pairs, args.quick, say=say, keep_labs=args.keep_labs, subset=subset)
+        return
+    again = []
+    try:  # the labs stay up for a second measurement (their build saved), else taken down here
+        manifest = drive(arms, run_dir, args.pairs, args.quick, say=say, keep_labs=True, subset=subset)
+        a = Run.load(manifest["runs"]["a"])
+        first = verdict.judge(a, Run.load(manifest["runs"]["b"]), paired=True, aa=aa.for_run(a))
+        again = confirm.points(first)
+    finally:
+        if not again and not args.keep_labs:
+            for arm in arms:
+                take_down(arm, say)
+    if not again:
+        return
+    say(f"linklab ab: B differs from A at {', '.join(p.label for p in again)} ({len(first.failures)} judgments); "
+        f"measuring {'it' if len(again) == 1 else 'them'} again, {args.confirm} repetitions of each arm, "
+        "before believing it")
+    cdir, arms_again = confirm.prepare(run_dir, arms, again, args.confirm)
+    drive(arms_again, cdir, args.confirm, args.quick, say=say, keep_labs=args.keep_labs, keep=confirm.keeps(again),
+          reuse_labs=True)
 
 
 def parse_subset(specs: list[str], matrix: dict[str, list]) -> dict[str, set[str]]:
@@ -210,6 +248,7 @@ def judge_run(run_dir: Path, as_json: bool = False, report: bool = True, figures
     from linklab.fsutil import write_json_atomic
     from linklab import verdict
     from linklab.results.runs import Run
+    from linklab.ab import confirm
     from linklab.verdict import aa
 
     manifest = ab_manifest.read(run_dir)
@@ -217,7 +256,14 @@ def judge_run(run_dir: Path, as_json: bool = False, report: bool = True, figures
     if set(runs) != {"a", "b"}:
         raise UsageError(f"{run_dir}: the A/B run has no measured arms (ab.json names no runs)")
     a = Run.load(runs["a"])
-    res = verdict.judge(a, Run.load(runs["b"]), paired=True, aa=aa.for_run(a))
+    res = first = verdict.judge(a, Run.load(runs["b"]), paired=True, aa=aa.for_run(a))
+    again = confirm.second(run_dir)
+    if again is not None:  # measured again where the first differed (confirm.py): that decides there
+        ca, cb = again
+        second = verdict.judge(ca, cb, paired=True, aa=aa.for_run(ca))
+        write_json_atomic(run_dir / confirm.DIR / "verdict.json", verdict.as_json(second))
+        write_json_atomic(run_dir / "verdict-first.json", verdict.as_json(first))
+        res = confirm.combine(first, second, ab_manifest.read(run_dir / confirm.DIR).get("pairs", "?"))
     write_json_atomic(run_dir / "verdict.json", verdict.as_json(res))
     if junit is not None:
         from linklab.fsutil import write_atomic
@@ -225,15 +271,23 @@ def judge_run(run_dir: Path, as_json: bool = False, report: bool = True, figures
         junit.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(junit, junit_text(res, a.experiment))
         say(f"  JUnit: {junit}")
-    if not quiet:
-        print(json.dumps(verdict.as_json(res), indent=1) if as_json else verdict.render(res))
+    if not quiet and as_json:
+        print(json.dumps(verdict.as_json(res), indent=1))
+    elif not quiet and again is None:
+        print(verdict.render(res))
+    elif not quiet:
+        print(verdict.render(first, last="first measurement"))
+        print(f"\nmeasured again ({run_dir / confirm.DIR}):")
+        print(verdict.render(second, last="measured again"))
+        print("\nresult: " + res.words())
     if report:
         try:
             from linklab.report.build import write_ab_report
             say(f"  report: {write_ab_report(run_dir, res, figures=figures)}")
         except Exception as e:  # the verdict stands without a report; `linklab report` can retry
             say(f"  (no report: {e})")
-    say(f"linklab ab: {manifest.get('wall_s', '?')} s measuring; verdict: {res.words()}")
+    again_s = f" + {ab_manifest.read(run_dir / confirm.DIR).get('wall_s', '?')} s measuring again" if again else ""
+    say(f"linklab ab: {manifest.get('wall_s', '?')} s measuring{again_s}; verdict: {res.words()}")
     sys.stdout.flush()
     return res.exit_code()
 
@@ -258,7 +312,8 @@ def cmd_aa(args, argv) -> int:
     while len(have := aa_runs(root, exp.name, args.quick)) < args.runs:
         say(f"linklab aa: A/A run {len(have) + 1} of {args.runs}")
         rc = subprocess.run([sys.executable, "-m", "linklab", "ab", args.experiment, "--pairs", str(args.pairs),
-                             "--results", str(root), "--no-report", *(["--quick"] if args.quick else [])]).returncode
+                             "--results", str(root), "--no-report", "--confirm", "0",  # every A/A run as measured
+                             *(["--quick"] if args.quick else [])]).returncode
         # Whatever its verdict said (a false alarm, inconclusive), a run that completed counts.
         failures = 0 if len(aa_runs(root, exp.name, args.quick)) > len(have) else failures + 1
         if failures >= 2:

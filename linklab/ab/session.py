@@ -17,7 +17,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Callable
 
 from linklab import fsutil, procs, runner, state
 from linklab.ab import manifest as ab_manifest
@@ -101,7 +101,7 @@ class ArmProcess:
 
     def end(self, down: bool) -> None:
         """Tell it to finish (its lab put back, its run complete; `down`: then its lab taken down,
-        which an arm older than that leaves to _take_down) and wait for it."""
+        which an arm older than that leaves to take_down) and wait for it."""
         if self.proc.poll() is None:
             try:
                 self.ask(END_TIMEOUT_S, do="end", down=down)
@@ -143,14 +143,16 @@ def match_points(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> Plan:
 
 
 def drive(arms: list[Arm], run_dir: Path, pairs: int, quick: bool, say=print, keep_labs: bool = False,
-          subset: dict[str, set[str]] | None = None) -> dict[str, Any]:
+          subset: dict[str, set[str]] | None = None, keep: Callable[[dict[str, Any]], bool] | None = None,
+          reuse_labs: bool = False) -> dict[str, Any]:
     """Measure both arms interleaved; the A/B manifest (also written to run_dir/ab.json). `subset`
     (--only): the points whose axes take these values (as written in the matrix), the others not
-    measured."""
+    measured; `keep`: only the points whose axes it keeps; `reuse_labs`: the arms' labs, if up,
+    are these arms' own, left up by their last measurement (a second one: confirm.py)."""
     started = time.monotonic()
     manifest: dict[str, Any] = ab_manifest.read(run_dir)
-    for arm in arms:
-        _take_down(arm, say)  # a lab left by an earlier A/B (another revision's, maybe): built anew
+    for arm in arms if not reuse_labs else ():
+        take_down(arm, say)  # a lab left by an earlier A/B (another revision's, maybe): built anew
     say(f"linklab ab: starting both arms' sweeps (each builds its lab: {', '.join(a.lab for a in arms)})")
     procs_ = {arm.name: ArmProcess(arm, pairs, quick, run_dir / f"{arm.name}.log") for arm in arms}
     try:
@@ -159,6 +161,8 @@ def drive(arms: list[Arm], run_dir: Path, pairs: int, quick: bool, say=print, ke
         plan = match_points(hellos["a"]["points"], hellos["b"]["points"])
         if subset:
             plan.common = [(pa, pb) for pa, pb in plan.common if selected(pa["axes"], subset)]
+        if keep:
+            plan.common = [(pa, pb) for pa, pb in plan.common if keep(pa["axes"])]
         if not plan.common:
             raise StateError("the arms have no point in common: their experiments' matrices differ")
         for name, unmatched in plan.unmatched.items():
@@ -205,7 +209,7 @@ def drive(arms: list[Arm], run_dir: Path, pairs: int, quick: bool, say=print, ke
             p.stop()
         if not keep_labs:
             for arm in arms:
-                _take_down(arm, say)
+                take_down(arm, say)
         manifest.update(wall_s=round(time.monotonic() - started, 1),
                         finished_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
         fsutil.write_json_atomic(run_dir / AB_FILE, manifest)
@@ -217,7 +221,7 @@ def selected(axes: dict[str, Any], subset: dict[str, set[str]]) -> bool:
     return all(str(axes.get(axis)) in values for axis, values in subset.items())
 
 
-def _take_down(arm: Arm, say) -> None:
+def take_down(arm: Arm, say) -> None:
     """The arm's lab, if up, taken down by the arm's own code (which built it)."""
     if state.load(arm.lab) is None:
         return

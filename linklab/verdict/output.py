@@ -33,7 +33,8 @@ def table(judgments: list[Judgment], verdicts: bool = True) -> list[str]:
     return ["  ".join(x.ljust(w) for x, w in zip(r, widths)).rstrip() for r in rows]
 
 
-def render(res: Result, show_all: bool = False) -> str:
+def render(res: Result, show_all: bool = False, last: str = "result") -> str:
+    """The verdict as `linklab ab` prints it; `last`: what its last line calls the result."""
     lines = [f"A  {res.a.path} ({res.a.name})", f"B  {res.b.path} ({res.b.name})"]
     lines += [f"note: {n}" for n in res.notes]
     others = [c for c in res.judgments if c.verdict != FAIL and (show_all or c.verdict != WITHIN)]
@@ -48,7 +49,7 @@ def render(res: Result, show_all: bool = False) -> str:
     lines += ["", f"{len(mc)} point x metric judgments (each at {res.alpha:.2g}), {sum(c.verdict == FAIL for c in mc)} failed; "
                   f"{len(sc)} structural judgments, {sum(c.verdict == FAIL for c in sc)} failed"
                   + ("" if show_all else "; --all lists every judgment"),
-              "result: " + res.words()]
+              f"{last}: " + res.words()]
     return "\n".join(lines)
 
 

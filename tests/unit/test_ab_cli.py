@@ -29,6 +29,7 @@ def _nowhere_to_boot(monkeypatch):
     (["ab", str(E1), "--quick", "--b", "links[*].mtu=huge"], "mtu"),
     (["ab", str(E1), "--quick", "--a-rev", "no-such-revision-anywhere"], "unknown revision"),
     (["ab", str(E1), "--quick", "--pairs", "0"], "--pairs 0"),
+    (["ab", str(E1), "--quick", "--confirm", "21"], "--confirm 21"),
     (["ab", str(E1), "--quick", "--only", "mtu=1000"], "valid: 450, 1500, 9200"),  # the quick matrix's
     (["ab", "experiments/none.yaml"], "none.yaml"),
 ])
@@ -63,6 +64,27 @@ def test_a_measured_run_is_judged_into_verdict_json_and_a_report(tmp_path, capsy
     assert verdict["paired"] is True and verdict["judgments"]
     html = (d / "report.html").read_text()
     assert "Verdict: B against A" in html and 'id="fig-ab_ratios"' in html
+
+
+def test_where_a_run_was_measured_again_that_decides_and_the_first_verdict_is_kept_beside(tmp_path, capsys):
+    # First: E1 quick against itself at half the rate: B differs. Measured again (confirm/): A
+    # against itself, so nothing differs there, at every point.
+    d = _ab_dir(tmp_path, RUNS / "e1-quick", RUNS / "e1-quick-halfrate")
+    c = d / "confirm"
+    for name in "ab":
+        shutil.copytree(RUNS / "e1-quick", c / name / "e2_rr_tuning" / "run")
+    (c / "ab.json").write_text(json.dumps({"kind": "ab-confirm", "complete": True, "pairs": 6, "again": ["x"],
+                                           "runs": {k: str(c / k / "e2_rr_tuning" / "run") for k in "ab"}}))
+    rc = ab_cli.judge_run(d, report=False)
+    out = capsys.readouterr().out
+    first = json.loads((d / "verdict-first.json").read_text())
+    final = json.loads((d / "verdict.json").read_text())
+    assert not first["ok"] and "first measurement: DIFFERS" in out and "measured again (" in out
+    assert final["ok"] and rc == 0 and "\nresult: no difference found\n" in out
+    assert out.rstrip().endswith("600 s measuring + ? s measuring again; verdict: no difference found")
+    assert json.loads((c / "verdict.json").read_text())["ok"]
+    assert {j["point"] for j in final["judgments"]} == {j["point"] for j in first["judgments"]}
+    assert any(n.startswith("measured again (confirm/)") and "6 pairs a side" in n for n in final["notes"])
 
 
 def test_aa_runs_are_those_whose_arms_are_alike(tmp_path):

@@ -28,13 +28,15 @@ def _busy(manifest: dict, mtu: int) -> bool:
     return False
 
 
-def test_a_halved_rate_in_b_is_caught_and_both_labs_are_gone_after(tmp_path, capsys):
+def test_a_halved_rate_in_b_is_caught_measured_again_and_both_labs_are_gone_after(tmp_path, capsys):
     # B's link at 10 Mbit/s on top of every point's 20: goodput x0.5, far beyond any noise.
     # Three pairs: with no A/A spread recorded for this experiment, each point's interval rests
     # on its own repetitions (4 degrees of freedom at three a side; at two, Student's t at
     # Bonferroni's level is ~16 and one repetition slowed by a busy host hides even x0.5).
+    # Where B differs (at both points, two: linklab/ab/confirm.py's most), both are measured
+    # again, three pairs (the default's six would add a minute), and that decides there.
     rc = main(["ab", str(DATA / "ab_link.yaml"), "--b", "links[wire].impair.rate=10mbit", "--pairs", "3",
-               "--results", str(tmp_path), "--no-report"])
+               "--confirm", "3", "--results", str(tmp_path), "--no-report"])
     out = capsys.readouterr().out
     (run_dir,) = (tmp_path / "ab" / "itab").iterdir()
     manifest = json.loads((run_dir / "ab.json").read_text())
@@ -42,10 +44,21 @@ def test_a_halved_rate_in_b_is_caught_and_both_labs_are_gone_after(tmp_path, cap
     assert manifest["arms"]["b"]["overrides"] == ["links[wire].impair.rate=10mbit"]
     verdict = json.loads((run_dir / "verdict.json").read_text())
     tp = {c["point"]: c for c in verdict["judgments"] if c.get("metric") == "throughput_mbps"}
+    again = run_dir / "confirm"
+    first = json.loads((run_dir / "verdict-first.json").read_text()) if again.is_dir() else verdict
+    # Measured again exactly where the first measurement failed a metric (nowhere else failed)
+    failed_first = sorted({c["point"] for c in first["failures"]} - {"(every point)"})
+    assert again.is_dir() == bool(failed_first), (failed_first, out)
+    decided = manifest
+    if failed_first:
+        decided = json.loads((again / "ab.json").read_text())
+        assert decided["complete"] and decided["pairs"] == 3 and sorted(decided["again"]) == failed_first, decided
+        assert "measured again" in out and f"result: {verdict['result']}" in out
     # A point where every repetition of an arm carries a host flag (another process took the CPU,
     # or the hypervisor: host_disturbed, host_stolen) is judged inconclusive, not failed, and is
     # left out of the judgment over every point (docs/verdicts.md): what linklab promises there.
-    busy = {f"mtu={mtu}": _busy(manifest, mtu) for mtu in (1500, 2000)}
+    busy = {f"mtu={mtu}": _busy(decided if f"mtu={mtu}" in failed_first else manifest, mtu) for mtu in (1500, 2000)}
+    # over every point: the second measurement's where it measured both, else the first's
     assert set(tp) == set(busy) | ({"(every point)"} if not any(busy.values()) else set()), (busy, tp)
     assert rc == (1 if not all(busy.values()) else 6), out  # exit 6: inconclusive only
     for point, c in tp.items():
@@ -62,4 +75,6 @@ def test_a_halved_rate_in_b_is_caught_and_both_labs_are_gone_after(tmp_path, cap
         assert len(rows) == 6, (arm, rows)
         m = json.loads((Path(manifest["runs"][arm]) / "manifest.json").read_text())
         assert m["sweep_overrides"] == ([rate.split("=", 1)] if rate else [])
+    for arm in ("a", "b") if failed_first else ():  # measured again: three times at each point it was
+        assert len(_row_files(decided, arm)) == 3 * len(failed_first), (arm, decided)
     assert state.load("onelink_a") is None and state.load("onelink_b") is None  # both labs taken down
