@@ -13,7 +13,8 @@ EXP ?= experiments/e1_bonding_mtu.yaml
 SWEEP_ARGS ?= --quick
 PYTEST_ARGS ?=
 # make gate: GATE_EXP's quick variant, this checkout (B) against the reference revision (A) named
-# in .ci/reference, measured side by side by `linklab ab` (exit 1 when B differs from A)
+# in .ci/reference, measured side by side by `linklab ab` (exit 1 when B differs from A; a point or
+# two where it does are measured again first, 6 pairs: docs/verdicts.md, "Measured again")
 GATE_EXP ?= experiments/e1_bonding_mtu.yaml
 GATE_REF ?= $(shell awk '!/^[[:space:]]*(\#|$$)/ {print $$1; exit}' .ci/reference 2>/dev/null)
 # The gate's points: E1 quick at its two extreme MTUs (8 of 12 points; every change bench/ab_power.py

@@ -153,7 +153,9 @@ def drive(arms: list[Arm], run_dir: Path, pairs: int, quick: bool, say=print, ke
     manifest: dict[str, Any] = ab_manifest.read(run_dir)
     for arm in arms if not reuse_labs else ():
         take_down(arm, say)  # a lab left by an earlier A/B (another revision's, maybe): built anew
-    say(f"linklab ab: starting both arms' sweeps (each builds its lab: {', '.join(a.lab for a in arms)})")
+    labs = ", ".join(a.lab for a in arms)
+    say(f"linklab ab: starting both arms' sweeps again (in their labs, still up: {labs})" if reuse_labs
+        else f"linklab ab: starting both arms' sweeps (each builds its lab: {labs})")
     procs_ = {arm.name: ArmProcess(arm, pairs, quick, run_dir / f"{arm.name}.log") for arm in arms}
     try:
         hellos = {name: p.greet() for name, p in procs_.items()}
