@@ -157,7 +157,10 @@ def test_restore_brings_a_broken_lab_to_each_stages_checkpoint(lab_up, name, sta
         report = run_checks(loaded.checks, lab.handle(lab_name), only=only, say=print)
     by = {r.id: r for r in report.results}
     assert all(by[i].verdict == "pass" for i in mine), [(i, by[i].verdict, by[i].observed) for i in mine]
-    assert all(by[i].verdict in ("fail", "skip") for i in later), [(i, by[i].verdict, by[i].observed) for i in later]
+    # As at the start: none of them passes. A measured one beside a concurrent test's lab may be
+    # inconclusive rather than failed (beyond its bound on a flagged emulator: linklab never fails
+    # a check there); CI of 89cfef4 in phase 1: sdn_learning's goodput checks so, `learned` failed.
+    assert all(by[i].verdict in ("fail", "skip", "inconclusive") for i in later), [(i, by[i].verdict, by[i].observed) for i in later]
     # Every exercise with a later stage of its own shows it; those without one have a later stage
     # that only measures (asserted above to pass with it or not at all).
     if name in ("static_routing", "bufferbloat", "sdn_learning"):
