@@ -259,11 +259,11 @@ def judge_run(run_dir: Path, as_json: bool = False, report: bool = True, figures
     res = first = verdict.judge(a, Run.load(runs["b"]), paired=True, aa=aa.for_run(a))
     again = confirm.second(run_dir)
     if again is not None:  # measured again where the first differed (confirm.py): that decides there
-        ca, cb = again
+        ca, cb, again_manifest = again
         second = verdict.judge(ca, cb, paired=True, aa=aa.for_run(ca))
         write_json_atomic(run_dir / confirm.DIR / "verdict.json", verdict.as_json(second))
         write_json_atomic(run_dir / "verdict-first.json", verdict.as_json(first))
-        res = confirm.combine(first, second, ab_manifest.read(run_dir / confirm.DIR).get("pairs", "?"))
+        res = confirm.combine(first, second, again_manifest.get("pairs", "?"))
     write_json_atomic(run_dir / "verdict.json", verdict.as_json(res))
     if junit is not None:
         from linklab.fsutil import write_atomic
@@ -286,7 +286,7 @@ def judge_run(run_dir: Path, as_json: bool = False, report: bool = True, figures
             say(f"  report: {write_ab_report(run_dir, res, figures=figures)}")
         except Exception as e:  # the verdict stands without a report; `linklab report` can retry
             say(f"  (no report: {e})")
-    again_s = f" + {ab_manifest.read(run_dir / confirm.DIR).get('wall_s', '?')} s measuring again" if again else ""
+    again_s = f" + {again_manifest.get('wall_s', '?')} s measuring again" if again else ""
     say(f"linklab ab: {manifest.get('wall_s', '?')} s measuring{again_s}; verdict: {res.words()}")
     sys.stdout.flush()
     return res.exit_code()

@@ -26,7 +26,7 @@ from typing import Any, Callable
 from linklab import fsutil
 from linklab.ab import manifest as ab_manifest
 from linklab.ab.arms import Arm
-from linklab.results.points import Point, canonical, group
+from linklab.results.points import Point, group, key_of
 from linklab.results.runs import Run
 from linklab.verdict.model import EVERY_POINT, Result
 
@@ -48,11 +48,6 @@ def points(res: Result) -> list[Point]:
     return [p for p in points if p.label in labels]
 
 
-def key_of(axes: dict[str, Any]) -> tuple[tuple[str, str], ...]:
-    """A point's axes as Point.key() has them: the same point in any run or sweep."""
-    return tuple(sorted((a, canonical(v)) for a, v in axes.items()))
-
-
 def keeps(again: list[Point]) -> Callable[[dict[str, Any]], bool]:
     """Whether a point of an arm's sweep (its axes) is one of these."""
     keys = {p.key() for p in again}
@@ -71,8 +66,8 @@ def prepare(run_dir: Path, arms: list[Arm], again: list[Point], pairs: int) -> t
     return cdir, [replace(arm, results=cdir / arm.name) for arm in arms]
 
 
-def second(run_dir: Path) -> tuple[Run, Run] | None:
-    """The arms' runs of the second measurement, when one was made and is complete."""
+def second(run_dir: Path) -> tuple[Run, Run, dict[str, Any]] | None:
+    """The arms' runs of the second measurement and its ab.json, when one was made and is complete."""
     cdir = run_dir / DIR
     if not (cdir / ab_manifest.AB_FILE).is_file():
         return None
@@ -80,7 +75,7 @@ def second(run_dir: Path) -> tuple[Run, Run] | None:
     runs = m.get("runs") or {}
     if not m.get("complete") or set(runs) != {"a", "b"}:
         return None
-    return Run.load(runs["a"]), Run.load(runs["b"])
+    return Run.load(runs["a"]), Run.load(runs["b"]), m
 
 
 def combine(first: Result, again: Result, pairs: int) -> Result:

@@ -54,7 +54,12 @@ class Point:
 
     def key(self) -> tuple[tuple[str, str], ...]:
         """Matches the same point in another run: by parameters, not by order."""
-        return tuple(sorted((a, canonical(v)) for a, v in self.axes.items()))
+        return key_of(self.axes)
+
+
+def key_of(axes: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+    """A point's key (Point.key) from its axes, as a run or a sweep's plan has them."""
+    return tuple(sorted((a, canonical(v)) for a, v in axes.items()))
 
 
 def canonical(value: Any) -> str:
